@@ -1,0 +1,80 @@
+"""The small interface every backend implements (see DESIGN.md, 'A backend')."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from ember.core.primitive import Primitive
+from ember.ir.graph import Graph
+
+
+@dataclass(frozen=True)
+class Device:
+    platform: str  # backend name: 'cpu', 'reference', 'cuda', 'opencl'
+    id: int = 0
+    description: str = ""
+
+    def __repr__(self) -> str:
+        return f"{self.platform.capitalize()}Device(id={self.id})"
+
+    @property
+    def backend(self) -> "Backend":
+        from ember.runtime.devices import get_backend
+
+        return get_backend(self.platform)
+
+
+@dataclass
+class KernelInfo:
+    """One generated kernel, as shown by ``compiled.kernels``."""
+
+    name: str
+    source: str  # the generated code of this kernel (C, CUDA C, OpenCL C) or a description
+    ops: list[str]  # primitives it computes
+    source_lines: list[str]  # user file:line of those primitives
+    kind: str = "kernel"  # 'kernel', 'library' (GEMM, conv), 'host' (fallback)
+    why_boundary: str = ""  # why this kernel was not fused with its consumer
+
+
+@dataclass
+class Executable:
+    """A compiled graph: call it with device buffers, get device buffers back."""
+
+    graph: Graph
+    optimized: Graph
+    kernels: list[KernelInfo] = field(default_factory=list)
+    cost: dict[str, float] = field(default_factory=dict)
+    memory: dict[str, int] = field(default_factory=dict)
+    schedule_text: str = ""
+
+    def run(self, buffers: Sequence[Any]) -> list[Any]:
+        raise NotImplementedError
+
+
+class Backend:
+    name: str = "?"
+    host_memory: bool = True  # buffers are NumPy arrays in host memory
+
+    def is_available(self) -> bool:
+        return True
+
+    def devices(self) -> list[Device]:
+        return [Device(self.name, 0)]
+
+    def put(self, array: np.ndarray, device: Device) -> Any:
+        return array
+
+    def to_host(self, buffer: Any) -> np.ndarray:
+        return buffer
+
+    def apply_primitive(self, prim: Primitive, buffers: list, params: dict) -> Any:
+        """Eager execution of one primitive."""
+        raise NotImplementedError
+
+    def compile(self, graph: Graph, donated: Sequence[bool] = ()) -> Executable:
+        raise NotImplementedError
+
+    def synchronize(self, buffer: Any) -> None:
+        """Wait until ``buffer`` is computed (asynchronous backends override)."""

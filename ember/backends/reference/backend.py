@@ -1,0 +1,26 @@
+"""Reference backend: every primitive runs its NumPy implementation, nothing is optimized."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ember.backends.base import Backend, Executable
+from ember.core.primitive import Primitive
+from ember.ir.graph import Graph
+from ember.ir.interpreter import eval_graph, reference_apply
+
+
+class ReferenceExecutable(Executable):
+    def run(self, buffers: Sequence[Any]) -> list[Any]:
+        return eval_graph(self.optimized, list(buffers))
+
+
+class ReferenceBackend(Backend):
+    name = "reference"
+
+    def apply_primitive(self, prim: Primitive, buffers: list, params: dict) -> Any:
+        return reference_apply(prim, buffers, params)
+
+    def compile(self, graph: Graph, donated: Sequence[bool] = ()) -> Executable:
+        from ember.passes.analysis import cost_of_graph
+
+        return ReferenceExecutable(graph=graph, optimized=graph, cost=cost_of_graph(graph))

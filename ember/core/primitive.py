@@ -1,0 +1,75 @@
+"""Primitives and their rule tables.
+
+A primitive is the unit every transformation and backend understands. Each is defined
+in one place (a module under ``ember/ops``) by creating a ``Primitive`` and attaching
+its rules with the decorators below. ``tests/ops/test_registry.py`` walks ``REGISTRY``
+and fails if a rule is missing and not explicitly waived.
+
+Rule signatures:
+  abstract_eval(*avals, **params) -> ShapedArray | list[ShapedArray]
+  impl(*numpy_arrays, **params)   -> np.ndarray | list[np.ndarray]   (the reference)
+  jvp(primals, tangents, **params) -> (primal_out, tangent_out)      (lists if multiple_results)
+  transpose(cotangents_out, *inputs, **params) -> list of cotangents, one per input
+        (inputs that are linear are ``UndefinedPrimal``; return None for non-linear ones;
+         cotangents_out is a single value, or a list when multiple_results)
+  batch(values, batch_dims, **params) -> (outputs, out_batch_dims)
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+REGISTRY: dict[str, "Primitive"] = {}
+
+
+class Primitive:
+    def __init__(self, name: str, *, multiple_results: bool = False) -> None:
+        if name in REGISTRY:
+            raise ValueError(f"primitive {name!r} is defined twice")
+        self.name = name
+        self.multiple_results = multiple_results
+        self.abstract_eval_rule: Callable | None = None
+        self.impl_rule: Callable | None = None
+        self.jvp_rule: Callable | None = None
+        self.transpose_rule: Callable | None = None
+        self.batch_rule: Callable | None = None
+        # Why a rule is intentionally absent, e.g. {"jvp": "integer-valued"}.
+        self.waived: dict[str, str] = {}
+        REGISTRY[name] = self
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def bind(self, *args: Any, **params: Any) -> Any:
+        from ember.core.trace import bind
+
+        return bind(self, args, params)
+
+    # Decorators that attach rules; each returns the function unchanged.
+    def def_abstract_eval(self, fn: Callable) -> Callable:
+        self.abstract_eval_rule = fn
+        return fn
+
+    def def_impl(self, fn: Callable) -> Callable:
+        self.impl_rule = fn
+        return fn
+
+    def def_jvp(self, fn: Callable) -> Callable:
+        self.jvp_rule = fn
+        return fn
+
+    def def_transpose(self, fn: Callable) -> Callable:
+        self.transpose_rule = fn
+        return fn
+
+    def def_batch(self, fn: Callable) -> Callable:
+        self.batch_rule = fn
+        return fn
+
+    def waive(self, rule: str, reason: str) -> None:
+        """Declare that ``rule`` ('jvp', 'transpose', 'batch') does not exist, and why."""
+        self.waived[rule] = reason
+
+    def abstract_eval(self, *avals: Any, **params: Any):
+        if self.abstract_eval_rule is None:
+            raise NotImplementedError(f"primitive {self.name} has no abstract eval rule")
+        return self.abstract_eval_rule(*avals, **params)

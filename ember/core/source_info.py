@@ -1,0 +1,38 @@
+"""The user's source location of an operation: the first stack frame outside Ember."""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+
+_EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_SKIP_PREFIXES = (_EMBER_DIR,)
+_SKIP_FILES = ("<frozen", "contextlib.py", "functools.py")
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    file: str
+    line: int
+    function: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line} ({self.function})"
+
+    def short(self) -> str:
+        return f"{os.path.basename(self.file)}:{self.line}"
+
+
+def _is_internal(filename: str) -> bool:
+    return filename.startswith(_SKIP_PREFIXES) or any(s in filename for s in _SKIP_FILES)
+
+
+def user_frame(skip: int = 1) -> SourceInfo | None:
+    """Where the user's code called into Ember (None if the whole stack is internal)."""
+    frame = sys._getframe(skip)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not _is_internal(filename):
+            return SourceInfo(filename, frame.f_lineno, frame.f_code.co_name)
+        frame = frame.f_back
+    return None

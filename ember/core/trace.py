@@ -1,0 +1,205 @@
+"""Tracing: interpreters that give meaning to ``Primitive.bind``.
+
+As in JAX (see autodidax), each transformation is an interpreter: a ``Trace`` type
+whose tracers box values. Active interpreters form a stack of ``MainTrace`` levels; a
+primitive applied to tracers is handled by the highest-level trace among its inputs.
+Level 0 is eager evaluation. Staging a function into a Graph (jit) installs a
+*dynamic* main so every operation, even on constants, lands in the graph.
+"""
+from __future__ import annotations
+
+import contextlib
+import itertools
+from typing import Any, Iterator, Sequence
+
+from ember.core.abstract import ShapedArray, aval_of
+from ember.core.array_ops import ArrayOps
+from ember.core.primitive import Primitive
+from ember.errors import ConcretizationError, TracerLeakError
+
+
+class MainTrace:
+    """One active interpreter: its level on the stack, its Trace type and shared state."""
+
+    def __init__(self, level: int, trace_type: type, global_data: Any = None) -> None:
+        self.level = level
+        self.trace_type = trace_type
+        self.global_data = global_data
+        self.alive = True
+
+    def __repr__(self) -> str:
+        return f"MainTrace({self.level}, {self.trace_type.__name__})"
+
+
+class Trace:
+    def __init__(self, main: MainTrace) -> None:
+        self.main = main
+
+    def pure(self, value: Any) -> Any:
+        """Box a value that comes from below every active interpreter."""
+        raise NotImplementedError
+
+    def lift(self, tracer: "Tracer") -> "Tracer":
+        """Box a tracer of a lower-level interpreter."""
+        raise NotImplementedError
+
+    def process_primitive(self, prim: Primitive, tracers: list, params: dict) -> Any:
+        raise NotImplementedError
+
+    def full_raise(self, value: Any) -> "Tracer":
+        if not isinstance(value, Tracer):
+            return self.pure(value)
+        level = self.main.level
+        value_main = value._trace.main
+        if not value_main.alive:
+            raise leaked_tracer_error(value)
+        if value_main is self.main:
+            return value
+        if value_main.level < level:
+            return self.lift(value)
+        raise TracerLeakError(
+            f"a value traced at level {value_main.level} met a transformation at level "
+            f"{level}: it escaped the transformation that created it"
+        )
+
+
+class Tracer(ArrayOps):
+    """A boxed value seen by an interpreter; behaves like an array in user code."""
+
+    __array_priority__ = 1000
+    _trace: Trace
+
+    @property
+    def aval(self) -> ShapedArray:
+        raise NotImplementedError
+
+    def full_lower(self) -> Any:
+        return self
+
+    def concrete_value(self) -> Any:
+        """A concrete value, if this tracer has one (JVP over eager values does)."""
+        raise ConcretizationError(concretization_message(self))
+
+    def creation_site(self) -> str | None:
+        return None
+
+    def _concrete(self) -> Any:
+        import numpy as np
+
+        return np.asarray(self.concrete_value())
+
+    def __repr__(self) -> str:
+        return f"Traced<{self.aval.str_short()}>with<{type(self._trace).__name__}>"
+
+
+def concretization_message(tracer: Tracer) -> str:
+    site = tracer.creation_site()
+    where = f" (the value was computed at {site})" if site else ""
+    return (
+        f"Python needed a concrete value of a traced array {tracer.aval.str_short()}{where}. "
+        "Inside ember.jit, grad of jit, or vmap, values are abstract: Python `if`, `while`, "
+        "`int()`, `float()` or `bool()` cannot look at them. Fixes: use ember.lax.cond / "
+        "ember.lax.while_loop / ember.lax.fori_loop for control flow, ember.numpy.where "
+        "to select elementwise, or mark the argument static with "
+        "ember.jit(f, static_argnums=...)."
+    )
+
+
+def leaked_tracer_error(tracer: Tracer) -> TracerLeakError:
+    site = tracer.creation_site()
+    where = f", created at {site}," if site else ""
+    return TracerLeakError(
+        f"a traced value {tracer.aval.str_short()}{where} leaked out of the transformation "
+        f"({type(tracer._trace).__name__}) that created it, and was used after it ended. "
+        "Return values from the transformed function instead of storing them in globals or "
+        "on objects (side effects are not traced)."
+    )
+
+
+class EvalTrace(Trace):
+    """Level 0: apply primitives to concrete values right away."""
+
+    def pure(self, value: Any) -> Any:
+        return value
+
+    lift = pure
+
+    def process_primitive(self, prim: Primitive, values: list, params: dict) -> Any:
+        from ember.runtime.dispatch import apply_primitive
+
+        return apply_primitive(prim, values, params)
+
+
+_trace_stack: list[MainTrace] = [MainTrace(0, EvalTrace)]
+_dynamic_trace: MainTrace | None = None
+
+
+@contextlib.contextmanager
+def new_main(trace_type: type, global_data: Any = None) -> Iterator[MainTrace]:
+    main = MainTrace(len(_trace_stack), trace_type, global_data)
+    _trace_stack.append(main)
+    try:
+        yield main
+    finally:
+        _trace_stack.pop()
+        main.alive = False
+
+
+@contextlib.contextmanager
+def new_dynamic_main(trace_type: type, global_data: Any = None) -> Iterator[MainTrace]:
+    """A main that catches every operation while active, even on constants (staging)."""
+    global _dynamic_trace
+    saved = _dynamic_trace
+    with new_main(trace_type, global_data) as main:
+        _dynamic_trace = main
+        try:
+            yield main
+        finally:
+            _dynamic_trace = saved
+
+
+def find_top_trace(values: Sequence[Any]) -> Trace:
+    top = _trace_stack[0]
+    for value in values:
+        if isinstance(value, Tracer):
+            main = value._trace.main
+            if not main.alive:
+                raise leaked_tracer_error(value)
+            if main.level > top.level:
+                top = main
+    if _dynamic_trace is not None and _dynamic_trace.level > top.level:
+        top = _dynamic_trace
+    return top.trace_type(top)
+
+
+def full_lower(value: Any) -> Any:
+    return value.full_lower() if isinstance(value, Tracer) else value
+
+
+def bind(prim: Primitive, args: Sequence[Any], params: dict) -> Any:
+    trace = find_top_trace(args)
+    tracers = [trace.full_raise(arg) for arg in args]
+    outs = trace.process_primitive(prim, tracers, params)
+    if prim.multiple_results:
+        return [full_lower(out) for out in outs]
+    return full_lower(outs)
+
+
+def is_tracing() -> bool:
+    """True while any transformation (jit staging, grad, vmap) is active."""
+    return len(_trace_stack) > 1
+
+
+def current_level() -> int:
+    return len(_trace_stack) - 1
+
+
+_fresh_ids = itertools.count()
+
+
+def fresh_id() -> int:
+    return next(_fresh_ids)
+
+
+def get_aval(value: Any) -> ShapedArray:
+    return aval_of(value)

@@ -1,0 +1,132 @@
+"""The Graph: Ember's typed SSA intermediate representation.
+
+A Graph has typed input variables, a list of equations (a primitive applied to
+variables or literals, producing new variables) and outputs. Every value has a shape
+and dtype (a ``ShapedArray``); every equation keeps the user's source location.
+Top-level graphs may carry constants (arrays captured from the Python closure);
+graphs nested in control-flow params never do: their captured values are explicit
+operands.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from ember.core.abstract import ShapedArray
+from ember.core.primitive import Primitive
+from ember.core.source_info import SourceInfo
+
+
+class Var:
+    """A value defined once: a graph input, a constant or an equation output."""
+
+    __slots__ = ("aval", "hint")
+
+    def __init__(self, aval: ShapedArray, hint: str = "") -> None:
+        self.aval = aval
+        self.hint = hint  # preferred printed name (from the parser); printing stays unique
+
+    def __repr__(self) -> str:
+        return f"Var({self.aval.str_short()})"
+
+
+class Literal:
+    """A scalar constant written directly in an equation."""
+
+    __slots__ = ("value", "aval")
+
+    def __init__(self, value: Any, aval: ShapedArray) -> None:
+        self.value = np.asarray(value, dtype=aval.dtype)
+        self.aval = aval
+
+    def __repr__(self) -> str:
+        return f"Literal({self.value.item()!r}:{self.aval.str_short()})"
+
+
+Atom = Var | Literal
+
+
+@dataclass
+class Eqn:
+    prim: Primitive
+    inputs: list[Atom]
+    outputs: list[Var]
+    params: dict[str, Any]
+    source: SourceInfo | None = None
+
+    def replace(self, **changes: Any) -> "Eqn":
+        values = dict(prim=self.prim, inputs=self.inputs, outputs=self.outputs,
+                      params=self.params, source=self.source)
+        values.update(changes)
+        return Eqn(**values)
+
+
+@dataclass
+class Graph:
+    inputs: list[Var]
+    outputs: list[Atom]
+    eqns: list[Eqn]
+    constvars: list[Var] = field(default_factory=list)
+    constvals: list[Any] = field(default_factory=list)
+
+    @property
+    def in_avals(self) -> list[ShapedArray]:
+        return [v.aval for v in self.inputs]
+
+    @property
+    def out_avals(self) -> list[ShapedArray]:
+        return [v.aval for v in self.outputs]
+
+    def replace(self, **changes: Any) -> "Graph":
+        values = dict(inputs=self.inputs, outputs=self.outputs, eqns=self.eqns,
+                      constvars=self.constvars, constvals=self.constvals)
+        values.update(changes)
+        return Graph(**values)
+
+    def __str__(self) -> str:
+        from ember.ir.printer import print_graph
+
+        return print_graph(self)
+
+    def pretty_print(self, source: bool = True) -> str:
+        from ember.ir.printer import print_graph
+
+        return print_graph(self, source=source)
+
+
+def subgraphs(params: dict[str, Any]) -> Iterable[Graph]:
+    """The graphs nested in an equation's params (control-flow bodies, branches)."""
+    for value in params.values():
+        if isinstance(value, Graph):
+            yield value
+        elif isinstance(value, (tuple, list)):
+            for item in value:
+                if isinstance(item, Graph):
+                    yield item
+
+
+def uses(graph: Graph) -> dict[Var, int]:
+    """How many times each variable is read (by equations or as an output)."""
+    counts: dict[Var, int] = {}
+    for eqn in graph.eqns:
+        for atom in eqn.inputs:
+            if isinstance(atom, Var):
+                counts[atom] = counts.get(atom, 0) + 1
+    for atom in graph.outputs:
+        if isinstance(atom, Var):
+            counts[atom] = counts.get(atom, 0) + 1
+    return counts
+
+
+def new_var_like(atom: Atom) -> Var:
+    return Var(atom.aval)
+
+
+def literal_scalar(value: Any, dtype: Any) -> Literal:
+    return Literal(value, ShapedArray((), np.dtype(dtype)))
+
+
+def as_atoms(values: Sequence[Any]) -> list[Atom]:
+    return list(values)

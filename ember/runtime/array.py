@@ -1,0 +1,105 @@
+"""``ember.Array``: a concrete array living on one device."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ember.backends.base import Device
+from ember.core import dtypes
+from ember.core.abstract import ShapedArray
+from ember.core.array_ops import ArrayOps
+
+
+class Array(ArrayOps):
+    """An immutable n-dimensional array on a device (host memory for cpu / reference)."""
+
+    __slots__ = ("_buffer", "aval", "_device", "__weakref__")
+    __array_priority__ = 100
+
+    def __init__(self, buffer: Any, aval: ShapedArray, device: Device) -> None:
+        self._buffer = buffer
+        self.aval = aval
+        self._device = device
+
+    # --- device -----------------------------------------------------------------
+    @property
+    def device(self) -> Device:
+        return self._device
+
+    def devices(self) -> set[Device]:
+        return {self._device}
+
+    def block_until_ready(self) -> "Array":
+        self._device.backend.synchronize(self._buffer)
+        return self
+
+    # --- host interop -----------------------------------------------------------
+    def _host(self) -> np.ndarray:
+        return self._device.backend.to_host(self._buffer)
+
+    def _concrete(self) -> np.ndarray:
+        return self._host()
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        host = self._host()
+        if dtype is not None and np.dtype(dtype) != host.dtype:
+            return host.astype(dtype)
+        if copy:
+            return host.copy()
+        return host
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        host = self._host()
+        if max_version is None:
+            return host.__dlpack__(stream=stream)
+        return host.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device,
+                               copy=copy)
+
+    def __dlpack_device__(self):
+        return self._host().__dlpack_device__()
+
+    def __repr__(self) -> str:
+        body = np.array2string(self._host(), separator=", ", prefix="Array(")
+        return f"Array({body}, dtype={self.dtype.name})"
+
+    def __str__(self) -> str:
+        return str(self._host())
+
+    def __format__(self, spec: str) -> str:
+        if self.ndim == 0:
+            return format(self._host().item(), spec)
+        return format(str(self), spec)
+
+    def __reduce__(self):  # pickling for user convenience (multiprocessing); never read by Ember
+        return (_rebuild, (self._host(),))
+
+    def copy(self) -> "Array":
+        return self
+
+
+def _rebuild(host: np.ndarray) -> "Array":
+    from ember.runtime.dispatch import device_put
+
+    return device_put(host)
+
+
+def from_host(host: np.ndarray, device: Device) -> Array:
+    """Wrap or transfer a NumPy array (already of a canonical dtype) to ``device``."""
+    aval = ShapedArray(host.shape, host.dtype)
+    return Array(device.backend.put(host, device), aval, device)
+
+
+def canonical_host(value: Any, dtype: Any = None) -> np.ndarray:
+    """A read-only, C-contiguous NumPy array of a canonical Ember dtype."""
+    if dtype is None:
+        if dtypes.is_weak_scalar(value):
+            dtype = dtypes.python_scalar_dtype(value)
+        else:
+            dtype = dtypes.canonicalize(np.asarray(value).dtype)
+    host = np.asarray(value, dtype=dtype)
+    if isinstance(value, np.ndarray) and value.flags.writeable and np.may_share_memory(host, value):
+        host = host.copy()  # never alias memory the caller may still mutate
+    host = np.ascontiguousarray(host)
+    host.flags.writeable = False
+    return host

@@ -1,0 +1,264 @@
+"""The persistent compile cache: content-addressed native artifacts, in memory and on disk.
+
+An entry is found by a key, the sha256 of everything that changes the artifact (source,
+flags, compiler version, target ISA; the caller decides). Two levels:
+
+- memory: key -> path of an artifact already verified in this process;
+- disk: ``<dir>/<key[:2]>/<key><suffix>`` plus a sidecar ``<key>.sha256`` holding the
+  sha256 of the artifact's bytes.
+
+An artifact on disk counts only when its sidecar exists and matches its content, so a
+truncated, corrupted, half-written or planted file is rebuilt, never loaded. Builds run
+under an exclusive ``flock`` on ``<key>.lock``: when several processes miss at once, one
+builds and the others wait and then find its result. Artifact and sidecar are written to
+temporary files, fsynced and moved into place with ``os.replace`` (artifact first, then
+sidecar), so a reader never sees a partial file and a crash leaves no valid-looking entry.
+
+Nothing read from the cache is unpickled or evaluated: the only things read back are the
+artifact's bytes (hashed) and the hex digest in the sidecar.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import shutil
+import stat
+import tempfile
+import threading
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+from ember.config import config
+
+_LOCK_SUFFIX = ".lock"
+_SIDECAR_SUFFIX = ".sha256"
+
+
+@dataclass
+class CacheStats:
+    """Lookups per level. A disk miss is a build."""
+
+    memory_hits: int = 0
+    memory_misses: int = 0
+    disk_hits: int = 0
+    disk_misses: int = 0
+
+
+def hash_key(parts: Sequence[str | bytes]) -> str:
+    """sha256 over the parts, each length-prefixed and typed so that parts can't run together."""
+    digest = hashlib.sha256()
+    for part in parts:
+        if isinstance(part, str):
+            tag, data = b"s", part.encode("utf-8")
+        elif isinstance(part, bytes):
+            tag, data = b"b", part
+        else:
+            raise TypeError(f"cache key parts must be str or bytes, got {type(part).__name__}")
+        digest.update(tag + len(data).to_bytes(8, "little") + data)
+    return digest.hexdigest()
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        for chunk in iter(lambda: file.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_directory(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _unsafe_reason(directory: Path) -> str | None:
+    """Why ``directory`` must not hold native code we will load, or None when it is fine.
+
+    Another user who can write there could plant a shared object that we would then
+    dlopen, so the directory must be ours and writable by nobody else.
+    """
+    info = os.stat(directory)
+    if not stat.S_ISDIR(info.st_mode):
+        return "it is not a directory"
+    if info.st_uid != os.getuid():
+        return f"it is owned by uid {info.st_uid}, not by the current user (uid {os.getuid()})"
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"it is writable by group or others (mode {stat.S_IMODE(info.st_mode):o})"
+    if not os.access(directory, os.W_OK | os.X_OK):
+        return "it is not writable"
+    return None
+
+
+def _prepare_directory(requested: Path) -> Path:
+    """Create ``requested`` (mode 0700) and check it; fall back to a private temp dir."""
+    try:
+        requested.mkdir(mode=0o700, parents=True, exist_ok=True)
+        reason = _unsafe_reason(requested)
+    except OSError as error:
+        reason = f"it cannot be created or read ({error.strerror or error})"
+    if reason is None:
+        return requested
+    fallback = Path(tempfile.mkdtemp(prefix="ember-cache-"))
+    warnings.warn(
+        f"ember: not using compile cache directory {requested} because {reason}; "
+        f"using the private temporary directory {fallback} for this process instead. "
+        "Fix the directory's owner and permissions (chmod 700) or set EMBER_CACHE_DIR.",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+    return fallback
+
+
+def default_directory() -> Path:
+    """``config.cache_dir``, else ``$XDG_CACHE_HOME/ember``, else ``~/.cache/ember``."""
+    if config.cache_dir:
+        return Path(config.cache_dir).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".cache"
+    return base / "ember"
+
+
+class CompileCache:
+    """A two-level (memory, disk) cache of built artifacts, keyed by content hash."""
+
+    def __init__(self, directory: Path | str | None = None) -> None:
+        self.requested_directory = Path(directory) if directory is not None else default_directory()
+        self.directory = _prepare_directory(self.requested_directory)
+        self.stats = CacheStats()
+        self._memory: dict[str, Path] = {}
+        self._mutex = threading.Lock()
+
+    def get_or_build(
+        self,
+        key_parts: Sequence[str | bytes],
+        suffix: str,
+        build: Callable[[Path], None],
+    ) -> Path:
+        """Path of the artifact for ``key_parts``, calling ``build(tmp_path)`` on a miss.
+
+        ``build`` must write the complete artifact to ``tmp_path`` (a fresh, unique file
+        in the cache directory) or raise; its exceptions propagate and leave no entry.
+        """
+        key = hash_key([*key_parts, suffix])
+        cached = self._memory_lookup(key)
+        if cached is not None:
+            return cached
+        path = self._artifact_path(key, suffix)
+        if self._is_valid(path):
+            return self._remember(key, path, disk_hit=True)
+        path.parent.mkdir(mode=0o700, exist_ok=True)
+        with self._exclusive_lock(path.parent / (key + _LOCK_SUFFIX)):
+            if self._is_valid(path):  # another process built it while we waited
+                return self._remember(key, path, disk_hit=True)
+            self._build(path, build)
+            return self._remember(key, path, disk_hit=False)
+
+    def clear(self) -> None:
+        """Forget every entry, in memory and on disk, and reset the statistics."""
+        with self._mutex:
+            self._memory.clear()
+            self.stats = CacheStats()
+        for child in self.directory.iterdir():
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child, ignore_errors=True)
+            else:
+                child.unlink(missing_ok=True)
+
+    def _memory_lookup(self, key: str) -> Path | None:
+        with self._mutex:
+            path = self._memory.get(key)
+            if path is not None and path.exists():
+                self.stats.memory_hits += 1
+                return path
+            self._memory.pop(key, None)
+            self.stats.memory_misses += 1
+            return None
+
+    def _remember(self, key: str, path: Path, *, disk_hit: bool) -> Path:
+        with self._mutex:
+            self._memory[key] = path
+            if disk_hit:
+                self.stats.disk_hits += 1
+            else:
+                self.stats.disk_misses += 1
+        return path
+
+    def _artifact_path(self, key: str, suffix: str) -> Path:
+        return self.directory / key[:2] / (key + suffix)
+
+    @staticmethod
+    def _sidecar_path(artifact: Path, suffix: str | None = None) -> Path:
+        key = artifact.name[: len(artifact.name) - len(artifact.suffix)] if suffix is None else None
+        return artifact.parent / ((key or artifact.name.split(".")[0]) + _SIDECAR_SUFFIX)
+
+    def _is_valid(self, artifact: Path) -> bool:
+        """True when the artifact exists and its sidecar holds its content hash."""
+        sidecar = self._sidecar_path(artifact)
+        try:
+            expected = sidecar.read_text(encoding="ascii").strip()
+            return artifact.is_file() and _file_sha256(artifact) == expected
+        except (OSError, UnicodeDecodeError):
+            return False
+
+    def _build(self, artifact: Path, build: Callable[[Path], None]) -> None:
+        tmp_artifact = self._temp_path(artifact)
+        tmp_sidecar = self._temp_path(artifact)
+        try:
+            build(tmp_artifact)
+            if not tmp_artifact.is_file():
+                raise RuntimeError(f"compile cache: build did not write {tmp_artifact}")
+            content_hash = _file_sha256(tmp_artifact)
+            tmp_sidecar.write_text(content_hash + "\n", encoding="ascii")
+            _fsync_file(tmp_artifact)
+            _fsync_file(tmp_sidecar)
+            os.replace(tmp_artifact, artifact)
+            os.replace(tmp_sidecar, self._sidecar_path(artifact))
+            _fsync_directory(artifact.parent)
+        finally:
+            tmp_artifact.unlink(missing_ok=True)
+            tmp_sidecar.unlink(missing_ok=True)
+
+    @staticmethod
+    def _temp_path(artifact: Path) -> Path:
+        fd, name = tempfile.mkstemp(prefix="." + artifact.name + ".", suffix=".tmp", dir=artifact.parent)
+        os.close(fd)
+        return Path(name)
+
+    @staticmethod
+    @contextlib.contextmanager
+    def _exclusive_lock(lock_path: Path) -> Iterator[None]:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
+
+
+_default_cache: CompileCache | None = None
+_default_lock = threading.Lock()
+
+
+def default_cache() -> CompileCache:
+    """The process-wide cache; re-created when the configured directory changes."""
+    global _default_cache
+    wanted = default_directory()
+    with _default_lock:
+        if _default_cache is None or _default_cache.requested_directory != wanted:
+            _default_cache = CompileCache(wanted)
+        return _default_cache

@@ -1,0 +1,85 @@
+"""The backends present on this machine, and which one is the default."""
+from __future__ import annotations
+
+import functools
+import importlib
+import warnings
+
+from ember.backends.base import Backend, Device
+from ember.config import config
+from ember.errors import BackendUnavailableError
+
+# name -> "module:Class"; imported lazily so a missing toolchain costs nothing.
+_BACKENDS = {
+    "reference": "ember.backends.reference.backend:ReferenceBackend",
+    "cpu": "ember.backends.cpu.backend:CpuBackend",
+    "cuda": "ember.backends.cuda.backend:CudaBackend",
+    "opencl": "ember.backends.opencl.backend:OpenCLBackend",
+}
+_PREFERENCE = ("cuda", "cpu", "reference")
+
+
+@functools.cache
+def _load(name: str) -> Backend | None:
+    module_name, _, class_name = _BACKENDS[name].partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError:
+        return None
+    backend = getattr(module, class_name)()
+    return backend if backend.is_available() else None
+
+
+def get_backend(name: str | None = None) -> Backend:
+    """The backend called ``name`` (default: ``config.backend`` or the best present)."""
+    if name is None:
+        return default_backend()
+    if name not in _BACKENDS:
+        raise BackendUnavailableError(
+            f"unknown backend {name!r}; known backends: {', '.join(_BACKENDS)}")
+    backend = _load(name)
+    if backend is None:
+        raise BackendUnavailableError(
+            f"backend {name!r} is not available on this machine; present: "
+            f"{', '.join(available_backends())}")
+    return backend
+
+
+def available_backends() -> list[str]:
+    return [name for name in _BACKENDS if _load(name) is not None]
+
+
+@functools.cache
+def _best_present() -> str:
+    for name in _PREFERENCE:
+        if name == "cuda":
+            continue  # a GPU is used when asked for; host arrays stay on the host by default
+        if _load(name) is not None:
+            return name
+    return "reference"
+
+
+_warned_fallback = False
+
+
+def default_backend() -> Backend:
+    global _warned_fallback
+    if config.backend:
+        return get_backend(config.backend)
+    name = _best_present()
+    if name == "reference" and not _warned_fallback:
+        _warned_fallback = True
+        warnings.warn("ember: no C compiler found; using the (slow) reference backend. "
+                      "Install gcc or clang for the native CPU backend.", stacklevel=3)
+    return get_backend(name)
+
+
+def devices(backend: str | None = None) -> list[Device]:
+    """Devices of one backend, or of every backend present when ``backend`` is None."""
+    if backend is not None:
+        return get_backend(backend).devices()
+    return [d for name in available_backends() for d in get_backend(name).devices()]
+
+
+def default_device() -> Device:
+    return default_backend().devices()[0]

@@ -1,0 +1,93 @@
+"""Eager dispatch: one primitive applied to concrete values, outside any transformation."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ember.backends.base import Device
+from ember.config import config
+from ember.core import dtypes
+from ember.core.abstract import ShapedArray, aval_of
+from ember.core.primitive import Primitive
+from ember.core.source_info import user_frame
+from ember.core.staging import annotate
+from ember.errors import EmberError, EmberValueError, NaNError
+from ember.runtime.array import Array, canonical_host, from_host
+from ember.runtime.devices import default_device
+
+
+def common_device(values: Sequence[Any]) -> Device:
+    device = None
+    for value in values:
+        if isinstance(value, Array):
+            if device is None:
+                device = value.device
+            elif value.device != device:
+                raise EmberValueError(
+                    f"arrays on different devices ({device} and {value.device}) met in one "
+                    "operation; move one with ember.device_put(x, device) first")
+    return device if device is not None else default_device()
+
+
+def to_buffer(value: Any, device: Device) -> Any:
+    if isinstance(value, Array):
+        return value._buffer
+    return device.backend.put(canonical_host(value), device)
+
+
+def apply_primitive(prim: Primitive, values: list, params: dict) -> Any:
+    device = common_device(values)
+    avals = [aval_of(v) for v in values]
+    try:
+        out_avals = prim.abstract_eval(*avals, **params)
+    except EmberError as error:
+        raise annotate(error, user_frame(2)) from None
+    buffers = [to_buffer(v, device) for v in values]
+    outs = device.backend.apply_primitive(prim, buffers, params)
+    if not prim.multiple_results:
+        outs, out_avals = [outs], [out_avals]
+    arrays = [_wrap(out, aval, device) for out, aval in zip(outs, out_avals)]
+    if config.debug_nans:
+        check_nans(prim, arrays)
+    return arrays if prim.multiple_results else arrays[0]
+
+
+def _wrap(buffer: Any, aval: ShapedArray, device: Device) -> Array:
+    if device.backend.host_memory:
+        host = np.asarray(buffer)
+        if host.dtype != aval.dtype:
+            host = host.astype(aval.dtype)
+        if host.shape != aval.shape:
+            raise AssertionError(f"internal error: {host.shape} from an op typed {aval}")
+        if host.flags.writeable:
+            host.flags.writeable = False
+        buffer = host
+    return Array(buffer, aval, device)
+
+
+def check_nans(prim: Primitive, arrays: Sequence[Array], source=None) -> None:
+    for array in arrays:
+        if dtypes.is_inexact(array.dtype) and np.isnan(array._host()).any():
+            where = source or user_frame(3)
+            raise NaNError(f"debug_nans: primitive '{prim.name}' produced a NaN "
+                           f"(output {array.aval.str_short()})" + (f"\n  (at {where})" if where else ""))
+
+
+def device_put(value: Any, device: Device | str | None = None) -> Any:
+    """Place a value (or a pytree of values) on ``device`` (default: the default device)."""
+    from ember.core.pytree import tree_map
+    from ember.runtime.devices import get_backend
+
+    if isinstance(device, str):
+        device = get_backend(device).devices()[0]
+    target = device or default_device()
+
+    def put(leaf: Any) -> Array:
+        if isinstance(leaf, Array):
+            if leaf.device == target:
+                return leaf
+            return from_host(leaf._host(), target)
+        return from_host(canonical_host(leaf), target)
+
+    return tree_map(put, value)

@@ -1,0 +1,307 @@
+"""``ember.jit``: trace once per signature, compile the whole graph, call the executable.
+
+Inside another transformation (an enclosing jit, grad, vmap) a jitted function is
+inlined: the enclosing trace sees its operations directly.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Hashable, Sequence
+
+import numpy as np
+
+from ember.backends.base import Backend, Executable, KernelInfo
+from ember.config import config
+from ember.core import dtypes
+from ember.core.abstract import ShapedArray
+from ember.core.pytree import PyTreeDef, tree_flatten, tree_unflatten
+from ember.core.staging import trace_to_graph
+from ember.core.trace import Tracer, is_tracing
+from ember.errors import EmberTypeError, EmberValueError
+from ember.ir.graph import Graph
+from ember.runtime.array import Array, canonical_host
+from ember.runtime.devices import get_backend
+
+
+def _normalize_argnums(argnums: int | Sequence[int] | None) -> tuple[int, ...]:
+    if argnums is None:
+        return ()
+    if isinstance(argnums, int):
+        return (argnums,)
+    return tuple(argnums)
+
+
+def _leaf_aval(leaf: Any) -> ShapedArray:
+    if isinstance(leaf, (Array, Tracer)):
+        return leaf.aval
+    if dtypes.is_weak_scalar(leaf):
+        return ShapedArray((), dtypes.python_scalar_dtype(leaf))
+    if isinstance(leaf, (np.ndarray, np.generic)):
+        return ShapedArray(np.shape(leaf), dtypes.canonicalize(leaf.dtype))
+    if hasattr(leaf, "__array__") or hasattr(leaf, "__dlpack__"):
+        array = np.asarray(leaf)
+        return ShapedArray(array.shape, dtypes.canonicalize(array.dtype))
+    raise EmberTypeError(
+        f"argument of type {type(leaf).__name__} is not an array; jitted functions take "
+        "arrays, scalars and pytrees (tuples, lists, dicts) of them. Pass other values "
+        "with static_argnums / static_argnames.")
+
+
+@dataclass(frozen=True)
+class _Signature:
+    treedef: PyTreeDef
+    avals: tuple[ShapedArray, ...]
+    statics: tuple[Hashable, ...]
+    backend: str
+    flags: tuple
+
+
+def _check_static(value: Any, name: str) -> Hashable:
+    try:
+        hash(value)
+    except TypeError:
+        raise EmberValueError(
+            f"static argument {name} of type {type(value).__name__} is not hashable; static "
+            "arguments are part of the compile-cache key. Pass a tuple instead of a list, or "
+            "make it a regular (traced) argument.") from None
+    return value
+
+
+class Jitted:
+    """The result of ``ember.jit(f)``: callable, with ``.lower(*args)`` for AOT inspection."""
+
+    def __init__(self, fun: Callable, static_argnums=(), static_argnames=(),
+                 donate_argnums=(), backend: str | None = None) -> None:
+        self.fun = fun
+        self.static_argnums = _normalize_argnums(static_argnums)
+        self.static_argnames = (static_argnames,) if isinstance(static_argnames, str) \
+            else tuple(static_argnames or ())
+        self.donate_argnums = _normalize_argnums(donate_argnums)
+        self.backend_name = backend
+        self._cache: dict[_Signature, "Compiled"] = {}
+        self._signature = _safe_signature(fun)
+        functools.update_wrapper(self, fun)
+
+    # --- splitting arguments into static and traced --------------------------------
+    def _split(self, args: tuple, kwargs: dict):
+        if self._signature is not None and self.static_argnames:
+            for name in self.static_argnames:
+                if name not in kwargs and name in self._signature.parameters:
+                    index = list(self._signature.parameters).index(name)
+                    if index < len(args):  # given positionally: treat it as static too
+                        self.static_argnums = tuple(sorted({*self.static_argnums, index}))
+        statics = []
+        dynamic_args = []
+        for i, arg in enumerate(args):
+            if i in self.static_argnums or i - len(args) in self.static_argnums:
+                statics.append(("arg", i, _check_static(arg, f"#{i}")))
+            else:
+                dynamic_args.append(arg)
+        dynamic_kwargs = {}
+        for name, value in sorted(kwargs.items()):
+            if name in self.static_argnames:
+                statics.append(("kw", name, _check_static(value, repr(name))))
+            else:
+                dynamic_kwargs[name] = value
+        return tuple(statics), (tuple(dynamic_args), dynamic_kwargs)
+
+    def _rebuild_call(self, statics, dynamic):
+        args, kwargs = dynamic
+        args = list(args)
+        for kind, key, value in statics:
+            if kind == "arg":
+                args.insert(key, value)
+            else:
+                kwargs = {**kwargs, key: value}
+        return args, kwargs
+
+    # --- calling --------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if is_tracing() or _has_tracer(args, kwargs):
+            return self.fun(*args, **kwargs)
+        statics, dynamic = self._split(args, kwargs)
+        leaves, treedef = tree_flatten(dynamic)
+        avals = tuple(_leaf_aval(leaf) for leaf in leaves)
+        backend = get_backend(self.backend_name)
+        key = _Signature(treedef, avals, statics, backend.name, config.snapshot())
+        compiled = self._cache.get(key)
+        if compiled is None:
+            compiled = self._lower(statics, treedef, avals, backend).compile()
+            self._cache[key] = compiled
+        return compiled._call_flat(leaves)
+
+    def lower(self, *args: Any, **kwargs: Any) -> "Lowered":
+        statics, dynamic = self._split(args, kwargs)
+        leaves, treedef = tree_flatten(dynamic)
+        avals = tuple(_leaf_aval(leaf) for leaf in leaves)
+        return self._lower(statics, treedef, avals, get_backend(self.backend_name))
+
+    def _lower(self, statics, treedef: PyTreeDef, avals, backend: Backend) -> "Lowered":
+        out_tree_box: list[PyTreeDef] = []
+
+        def flat_fun(*flat_args):
+            dynamic = tree_unflatten(treedef, flat_args)
+            call_args, call_kwargs = self._rebuild_call(statics, dynamic)
+            out = self.fun(*call_args, **call_kwargs)
+            out_leaves, out_tree = tree_flatten(out)
+            for leaf in out_leaves:
+                _check_output(leaf, self.fun)
+            out_tree_box.append(out_tree)
+            return out_leaves
+
+        start = time.perf_counter()
+        graph = trace_to_graph(flat_fun, list(avals))
+        if config.log_enabled("compile"):
+            print(f"ember: traced {getattr(self.fun, '__name__', 'fn')} in "
+                  f"{time.perf_counter() - start:.4f} s")
+        donated = self._donated_mask(treedef)
+        return Lowered(graph, treedef, out_tree_box[0], backend, donated,
+                       getattr(self.fun, "__name__", "fn"))
+
+    def _donated_mask(self, treedef: PyTreeDef) -> tuple[bool, ...]:
+        if not self.donate_argnums:
+            return ()
+        args_def = treedef.children[0]  # (args tuple, kwargs dict)
+        mask: list[bool] = []
+        dynamic_positions = [i for i in range(len(args_def.children) + len(self.static_argnums))
+                             if i not in self.static_argnums]
+        for position, child in zip(dynamic_positions, args_def.children):
+            mask.extend([position in self.donate_argnums] * child.num_leaves)
+        mask.extend([False] * treedef.children[1].num_leaves)
+        return tuple(mask)
+
+    def clear_cache(self) -> None:
+        self._cache.clear()
+
+    def _cache_size(self) -> int:
+        return len(self._cache)
+
+
+def _safe_signature(fun: Callable):
+    try:
+        return inspect.signature(fun)
+    except (TypeError, ValueError):
+        return None
+
+
+def _has_tracer(args: tuple, kwargs: dict) -> bool:
+    leaves, _ = tree_flatten((args, kwargs))
+    return any(isinstance(leaf, Tracer) for leaf in leaves)
+
+
+def _check_output(leaf: Any, fun: Callable) -> None:
+    if isinstance(leaf, (Array, Tracer, np.ndarray, np.generic, bool, int, float, complex)):
+        return
+    raise EmberTypeError(
+        f"{getattr(fun, '__name__', 'the function')} returned a value of type "
+        f"{type(leaf).__name__}, which is not an array; jitted functions must return "
+        "arrays, scalars, or pytrees (tuples, lists, dicts, None) of them.")
+
+
+class Lowered:
+    """A traced, not yet optimized program (``ember.jit(f).lower(*args)``)."""
+
+    def __init__(self, graph: Graph, in_tree: PyTreeDef, out_tree: PyTreeDef,
+                 backend: Backend, donated: tuple[bool, ...], name: str) -> None:
+        self.graph = graph
+        self.in_tree = in_tree
+        self.out_tree = out_tree
+        self.backend = backend
+        self.donated = donated
+        self.name = name
+
+    def as_text(self, source: bool = True) -> str:
+        return self.graph.pretty_print(source=source)
+
+    def compile(self) -> "Compiled":
+        device = self.backend.devices()[0]
+        graph = self.graph.replace(constvals=[_const_buffer(v, device) for v in self.graph.constvals])
+        start = time.perf_counter()
+        executable = self.backend.compile(graph, self.donated)
+        elapsed = time.perf_counter() - start
+        if config.log_enabled("compile"):
+            print(f"ember: compiled {self.name} for {self.backend.name} in {elapsed:.4f} s")
+        return Compiled(executable, self.in_tree, self.out_tree, device, self.donated)
+
+
+def _const_buffer(value: Any, device) -> Any:
+    if isinstance(value, Array):
+        if value.device == device:
+            return value._buffer
+        return device.backend.put(value._host(), device)
+    return device.backend.put(canonical_host(value), device)
+
+
+class Compiled:
+    """An executable plus what a user may inspect about it."""
+
+    def __init__(self, executable: Executable, in_tree: PyTreeDef, out_tree: PyTreeDef,
+                 device, donated: tuple[bool, ...]) -> None:
+        self.executable = executable
+        self.in_tree = in_tree
+        self.out_tree = out_tree
+        self.device = device
+        self.donated = donated
+        self._out_avals = executable.graph.out_avals
+        self._in_avals = executable.graph.in_avals
+
+    @property
+    def kernels(self) -> list[KernelInfo]:
+        return self.executable.kernels
+
+    def as_text(self, source: bool = True) -> str:
+        text = self.executable.optimized.pretty_print(source=source)
+        if self.executable.schedule_text:
+            text += "\n\n" + self.executable.schedule_text
+        return text
+
+    def cost_analysis(self) -> dict[str, float]:
+        return dict(self.executable.cost)
+
+    def memory_analysis(self) -> dict[str, int]:
+        return dict(self.executable.memory)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        leaves, treedef = tree_flatten((args, kwargs))
+        if treedef != self.in_tree:
+            raise EmberTypeError(f"compiled function expects arguments structured as "
+                                 f"{self.in_tree}, got {treedef}")
+        for leaf, aval in zip(leaves, self._in_avals):
+            if _leaf_aval(leaf) != aval:
+                raise EmberTypeError(f"compiled for {aval.str_short()}, called with "
+                                     f"{_leaf_aval(leaf).str_short()}")
+        return self._call_flat(leaves)
+
+    def _call_flat(self, leaves: list[Any]) -> Any:
+        device = self.device
+        backend = device.backend
+        buffers = []
+        for leaf, aval in zip(leaves, self._in_avals):
+            if isinstance(leaf, Array) and leaf._device == device:
+                buffers.append(leaf._buffer)
+            elif isinstance(leaf, Array):
+                buffers.append(backend.put(leaf._host(), device))
+            else:
+                buffers.append(backend.put(canonical_host(leaf, aval.dtype), device))
+        outs = self.executable.run(buffers)
+        arrays = [Array(buf, aval, device) for buf, aval in zip(outs, self._out_avals)]
+        if config.debug_nans:
+            from ember.runtime.debug import check_nans_in_outputs
+
+            check_nans_in_outputs(self.executable, arrays)
+        return tree_unflatten(self.out_tree, arrays)
+
+
+def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(),
+        donate_argnums=(), backend: str | None = None):
+    """Compile ``fun`` with Ember's optimizing compiler (usable as a decorator)."""
+    if fun is None:
+        return functools.partial(jit, static_argnums=static_argnums,
+                                 static_argnames=static_argnames,
+                                 donate_argnums=donate_argnums, backend=backend)
+    if not callable(fun):
+        raise EmberTypeError(f"ember.jit expects a function, got {type(fun).__name__}")
+    return Jitted(fun, static_argnums, static_argnames, donate_argnums, backend)
