@@ -1,14 +1,62 @@
 """Ember: NumPy-style array programs, captured as graphs, optimized whole and compiled
-to native kernels for the hardware at hand."""
+to native kernels for the hardware at hand.
+
+The public names below are resolved lazily from the module that defines each, so that
+``import ember`` stays fast and each subsystem loads when first used.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 from ember import ops as _ops  # registers every primitive  # noqa: F401
 from ember.config import config
-from ember.core.pytree import register_pytree_node  # noqa: F401
 from ember.runtime.array import Array
-from ember.runtime.devices import default_backend, devices
-from ember.runtime.dispatch import device_put
 from ember.runtime.jit import jit
-from ember import lax, numpy  # noqa: F401
 
 __version__ = "0.1.0"
 
-__all__ = ["Array", "config", "default_backend", "device_put", "devices", "jit", "lax", "numpy"]
+# public name -> module that defines it
+_LAZY = {
+    # placement and devices
+    "devices": "ember.runtime.devices",
+    "default_backend": "ember.runtime.devices",
+    "device_put": "ember.runtime.dispatch",
+    "block_until_ready": "ember.runtime.sync",
+    "make_graph": "ember.runtime.inspect",
+    # transformations
+    "grad": "ember.transforms.api",
+    "value_and_grad": "ember.transforms.api",
+    "vjp": "ember.transforms.api",
+    "jvp": "ember.transforms.api",
+    "linearize": "ember.transforms.api",
+    "jacfwd": "ember.transforms.api",
+    "jacrev": "ember.transforms.api",
+    "hessian": "ember.transforms.api",
+    "vmap": "ember.transforms.api",
+    "stop_gradient": "ember.transforms.api",
+    "custom_jvp": "ember.transforms.custom",
+    "custom_vjp": "ember.transforms.custom",
+    "checkpoint": "ember.transforms.remat",
+    "remat": "ember.transforms.remat",
+}
+_SUBMODULES = {"lax", "numpy", "random", "nn", "optim", "tree_util", "ad_checkpoint",
+               "dtypes", "errors", "distributed", "test_util", "bench"}
+
+__all__ = ["Array", "config", "jit", *_LAZY, *sorted(_SUBMODULES)]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    if name in _SUBMODULES:
+        module = importlib.import_module(f"ember.{name}")
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module 'ember' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

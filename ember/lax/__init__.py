@@ -1,4 +1,11 @@
 """``ember.lax``: the primitive-level API (as ``jax.lax``): no implicit broadcasting or
 promotion, explicit dimension numbers, structured control flow."""
+from ember.ops.control_flow import *  # noqa: F401,F403
+from ember.ops.cumulative import *  # noqa: F401,F403
 from ember.ops.elementwise import *  # noqa: F401,F403
+from ember.ops.indexing import *  # noqa: F401,F403
+from ember.ops.linalg import *  # noqa: F401,F403
+from ember.ops.random_bits import *  # noqa: F401,F403
+from ember.ops.reductions import *  # noqa: F401,F403
+from ember.ops.sorting import *  # noqa: F401,F403
 from ember.ops.structural import *  # noqa: F401,F403

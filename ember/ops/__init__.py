@@ -1,2 +1,12 @@
 """Primitive definitions. Importing this package registers every primitive."""
-from ember.ops import elementwise, structural  # noqa: F401
+from ember.ops import (  # noqa: F401
+    control_flow,
+    cumulative,
+    elementwise,
+    indexing,
+    linalg,
+    random_bits,
+    reductions,
+    sorting,
+    structural,
+)

@@ -158,15 +158,15 @@ class CompileCache:
         cached = self._memory_lookup(key)
         if cached is not None:
             return cached
-        path = self._artifact_path(key, suffix)
-        if self._is_valid(path):
-            return self._remember(key, path, disk_hit=True)
-        path.parent.mkdir(mode=0o700, exist_ok=True)
-        with self._exclusive_lock(path.parent / (key + _LOCK_SUFFIX)):
-            if self._is_valid(path):  # another process built it while we waited
-                return self._remember(key, path, disk_hit=True)
-            self._build(path, build)
-            return self._remember(key, path, disk_hit=False)
+        entry = _Entry(self.directory / key[:2], key, suffix)
+        if entry.is_valid():
+            return self._remember(key, entry.artifact, disk_hit=True)
+        entry.folder.mkdir(mode=0o700, exist_ok=True)
+        with _exclusive_lock(entry.lock):
+            if entry.is_valid():  # another process built it while we waited for the lock
+                return self._remember(key, entry.artifact, disk_hit=True)
+            entry.build(build)
+            return self._remember(key, entry.artifact, disk_hit=False)
 
     def clear(self) -> None:
         """Forget every entry, in memory and on disk, and reset the statistics."""
@@ -198,56 +198,67 @@ class CompileCache:
                 self.stats.disk_misses += 1
         return path
 
-    def _artifact_path(self, key: str, suffix: str) -> Path:
-        return self.directory / key[:2] / (key + suffix)
 
-    @staticmethod
-    def _sidecar_path(artifact: Path, suffix: str | None = None) -> Path:
-        key = artifact.name[: len(artifact.name) - len(artifact.suffix)] if suffix is None else None
-        return artifact.parent / ((key or artifact.name.split(".")[0]) + _SIDECAR_SUFFIX)
+@dataclass(frozen=True)
+class _Entry:
+    """The files of one disk entry: artifact, sidecar (content hash) and lock."""
 
-    def _is_valid(self, artifact: Path) -> bool:
-        """True when the artifact exists and its sidecar holds its content hash."""
-        sidecar = self._sidecar_path(artifact)
+    folder: Path
+    key: str
+    suffix: str
+
+    @property
+    def artifact(self) -> Path:
+        return self.folder / (self.key + self.suffix)
+
+    @property
+    def sidecar(self) -> Path:
+        return self.folder / (self.key + _SIDECAR_SUFFIX)
+
+    @property
+    def lock(self) -> Path:
+        return self.folder / (self.key + _LOCK_SUFFIX)
+
+    def is_valid(self) -> bool:
+        """True when the artifact exists and the sidecar holds its content hash."""
         try:
-            expected = sidecar.read_text(encoding="ascii").strip()
-            return artifact.is_file() and _file_sha256(artifact) == expected
+            expected = self.sidecar.read_text(encoding="ascii").strip()
+            return self.artifact.is_file() and _file_sha256(self.artifact) == expected
         except (OSError, UnicodeDecodeError):
             return False
 
-    def _build(self, artifact: Path, build: Callable[[Path], None]) -> None:
-        tmp_artifact = self._temp_path(artifact)
-        tmp_sidecar = self._temp_path(artifact)
+    def build(self, build: Callable[[Path], None]) -> None:
+        """Run ``build`` into a temp file, then move artifact and sidecar into place."""
+        tmp_artifact = self._temp_file()
+        tmp_sidecar = self._temp_file()
         try:
             build(tmp_artifact)
             if not tmp_artifact.is_file():
-                raise RuntimeError(f"compile cache: build did not write {tmp_artifact}")
-            content_hash = _file_sha256(tmp_artifact)
-            tmp_sidecar.write_text(content_hash + "\n", encoding="ascii")
+                raise RuntimeError(f"compile cache: the build did not write {tmp_artifact}")
+            tmp_sidecar.write_text(_file_sha256(tmp_artifact) + "\n", encoding="ascii")
             _fsync_file(tmp_artifact)
             _fsync_file(tmp_sidecar)
-            os.replace(tmp_artifact, artifact)
-            os.replace(tmp_sidecar, self._sidecar_path(artifact))
-            _fsync_directory(artifact.parent)
+            os.replace(tmp_artifact, self.artifact)
+            os.replace(tmp_sidecar, self.sidecar)
+            _fsync_directory(self.folder)
         finally:
             tmp_artifact.unlink(missing_ok=True)
             tmp_sidecar.unlink(missing_ok=True)
 
-    @staticmethod
-    def _temp_path(artifact: Path) -> Path:
-        fd, name = tempfile.mkstemp(prefix="." + artifact.name + ".", suffix=".tmp", dir=artifact.parent)
+    def _temp_file(self) -> Path:
+        fd, name = tempfile.mkstemp(prefix=f".{self.key}.", suffix=".tmp", dir=self.folder)
         os.close(fd)
         return Path(name)
 
-    @staticmethod
-    @contextlib.contextmanager
-    def _exclusive_lock(lock_path: Path) -> Iterator[None]:
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)  # closing releases the lock
+
+@contextlib.contextmanager
+def _exclusive_lock(lock_path: Path) -> Iterator[None]:
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
 
 
 _default_cache: CompileCache | None = None
