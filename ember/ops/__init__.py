@@ -2,7 +2,9 @@
 from ember.ops import (  # noqa: F401
     control_flow,
     cumulative,
+    decompositions,
     elementwise,
+    fft,
     indexing,
     linalg,
     random_bits,
