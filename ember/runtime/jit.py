@@ -291,7 +291,8 @@ class Compiled:
         if config.debug_nans:
             from ember.runtime.debug import check_nans_in_outputs
 
-            check_nans_in_outputs(self.executable, arrays)
+            check_nans_in_outputs(self.executable.graph, [backend.to_host(b) for b in buffers],
+                                  [a._host() for a in arrays])
         return tree_unflatten(self.out_tree, arrays)
 
 

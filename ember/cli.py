@@ -1,0 +1,69 @@
+"""The ``ember`` command: ``ember demo``, ``ember bench``, ``ember info``, ``ember fuzz``."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import platform
+import sys
+from typing import Callable, Sequence
+
+
+def _info(argv: Sequence[str]) -> int:
+    """Print what Ember found on this machine."""
+    argparse.ArgumentParser(prog="ember info").parse_args(argv)
+    import numpy as np
+
+    import ember
+    from ember.runtime.devices import available_backends, default_backend
+
+    print(f"ember {ember.__version__} on Python {platform.python_version()}, "
+          f"NumPy {np.__version__}, {platform.machine()}")
+    print(f"backends present: {', '.join(available_backends())}; "
+          f"default: {default_backend().name}")
+    print(f"devices: {ember.devices()}")
+    try:
+        from ember.backends.cpu.toolchain import blas, find_toolchain
+
+        toolchain = find_toolchain()
+        print(f"C compiler: {toolchain.cc + ' (' + toolchain.version + ')' if toolchain else 'none'}")
+        info = blas()
+        print(f"BLAS: {info.version if info else 'not installed (pip install scipy-openblas32)'}")
+    except ImportError:
+        pass
+    try:
+        from ember.runtime.compile_cache import default_cache
+
+        print(f"compile cache: {default_cache().directory}")
+    except ImportError:
+        pass
+    return 0
+
+
+def _lazy(module: str, function: str = "main") -> Callable[[Sequence[str]], int]:
+    def run(argv: Sequence[str]) -> int:
+        return getattr(importlib.import_module(module), function)(list(argv)) or 0
+
+    return run
+
+
+COMMANDS: dict[str, tuple[Callable[[Sequence[str]], int], str]] = {
+    "demo": (_lazy("ember.demo"), "train a small character-level GPT and show compiled vs eager speed"),
+    "bench": (_lazy("ember.bench"), "benchmark Ember against NumPy, JAX and PyTorch on this machine"),
+    "info": (_info, "show backends, devices, compiler, BLAS and cache"),
+    "fuzz": (_lazy("ember.fuzz"), "differential fuzzing of the compiler against the reference"),
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
+        print("usage: ember <command> [options]\n\ncommands:")
+        for name, (_, help_text) in COMMANDS.items():
+            print(f"  {name:<7} {help_text}")
+        return 0 if not argv or argv[0] in ("-h", "--help") else 2
+    command, _ = COMMANDS[argv[0]]
+    return command(argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
