@@ -21,6 +21,7 @@ class ReferenceBackend(Backend):
         return reference_apply(prim, buffers, params)
 
     def compile(self, graph: Graph, donated: Sequence[bool] = ()) -> Executable:
-        from ember.passes.analysis import cost_of_graph
+        from ember.passes.analysis import cost_of_graph, peak_memory
 
-        return ReferenceExecutable(graph=graph, optimized=graph, cost=cost_of_graph(graph))
+        return ReferenceExecutable(graph=graph, optimized=graph, cost=cost_of_graph(graph),
+                                   memory=peak_memory(graph))
