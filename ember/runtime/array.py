@@ -100,6 +100,7 @@ def canonical_host(value: Any, dtype: Any = None) -> np.ndarray:
     host = np.asarray(value, dtype=dtype)
     if isinstance(value, np.ndarray) and value.flags.writeable and np.may_share_memory(host, value):
         host = host.copy()  # never alias memory the caller may still mutate
-    host = np.ascontiguousarray(host)
+    if not host.flags.c_contiguous:  # (np.ascontiguousarray would make 0-d arrays 1-d)
+        host = np.ascontiguousarray(host)
     host.flags.writeable = False
     return host
