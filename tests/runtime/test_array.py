@@ -1,0 +1,52 @@
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as enp
+
+
+def test_numpy_interop_and_readonly():
+    x = enp.asarray([1.0, 2.0])
+    host = np.asarray(x)
+    assert host.dtype == np.float32 and host.tolist() == [1.0, 2.0]
+    with pytest.raises(ValueError):
+        host[0] = 5  # Ember arrays are immutable; their host view is read-only
+
+
+def test_asarray_does_not_alias_mutable_input():
+    source = np.ones(3, np.float32)
+    x = enp.asarray(source)
+    source[0] = 7
+    assert np.asarray(x)[0] == 1
+
+
+def test_dlpack_roundtrip():
+    x = enp.asarray(np.arange(6, dtype=np.float32).reshape(2, 3))
+    back = np.from_dlpack(x)
+    np.testing.assert_array_equal(back, np.arange(6).reshape(2, 3))
+
+
+def test_scalar_conversions():
+    x = enp.asarray(3.5)
+    assert float(x) == 3.5 and int(x) == 3 and bool(x)
+    assert x.item() == 3.5
+
+
+def test_setitem_explains_at():
+    x = enp.asarray([1.0])
+    with pytest.raises(TypeError, match=r"x.at\[idx\].set"):
+        x[0] = 2.0
+
+
+def test_block_until_ready_tree():
+    tree = {"a": enp.asarray([1.0]), "b": [enp.asarray(2.0)]}
+    assert ember.block_until_ready(tree) is tree
+    assert tree["a"].block_until_ready() is tree["a"]
+
+
+def test_devices_lists_reference():
+    assert any(d.platform == "reference" for d in ember.devices())
+
+
+def test_repr():
+    assert repr(enp.asarray([1, 2])) == "Array([1, 2], dtype=int32)"

@@ -1,0 +1,155 @@
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as enp
+from ember.errors import ConcretizationError, EmberTypeError, EmberValueError, TracerLeakError
+
+
+def f(x, y):
+    return enp.tanh(x * y + 1.0)
+
+
+def test_jit_matches_eager():
+    x = enp.asarray(np.linspace(-2, 2, 12, dtype=np.float32).reshape(3, 4))
+    np.testing.assert_allclose(np.asarray(ember.jit(f)(x, x)), np.asarray(f(x, x)), rtol=1e-6)
+
+
+def test_cache_by_shape_and_dtype_and_retrace_on_new_shape():
+    traces = []
+
+    def g(x):
+        traces.append(x.shape)
+        return x * 2
+
+    jg = ember.jit(g)
+    jg(np.ones(3, np.float32))
+    jg(np.ones(3, np.float32) + 1)
+    assert traces == [(3,)]
+    jg(np.ones(4, np.float32))
+    assert traces == [(3,), (4,)]
+    jg(np.ones(4, np.int32))
+    assert len(traces) == 3
+
+
+def test_static_argnums_and_argnames():
+    def scale(x, n, *, mode):
+        return x * n if mode == "mul" else x + n
+
+    j = ember.jit(scale, static_argnums=1, static_argnames="mode")
+    x = np.arange(3, dtype=np.float32)
+    np.testing.assert_array_equal(np.asarray(j(x, 3, mode="mul")), x * 3)
+    np.testing.assert_array_equal(np.asarray(j(x, 3, mode="add")), x + 3)
+
+
+def test_unhashable_static_arg_is_clear():
+    j = ember.jit(lambda x, shape: x, static_argnums=1)
+    with pytest.raises(EmberValueError, match="not hashable"):
+        j(np.ones(2), [1, 2])
+
+
+def test_python_if_on_traced_value_explains_fix():
+    def branchy(x):
+        if x > 0:
+            return x
+        return -x
+
+    with pytest.raises(ConcretizationError, match="lax.cond") as info:
+        ember.jit(branchy)(np.float32(1))
+    assert isinstance(info.value, TypeError)
+
+
+def test_leaked_tracer_names_where():
+    leaked = []
+
+    def leak(x):
+        y = x * 2
+        leaked.append(y)
+        return y
+
+    ember.jit(leak)(np.ones(2, np.float32))
+    with pytest.raises(TracerLeakError, match="leaked") as info:
+        leaked[0] + 1
+    assert "test_jit.py" in str(info.value)
+
+
+def test_non_array_return_names_type():
+    with pytest.raises(EmberTypeError, match="returned a value of type str"):
+        ember.jit(lambda x: "hello")(np.ones(2))
+
+
+def test_non_array_argument_names_type():
+    with pytest.raises(EmberTypeError, match="argument of type object"):
+        ember.jit(lambda x: x)(object())
+
+
+def test_shape_mismatch_names_shapes_and_line():
+    def bad(x, y):
+        return ember.lax.add(x, y)
+
+    with pytest.raises(EmberValueError, match=r"\(3,\) and \(4,\)") as info:
+        ember.jit(bad)(np.ones(3, np.float32), np.ones(4, np.float32))
+    assert "test_jit.py" in str(info.value)
+
+
+def test_lower_compile_and_inspect():
+    x = np.ones((2, 3), np.float32)
+    lowered = ember.jit(f).lower(x, x)
+    text = lowered.as_text()
+    assert "tanh" in text and "test_jit.py" in text
+    compiled = lowered.compile()
+    assert compiled.cost_analysis()["flops"] > 0
+    assert compiled.cost_analysis()["bytes accessed"] > 0
+    np.testing.assert_allclose(np.asarray(compiled(x, x)), np.tanh(x * x + 1), rtol=1e-6)
+    with pytest.raises(EmberTypeError, match="compiled for f32"):
+        compiled(np.ones((2, 3), np.int32), x)
+
+
+def test_pytree_arguments_and_outputs():
+    def g(params, x):
+        return {"out": params["w"] * x + params["b"], "aux": (x,)}
+
+    params = {"w": np.float32(2), "b": np.float32(1)}
+    out = ember.jit(g)(params, np.arange(3, dtype=np.float32))
+    np.testing.assert_array_equal(np.asarray(out["out"]), [1, 3, 5])
+    assert isinstance(out["aux"], tuple)
+
+
+def test_make_graph_shows_source_lines():
+    graph = ember.make_graph(f)(np.ones(2, np.float32), np.ones(2, np.float32))
+    text = str(graph)
+    assert "mul" in text and "tanh" in text and "test_jit.py" in text
+
+
+def test_constants_captured_from_closure():
+    w = enp.asarray(np.arange(4, dtype=np.float32))
+    g = ember.jit(lambda x: x * w)
+    np.testing.assert_array_equal(np.asarray(g(np.ones(4, np.float32))), np.arange(4))
+
+
+def test_nested_jit_inlines():
+    inner = ember.jit(lambda x: x * 3)
+    outer = ember.jit(lambda x: inner(x) + 1)
+    np.testing.assert_array_equal(np.asarray(outer(np.ones(2, np.float32))), [4, 4])
+
+
+def test_weak_python_scalars_keep_array_dtype():
+    x = enp.asarray(np.ones(2, np.float16))
+    assert (x + 1.0).dtype == np.float16
+    assert (x * 2).dtype == np.float16
+
+
+def test_x64_off_canonicalizes_float64():
+    x = enp.asarray(np.ones(2, np.float64))
+    assert x.dtype == np.float32
+
+
+def test_x64_on_keeps_float64(x64):
+    x = enp.asarray(np.ones(2, np.float64))
+    assert x.dtype == np.float64
+
+
+def test_debug_nans_names_op_and_line():
+    with ember.config.override(debug_nans=True):
+        with pytest.raises(FloatingPointError, match="'mul'|'log'|'sub'"):
+            ember.jit(lambda x: ember.lax.log(x) * 1.0)(np.float32(-1.0))
