@@ -101,7 +101,9 @@ def to_dtype(value: Any) -> np.dtype:
     if value is complex:
         return complex128
     try:
-        dtype = np.dtype(getattr(value, "dtype", value))
+        # A scalar type such as np.int32 has a ``dtype`` descriptor, not a dtype.
+        spec = value if isinstance(value, type) else getattr(value, "dtype", value)
+        dtype = np.dtype(spec)
     except TypeError:
         raise EmberTypeError(f"{value!r} is not a dtype") from None
     if dtype not in ALL:
