@@ -1,6 +1,7 @@
 """The user's source location of an operation: the first stack frame outside Ember."""
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from dataclasses import dataclass
@@ -27,8 +28,24 @@ def _is_internal(filename: str) -> bool:
     return filename.startswith(_SKIP_PREFIXES) or any(s in filename for s in _SKIP_FILES)
 
 
+_overrides: list[SourceInfo | None] = []
+
+
+@contextlib.contextmanager
+def source_override(source: SourceInfo | None):
+    """Attribute operations bound meanwhile to ``source`` (e.g. the forward equation a
+    backward-pass operation derives from), instead of the caller's frame."""
+    _overrides.append(source)
+    try:
+        yield
+    finally:
+        _overrides.pop()
+
+
 def user_frame(skip: int = 1) -> SourceInfo | None:
     """Where the user's code called into Ember (None if the whole stack is internal)."""
+    if _overrides and _overrides[-1] is not None:
+        return _overrides[-1]
     frame = sys._getframe(skip)
     while frame is not None:
         filename = frame.f_code.co_filename
