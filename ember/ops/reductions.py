@@ -1,2 +1,243 @@
-"""(being written)"""
-__all__: list[str] = []
+"""Reductions over a set of axes (sum, max, min, prod, and, or, xor) and argmax / argmin.
+
+Each monoid reduction is a row in ``REDUCTIONS``: its NumPy ufunc, the dtypes it accepts
+and its identity, so that fusion and code generators can look up how to start and
+combine an accumulator. Reducing an empty axis gives the identity (``-inf`` for max of
+floats), as in XLA. NaN wins in max / min, as in NumPy; argmax / argmin return the index
+of the first NaN.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ember.core import dtypes
+from ember.core.abstract import ShapedArray
+from ember.core.primitive import Primitive
+from ember.errors import EmberIndexError, EmberTypeError, EmberValueError
+
+__all__ = [
+    "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",
+    "reduce_xor", "argmax", "argmin",
+]
+
+
+@dataclass(frozen=True)
+class Monoid:
+    """How a reduction combines values: the NumPy ufunc and the identity per dtype."""
+
+    ufunc: np.ufunc
+    accepts: Callable[[np.dtype], bool]
+    identity: Callable[[np.dtype], Any]
+    accepted_text: str
+
+
+def _lowest(dtype: np.dtype) -> Any:
+    if dtypes.is_bool(dtype):
+        return False
+    if dtypes.is_integer(dtype):
+        return np.iinfo(dtype).min
+    return -np.inf
+
+
+def _highest(dtype: np.dtype) -> Any:
+    if dtypes.is_bool(dtype):
+        return True
+    if dtypes.is_integer(dtype):
+        return np.iinfo(dtype).max
+    return np.inf
+
+
+def _all_ones(dtype: np.dtype) -> Any:
+    return ~np.zeros((), dtype)
+
+
+def _is_number(dtype: np.dtype) -> bool:
+    return not dtypes.is_bool(dtype)
+
+
+def _is_ordered(dtype: np.dtype) -> bool:
+    return not dtypes.is_complex(dtype)
+
+
+def _is_bitwise(dtype: np.dtype) -> bool:
+    return dtypes.is_integer(dtype) or dtypes.is_bool(dtype)
+
+
+_NUMBERS = "numeric dtypes (not bool)"
+_ORDERED = "bool, integer or real floating dtypes (not complex)"
+_BITWISE = "integer or bool dtypes"
+
+# name -> monoid; the primitive of each is ``REDUCTIONS[name]``.
+MONOIDS: dict[str, Monoid] = {
+    "reduce_sum": Monoid(np.add, _is_number, lambda d: 0, _NUMBERS),
+    "reduce_prod": Monoid(np.multiply, _is_number, lambda d: 1, _NUMBERS),
+    "reduce_max": Monoid(np.maximum, _is_ordered, _lowest, _ORDERED),
+    "reduce_min": Monoid(np.minimum, _is_ordered, _highest, _ORDERED),
+    "reduce_and": Monoid(np.bitwise_and, _is_bitwise, _all_ones, _BITWISE),
+    "reduce_or": Monoid(np.bitwise_or, _is_bitwise, lambda d: 0, _BITWISE),
+    "reduce_xor": Monoid(np.bitwise_xor, _is_bitwise, lambda d: 0, _BITWISE),
+}
+
+# Every reduction primitive, by name: fusion and renderers look them up here.
+REDUCTIONS: dict[str, Primitive] = {}
+
+
+def check_axes(name: str, shape: tuple[int, ...], axes: Sequence[int]) -> None:
+    """Axes must be distinct, non-negative and in range for ``shape``."""
+    for axis in axes:
+        if not isinstance(axis, (int, np.integer)) or not 0 <= axis < len(shape):
+            raise EmberIndexError(f"{name}: axis {axis} is out of range for an operand of "
+                                  f"shape {shape} (rank {len(shape)})")
+    if len(set(axes)) != len(axes):
+        raise EmberValueError(f"{name}: repeated axis in axes={tuple(axes)}")
+
+
+def normalize_axis(name: str, axis: int, ndim: int) -> int:
+    """A user's axis (possibly negative) as a non-negative index; errors name the rank."""
+    try:
+        axis = int(axis)
+    except TypeError:
+        raise EmberTypeError(f"{name}: axis must be an integer, got {axis!r}") from None
+    if not -ndim <= axis < ndim:
+        raise EmberIndexError(f"{name}: axis {axis} is out of range for an operand of "
+                              f"rank {ndim}")
+    return axis % ndim
+
+
+def _normalize_axes(name: str, axes: Sequence[int], ndim: int) -> tuple[int, ...]:
+    if isinstance(axes, (int, np.integer)):
+        axes = (axes,)
+    return tuple(normalize_axis(name, axis, ndim) for axis in axes)
+
+
+def _reduced_shape(shape: tuple[int, ...], axes: Sequence[int]) -> tuple[int, ...]:
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def _accumulator(dtype: np.dtype) -> np.dtype:
+    """Half-precision sums and products accumulate in float32, as XLA does on CPU."""
+    return dtypes.float32 if dtype in (dtypes.float16, dtypes.bfloat16) else dtype
+
+
+def _monoid_reduction(name: str) -> Primitive:
+    monoid = MONOIDS[name]
+    prim = Primitive(name)
+    REDUCTIONS[name] = prim
+
+    @prim.def_abstract_eval
+    def _abstract(x: ShapedArray, *, axes: tuple[int, ...]) -> ShapedArray:
+        if not monoid.accepts(x.dtype):
+            raise EmberTypeError(f"{name} does not accept dtype {x.dtype} (needs "
+                                 f"{monoid.accepted_text})")
+        check_axes(name, x.shape, axes)
+        return ShapedArray(_reduced_shape(x.shape, axes), x.dtype)
+
+    @prim.def_impl
+    def _impl(x: np.ndarray, *, axes: tuple[int, ...]) -> np.ndarray:
+        x = np.asarray(x)
+        acc = _accumulator(x.dtype)
+        identity = np.asarray(monoid.identity(x.dtype)).astype(acc)
+        with np.errstate(all="ignore"):
+            out = monoid.ufunc.reduce(x.astype(acc, copy=False), axis=tuple(axes),
+                                      dtype=acc, initial=identity)
+        return np.asarray(out).astype(x.dtype, copy=False)
+
+    return prim
+
+
+reduce_sum_p = _monoid_reduction("reduce_sum")
+reduce_prod_p = _monoid_reduction("reduce_prod")
+reduce_max_p = _monoid_reduction("reduce_max")
+reduce_min_p = _monoid_reduction("reduce_min")
+reduce_and_p = _monoid_reduction("reduce_and")
+reduce_or_p = _monoid_reduction("reduce_or")
+reduce_xor_p = _monoid_reduction("reduce_xor")
+
+
+def _bind_reduction(prim: Primitive, operand: Any, axes: Sequence[int]) -> Any:
+    axes = _normalize_axes(prim.name, axes, len(np.shape(operand)))
+    if not axes:
+        return operand
+    return prim.bind(operand, axes=axes)
+
+
+def reduce_sum(operand: Any, axes: Sequence[int]) -> Any:
+    """Sum over ``axes`` (half precision accumulates in float32)."""
+    return _bind_reduction(reduce_sum_p, operand, axes)
+
+
+def reduce_prod(operand: Any, axes: Sequence[int]) -> Any:
+    """Product over ``axes``."""
+    return _bind_reduction(reduce_prod_p, operand, axes)
+
+
+def reduce_max(operand: Any, axes: Sequence[int]) -> Any:
+    """Maximum over ``axes``; NaN wins; an empty reduction gives the dtype's lowest value."""
+    return _bind_reduction(reduce_max_p, operand, axes)
+
+
+def reduce_min(operand: Any, axes: Sequence[int]) -> Any:
+    """Minimum over ``axes``; NaN wins; an empty reduction gives the dtype's highest value."""
+    return _bind_reduction(reduce_min_p, operand, axes)
+
+
+def reduce_and(operand: Any, axes: Sequence[int]) -> Any:
+    """Bitwise (logical for bool) and over ``axes``."""
+    return _bind_reduction(reduce_and_p, operand, axes)
+
+
+def reduce_or(operand: Any, axes: Sequence[int]) -> Any:
+    """Bitwise (logical for bool) or over ``axes``."""
+    return _bind_reduction(reduce_or_p, operand, axes)
+
+
+def reduce_xor(operand: Any, axes: Sequence[int]) -> Any:
+    """Bitwise (logical for bool) exclusive or over ``axes``."""
+    return _bind_reduction(reduce_xor_p, operand, axes)
+
+
+# --- argmax / argmin ---------------------------------------------------------------------
+
+def _index_reduction(name: str, numpy_fn: Callable) -> Primitive:
+    prim = Primitive(name)
+
+    @prim.def_abstract_eval
+    def _abstract(x: ShapedArray, *, axis: int, index_dtype: np.dtype) -> ShapedArray:
+        if not _is_ordered(x.dtype):
+            raise EmberTypeError(f"{name} does not accept dtype {x.dtype} (needs {_ORDERED})")
+        if not dtypes.is_integer(index_dtype):
+            raise EmberTypeError(f"{name}: index_dtype must be an integer dtype, got "
+                                 f"{index_dtype}")
+        check_axes(name, x.shape, (axis,))
+        if x.shape[axis] == 0:
+            raise EmberValueError(f"{name} of an empty axis: axis {axis} of shape {x.shape} "
+                                  "has size 0, so there is no index to return")
+        return ShapedArray(_reduced_shape(x.shape, (axis,)), index_dtype)
+
+    @prim.def_impl
+    def _impl(x: np.ndarray, *, axis: int, index_dtype: np.dtype) -> np.ndarray:
+        return numpy_fn(np.asarray(x), axis=axis).astype(index_dtype)
+
+    return prim
+
+
+argmax_p = _index_reduction("argmax", np.argmax)
+argmin_p = _index_reduction("argmin", np.argmin)
+
+
+def _bind_index_reduction(prim: Primitive, operand: Any, axis: int, index_dtype: Any) -> Any:
+    axis = normalize_axis(prim.name, axis, len(np.shape(operand)))
+    return prim.bind(operand, axis=axis, index_dtype=dtypes.canonicalize(index_dtype))
+
+
+def argmax(operand: Any, axis: int, index_dtype: Any) -> Any:
+    """Index of the largest value along ``axis`` (the first one on ties; NaN counts as largest)."""
+    return _bind_index_reduction(argmax_p, operand, axis, index_dtype)
+
+
+def argmin(operand: Any, axis: int, index_dtype: Any) -> Any:
+    """Index of the smallest value along ``axis`` (the first one on ties; NaN counts as smallest)."""
+    return _bind_index_reduction(argmin_p, operand, axis, index_dtype)
