@@ -1,2 +1,429 @@
-"""(being written)"""
-__all__: list[str] = []
+"""Contractions: ``dot_general`` (batched matmul with dimension numbers) and
+``conv_general_dilated`` (N-d convolution with strides, padding, dilations and groups).
+
+Both follow XLA's semantics. ``dot_general`` lays its output out as batch dimensions,
+then the lhs free dimensions, then the rhs free dimensions. The convolution's reference
+and its transformation rules work in the canonical layout (batch, feature, spatial...)
+and transpose to and from the user's layout, so each rule is written once.
+
+Half-precision inputs accumulate in float32 in the reference, as BLAS and XLA do.
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Sequence
+
+import numpy as np
+
+from ember.core import dtypes
+from ember.core.abstract import ShapedArray
+from ember.core.primitive import Primitive
+from ember.errors import EmberIndexError, EmberTypeError, EmberValueError
+
+__all__ = [
+    "dot_general", "dot", "conv_general_dilated", "conv", "ConvDimensionNumbers",
+    "conv_dimension_numbers",
+]
+
+DotDimensionNumbers = tuple[tuple[tuple[int, ...], tuple[int, ...]],
+                            tuple[tuple[int, ...], tuple[int, ...]]]
+
+
+# --- shared dtype policy ---------------------------------------------------------------
+
+def _result_dtype(name: str, lhs: ShapedArray, rhs: ShapedArray,
+                  preferred: np.dtype | None) -> np.dtype:
+    if lhs.dtype != rhs.dtype:
+        raise EmberTypeError(f"{name}: operand dtypes {lhs.dtype} and {rhs.dtype} differ; "
+                             "convert one with .astype(...) first")
+    if preferred is None:
+        return lhs.dtype
+    if dtypes.is_inexact(preferred) != dtypes.is_inexact(lhs.dtype) or (
+            dtypes.is_complex(lhs.dtype) and not dtypes.is_complex(preferred)):
+        raise EmberTypeError(f"{name}: preferred_element_type {preferred} does not fit "
+                             f"inputs of dtype {lhs.dtype}; both must be integer (or bool), "
+                             "real floating or complex")
+    return preferred
+
+
+def accumulation_dtype(out_dtype: np.dtype) -> np.dtype:
+    """Where products are summed: float32 for half-precision results, else the result."""
+    if out_dtype in (dtypes.float16, dtypes.bfloat16):
+        return dtypes.float32
+    return out_dtype
+
+
+def _canonical_precision(precision: Any) -> Any:
+    """None, or a pair of precision names (one per operand), as strings."""
+    if precision is None:
+        return None
+    if isinstance(precision, (tuple, list)):
+        if len(precision) != 2:
+            raise EmberValueError(f"precision must be one value or a pair, got {precision!r}")
+        return tuple(str(getattr(p, "name", p)) for p in precision)
+    name = str(getattr(precision, "name", precision))
+    return (name, name)
+
+
+def _preferred(preferred_element_type: Any) -> np.dtype | None:
+    if preferred_element_type is None:
+        return None
+    return dtypes.canonicalize(preferred_element_type)
+
+
+# --- dot_general -------------------------------------------------------------------------
+
+def _check_dims(name: str, which: str, shape: tuple[int, ...], dims: Sequence[int]) -> None:
+    for d in dims:
+        if not 0 <= d < len(shape):
+            raise EmberIndexError(f"{name}: {which} dimension {d} is out of range for an "
+                                  f"operand of shape {shape}")
+    if len(set(dims)) != len(dims):
+        raise EmberValueError(f"{name}: {which} dimensions {tuple(dims)} repeat a dimension")
+
+
+def _free_dims(ndim: int, contracting: Sequence[int], batch: Sequence[int]) -> list[int]:
+    return [d for d in range(ndim) if d not in contracting and d not in batch]
+
+
+def _dot_check(lhs: ShapedArray, rhs: ShapedArray, dimension_numbers: DotDimensionNumbers):
+    (lc, rc), (lb, rb) = dimension_numbers
+    if len(lc) != len(rc) or len(lb) != len(rb):
+        raise EmberValueError(f"dot_general: dimension numbers {dimension_numbers} pair "
+                              "unequal numbers of lhs and rhs dimensions")
+    _check_dims("dot_general", "lhs", lhs.shape, (*lc, *lb))
+    _check_dims("dot_general", "rhs", rhs.shape, (*rc, *rb))
+    for kind, ldims, rdims in (("contracting", lc, rc), ("batch", lb, rb)):
+        for l, r in zip(ldims, rdims):
+            if lhs.shape[l] != rhs.shape[r]:
+                raise EmberValueError(
+                    f"dot_general: {kind} dimension {l} of lhs {lhs.shape} has size "
+                    f"{lhs.shape[l]} but {kind} dimension {r} of rhs {rhs.shape} has size "
+                    f"{rhs.shape[r]}")
+
+
+dot_general_p = Primitive("dot_general")
+
+
+@dot_general_p.def_abstract_eval
+def _dot_general_abstract(lhs: ShapedArray, rhs: ShapedArray, *,
+                          dimension_numbers: DotDimensionNumbers, precision: Any,
+                          preferred_element_type: np.dtype | None) -> ShapedArray:
+    _dot_check(lhs, rhs, dimension_numbers)
+    dtype = _result_dtype("dot_general", lhs, rhs, preferred_element_type)
+    (lc, rc), (lb, rb) = dimension_numbers
+    shape = (*(lhs.shape[d] for d in lb),
+             *(lhs.shape[d] for d in _free_dims(lhs.ndim, lc, lb)),
+             *(rhs.shape[d] for d in _free_dims(rhs.ndim, rc, rb)))
+    return ShapedArray(shape, dtype)
+
+
+@dot_general_p.def_impl
+def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
+    lhs, rhs = np.asarray(lhs), np.asarray(rhs)
+    (lc, rc), (lb, rb) = dimension_numbers
+    out_dtype = preferred_element_type or lhs.dtype
+    acc = accumulation_dtype(out_dtype)
+    lfree, rfree = _free_dims(lhs.ndim, lc, lb), _free_dims(rhs.ndim, rc, rb)
+    batch_shape = tuple(lhs.shape[d] for d in lb)
+    lfree_shape = tuple(lhs.shape[d] for d in lfree)
+    rfree_shape = tuple(rhs.shape[d] for d in rfree)
+    size = lambda shape: int(np.prod(shape, dtype=np.int64))  # noqa: E731
+    k = size([lhs.shape[d] for d in lc])
+    a = lhs.transpose((*lb, *lfree, *lc)).astype(acc).reshape(
+        size(batch_shape), size(lfree_shape), k)
+    b = rhs.transpose((*rb, *rc, *rfree)).astype(acc).reshape(
+        size(batch_shape), k, size(rfree_shape))
+    with np.errstate(all="ignore"):
+        out = np.matmul(a, b)
+    return out.reshape(batch_shape + lfree_shape + rfree_shape).astype(out_dtype)
+
+
+def _canonical_dot_dims(dimension_numbers: Any) -> DotDimensionNumbers:
+    try:
+        (lc, rc), (lb, rb) = dimension_numbers
+        return ((tuple(map(int, lc)), tuple(map(int, rc))),
+                (tuple(map(int, lb)), tuple(map(int, rb))))
+    except (TypeError, ValueError):
+        raise EmberValueError(
+            "dot_general: dimension_numbers must be ((lhs_contracting, rhs_contracting), "
+            f"(lhs_batch, rhs_batch)), got {dimension_numbers!r}") from None
+
+
+def dot_general(lhs: Any, rhs: Any, dimension_numbers: Any, precision: Any = None,
+                preferred_element_type: Any = None) -> Any:
+    """General tensor contraction (XLA's DotGeneral).
+
+    ``dimension_numbers = ((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))``.
+    The result has the batch dimensions first, then lhs free, then rhs free dimensions.
+    """
+    return dot_general_p.bind(lhs, rhs, dimension_numbers=_canonical_dot_dims(dimension_numbers),
+                              precision=_canonical_precision(precision),
+                              preferred_element_type=_preferred(preferred_element_type))
+
+
+def dot(lhs: Any, rhs: Any, precision: Any = None, preferred_element_type: Any = None) -> Any:
+    """Vector/vector, matrix/vector and matrix/matrix products (contracts the last lhs
+    dimension with the first rhs dimension)."""
+    lhs_ndim, rhs_ndim = len(np.shape(lhs)), len(np.shape(rhs))
+    if not (1 <= lhs_ndim <= 2 and 1 <= rhs_ndim <= 2):
+        raise EmberValueError(f"dot takes 1-d or 2-d operands, got shapes {np.shape(lhs)} "
+                              f"and {np.shape(rhs)}; use dot_general for higher ranks")
+    return dot_general(lhs, rhs, (((lhs_ndim - 1,), (0,)), ((), ())), precision,
+                       preferred_element_type)
+
+
+# --- convolution: dimension numbers and padding -----------------------------------------
+
+class ConvDimensionNumbers(NamedTuple):
+    """Where each logical dimension lives: ``lhs_spec = (batch, feature, *spatial)``,
+    ``rhs_spec = (out feature, in feature, *spatial)``, ``out_spec = (batch, feature,
+    *spatial)``; spatial dimensions correspond in order."""
+
+    lhs_spec: tuple[int, ...]
+    rhs_spec: tuple[int, ...]
+    out_spec: tuple[int, ...]
+
+
+def _spec_from_string(spec: str, major: str, minor: str, spatial: Sequence[str],
+                      ndim: int) -> tuple[int, ...]:
+    if len(spec) != ndim or sorted(spec) != sorted(major + minor + "".join(spatial)):
+        raise EmberValueError(
+            f"conv dimension numbers: {spec!r} must name each of {major!r}, {minor!r} and "
+            f"the spatial dimensions {''.join(spatial)!r} once, for rank-{ndim} operands")
+    return (spec.index(major), spec.index(minor), *(spec.index(s) for s in spatial))
+
+
+def conv_dimension_numbers(lhs_shape: Sequence[int], rhs_shape: Sequence[int],
+                           dimension_numbers: Any) -> ConvDimensionNumbers:
+    """Canonical ``ConvDimensionNumbers`` from None (NCHW / OIHW / NCHW), strings such as
+    ``('NHWC', 'HWIO', 'NHWC')`` (spatial dimensions ordered as in the rhs string), or
+    integer specs."""
+    ndim = len(lhs_shape)
+    if len(rhs_shape) != ndim:
+        raise EmberValueError(f"conv: lhs shape {tuple(lhs_shape)} and rhs shape "
+                              f"{tuple(rhs_shape)} must have the same rank")
+    if dimension_numbers is None:
+        canonical = tuple(range(ndim))
+        return ConvDimensionNumbers(canonical, canonical, canonical)
+    if len(dimension_numbers) != 3:
+        raise EmberValueError(f"conv: dimension_numbers must be (lhs, rhs, out) specs, got "
+                              f"{dimension_numbers!r}")
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    if isinstance(lhs_spec, str):
+        spatial = [c for c in rhs_spec if c not in "OI"]
+        return ConvDimensionNumbers(_spec_from_string(lhs_spec, "N", "C", spatial, ndim),
+                                    _spec_from_string(rhs_spec, "O", "I", spatial, ndim),
+                                    _spec_from_string(out_spec, "N", "C", spatial, ndim))
+    specs = tuple(tuple(int(d) for d in spec) for spec in dimension_numbers)
+    for spec in specs:
+        if sorted(spec) != list(range(ndim)):
+            raise EmberValueError(f"conv: dimension spec {spec} is not a permutation of the "
+                                  f"{ndim} dimensions")
+    return ConvDimensionNumbers(*specs)
+
+
+def _dilated(size: int, dilation: int) -> int:
+    return 0 if size == 0 else (size - 1) * dilation + 1
+
+
+def _same_padding(in_sizes: Sequence[int], windows: Sequence[int], strides: Sequence[int],
+                  lower: bool) -> tuple[tuple[int, int], ...]:
+    pads = []
+    for size, window, stride in zip(in_sizes, windows, strides):
+        out = -(-size // stride)
+        total = max((out - 1) * stride + window - size, 0)
+        low = total - total // 2 if lower else total // 2
+        pads.append((low, total - low))
+    return tuple(pads)
+
+
+def padding_pairs(padding: Any, in_sizes: Sequence[int], windows: Sequence[int],
+                  strides: Sequence[int]) -> tuple[tuple[int, int], ...]:
+    """Explicit (low, high) pairs from 'SAME' / 'SAME_LOWER' / 'VALID' or pairs."""
+    if isinstance(padding, str):
+        mode = padding.upper()
+        if mode == "VALID":
+            return tuple((0, 0) for _ in in_sizes)
+        if mode in ("SAME", "SAME_LOWER"):
+            return _same_padding(in_sizes, windows, strides, lower=mode == "SAME_LOWER")
+        raise EmberValueError(f"unknown padding {padding!r}; use 'SAME', 'SAME_LOWER', "
+                              "'VALID' or a sequence of (low, high) pairs")
+    try:
+        pairs = tuple((int(lo), int(hi)) for lo, hi in padding)
+    except (TypeError, ValueError):
+        raise EmberValueError(f"padding must be a string or (low, high) pairs, got "
+                              f"{padding!r}") from None
+    if len(pairs) != len(in_sizes):
+        raise EmberValueError(f"padding {pairs} has {len(pairs)} pairs for "
+                              f"{len(in_sizes)} spatial dimensions")
+    return pairs
+
+
+def conv_output_size(size: int, window: int, stride: int, pad: tuple[int, int],
+                     lhs_dilation: int, rhs_dilation: int) -> int:
+    padded = _dilated(size, lhs_dilation) + pad[0] + pad[1]
+    window = _dilated(window, rhs_dilation)
+    return 0 if padded < window else (padded - window) // stride + 1
+
+
+# --- convolution: the primitive ------------------------------------------------------------
+
+conv_general_dilated_p = Primitive("conv_general_dilated")
+
+
+def _check_conv_params(lhs: ShapedArray, rhs: ShapedArray, nspatial: int,
+                       params: dict[str, Any]) -> None:
+    for name in ("window_strides", "lhs_dilation", "rhs_dilation", "padding"):
+        if len(params[name]) != nspatial:
+            raise EmberValueError(f"conv_general_dilated: {name}={params[name]} needs one "
+                                  f"entry per spatial dimension ({nspatial}) of lhs "
+                                  f"{lhs.shape} and rhs {rhs.shape}")
+    for name in ("window_strides", "lhs_dilation", "rhs_dilation"):
+        if any(v < 1 for v in params[name]):
+            raise EmberValueError(f"conv_general_dilated: {name}={params[name]} must be "
+                                  "positive")
+
+
+def _check_groups(lhs_c: tuple[int, ...], rhs_c: tuple[int, ...], groups: int,
+                  batch_groups: int) -> None:
+    """``lhs_c`` and ``rhs_c`` are the canonical shapes (N, C, ...) and (O, I, ...)."""
+    n, c, o, i = lhs_c[0], lhs_c[1], rhs_c[0], rhs_c[1]
+    if groups < 1 or batch_groups < 1:
+        raise EmberValueError("conv_general_dilated: feature_group_count and "
+                              "batch_group_count must be positive")
+    if groups > 1 and batch_groups > 1:
+        raise EmberValueError("conv_general_dilated: at most one of feature_group_count "
+                              f"({groups}) and batch_group_count ({batch_groups}) may exceed 1")
+    if c % groups or c // groups != i:
+        raise EmberValueError(
+            f"conv_general_dilated: lhs feature size {c} must equal rhs input feature size "
+            f"{i} times feature_group_count {groups}")
+    if o % groups or o % batch_groups:
+        raise EmberValueError(
+            f"conv_general_dilated: rhs output feature size {o} must be a multiple of "
+            f"feature_group_count {groups} and batch_group_count {batch_groups}")
+    if n % batch_groups:
+        raise EmberValueError(f"conv_general_dilated: lhs batch size {n} must be a multiple "
+                              f"of batch_group_count {batch_groups}")
+
+
+@conv_general_dilated_p.def_abstract_eval
+def _conv_abstract(lhs: ShapedArray, rhs: ShapedArray, **params: Any) -> ShapedArray:
+    if lhs.ndim != rhs.ndim or lhs.ndim < 2:
+        raise EmberValueError(f"conv_general_dilated: lhs {lhs.shape} and rhs {rhs.shape} "
+                              "need the same rank, at least 2")
+    if dtypes.is_bool(lhs.dtype):
+        raise EmberTypeError("conv_general_dilated does not accept bool operands")
+    dtype = _result_dtype("conv_general_dilated", lhs, rhs, params["preferred_element_type"])
+    lhs_spec, rhs_spec, out_spec = params["dimension_numbers"]
+    lhs_c = tuple(lhs.shape[d] for d in lhs_spec)
+    rhs_c = tuple(rhs.shape[d] for d in rhs_spec)
+    _check_conv_params(lhs, rhs, lhs.ndim - 2, params)
+    _check_groups(lhs_c, rhs_c, params["feature_group_count"], params["batch_group_count"])
+    spatial = tuple(conv_output_size(*args) for args in zip(
+        lhs_c[2:], rhs_c[2:], params["window_strides"], params["padding"],
+        params["lhs_dilation"], params["rhs_dilation"]))
+    out_c = (lhs_c[0] // params["batch_group_count"], rhs_c[0], *spatial)
+    return ShapedArray(tuple(out_c[i] for i in np.argsort(out_spec)), dtype)
+
+
+def _dilate_and_pad(x: np.ndarray, dilation: Sequence[int],
+                    padding: Sequence[tuple[int, int]]) -> np.ndarray:
+    """Insert ``dilation - 1`` zeros between spatial elements, then pad (negative: crop)."""
+    spatial = x.shape[2:]
+    dilated = np.zeros(x.shape[:2] + tuple(_dilated(s, d) for s, d in zip(spatial, dilation)),
+                       x.dtype)
+    dilated[(slice(None), slice(None), *(slice(None, None, d) for d in dilation))] = x
+    grow = [(0, 0), (0, 0)] + [(max(lo, 0), max(hi, 0)) for lo, hi in padding]
+    padded = np.pad(dilated, grow)
+    crop = tuple(slice(max(-lo, 0), padded.shape[i + 2] - max(-hi, 0))
+                 for i, (lo, hi) in enumerate(padding))
+    return padded[(slice(None), slice(None), *crop)]
+
+
+def _conv_canonical(x: np.ndarray, w: np.ndarray, out_shape: tuple[int, ...], *,
+                    window_strides, rhs_dilation, feature_group_count,
+                    batch_group_count) -> np.ndarray:
+    """Convolution of dilated, padded ``x`` (N, C, ...) with ``w`` (O, I, ...)."""
+    if 0 in out_shape or 0 in w.shape[2:]:
+        return np.zeros(out_shape, x.dtype)
+    nspatial = x.ndim - 2
+    windows = np.lib.stride_tricks.sliding_window_view(
+        x, tuple(_dilated(k, d) for k, d in zip(w.shape[2:], rhs_dilation)),
+        axis=tuple(range(2, 2 + nspatial)))
+    windows = windows[(slice(None), slice(None), *(slice(None, None, s) for s in window_strides),
+                       *(slice(None, None, d) for d in rhs_dilation))]
+    n, c, o = x.shape[0], x.shape[1], w.shape[0]
+    b, g = batch_group_count, feature_group_count
+    npos, ktaps = int(np.prod(out_shape[2:])), int(np.prod(w.shape[2:]))
+    lhs = windows.reshape(b, n // b, g, c // g, npos, ktaps)
+    rhs = w.reshape(b, g, o // (b * g), c // g, ktaps)
+    out = np.einsum("bngcxk,bgjck->nbgjx", lhs, rhs, optimize=True)
+    return out.reshape(out_shape)
+
+
+@conv_general_dilated_p.def_impl
+def _conv_impl(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
+               dimension_numbers, feature_group_count, batch_group_count, precision,
+               preferred_element_type):
+    lhs, rhs = np.asarray(lhs), np.asarray(rhs)
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    out_dtype = preferred_element_type or lhs.dtype
+    acc = accumulation_dtype(out_dtype)
+    x = _dilate_and_pad(lhs.transpose(lhs_spec).astype(acc), lhs_dilation, padding)
+    w = rhs.transpose(rhs_spec).astype(acc)
+    spatial = tuple(conv_output_size(*args) for args in zip(
+        lhs.transpose(lhs_spec).shape[2:], w.shape[2:], window_strides, padding,
+        lhs_dilation, rhs_dilation))
+    out_shape = (x.shape[0] // batch_group_count, w.shape[0], *spatial)
+    with np.errstate(all="ignore"):
+        out = _conv_canonical(x, w, out_shape, window_strides=window_strides,
+                              rhs_dilation=rhs_dilation, feature_group_count=feature_group_count,
+                              batch_group_count=batch_group_count)
+    return out.transpose(np.argsort(out_spec)).astype(out_dtype)
+
+
+def _ints(name: str, values: Sequence[int] | None, count: int) -> tuple[int, ...]:
+    if values is None:
+        return (1,) * count
+    values = tuple(int(v) for v in values)
+    if len(values) != count:
+        raise EmberValueError(f"conv_general_dilated: {name}={values} needs {count} entries "
+                              "(one per spatial dimension)")
+    return values
+
+
+def conv_general_dilated(lhs: Any, rhs: Any, window_strides: Sequence[int], padding: Any,
+                         lhs_dilation: Sequence[int] | None = None,
+                         rhs_dilation: Sequence[int] | None = None,
+                         dimension_numbers: Any = None, feature_group_count: int = 1,
+                         batch_group_count: int = 1, precision: Any = None,
+                         preferred_element_type: Any = None) -> Any:
+    """General N-d convolution (XLA's ConvGeneralDilated), as ``jax.lax.conv_general_dilated``.
+
+    ``padding`` is 'SAME', 'SAME_LOWER', 'VALID' or one (low, high) pair per spatial
+    dimension (negative values crop). ``lhs_dilation`` > 1 gives a transposed
+    convolution; ``rhs_dilation`` > 1 an atrous one. String padding is computed from the
+    undilated lhs and the dilated kernel, as JAX does.
+    """
+    lhs_shape, rhs_shape = np.shape(lhs), np.shape(rhs)
+    dnums = conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers)
+    nspatial = len(lhs_shape) - 2
+    strides = _ints("window_strides", window_strides, nspatial)
+    lhs_dilation = _ints("lhs_dilation", lhs_dilation, nspatial)
+    rhs_dilation = _ints("rhs_dilation", rhs_dilation, nspatial)
+    windows = [_dilated(rhs_shape[d], r) for d, r in zip(dnums.rhs_spec[2:], rhs_dilation)]
+    pads = padding_pairs(padding, [lhs_shape[d] for d in dnums.lhs_spec[2:]], windows, strides)
+    return conv_general_dilated_p.bind(
+        lhs, rhs, window_strides=strides, padding=pads, lhs_dilation=lhs_dilation,
+        rhs_dilation=rhs_dilation, dimension_numbers=dnums,
+        feature_group_count=int(feature_group_count), batch_group_count=int(batch_group_count),
+        precision=_canonical_precision(precision),
+        preferred_element_type=_preferred(preferred_element_type))
+
+
+def conv(lhs: Any, rhs: Any, window_strides: Sequence[int], padding: Any,
+         precision: Any = None, preferred_element_type: Any = None) -> Any:
+    """Convolution in the NCHW / OIHW layout with no dilation or groups (``jax.lax.conv``)."""
+    return conv_general_dilated(lhs, rhs, window_strides, padding, precision=precision,
+                                preferred_element_type=preferred_element_type)
