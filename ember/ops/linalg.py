@@ -18,6 +18,7 @@ from ember.core import dtypes
 from ember.core.abstract import ShapedArray
 from ember.core.primitive import Primitive
 from ember.errors import EmberIndexError, EmberTypeError, EmberValueError
+from ember.ops.reductions import accumulator_dtype
 
 __all__ = [
     "dot_general", "dot", "conv_general_dilated", "conv", "ConvDimensionNumbers",
@@ -43,13 +44,6 @@ def _result_dtype(name: str, lhs: ShapedArray, rhs: ShapedArray,
                              f"inputs of dtype {lhs.dtype}; both must be integer (or bool), "
                              "real floating or complex")
     return preferred
-
-
-def accumulation_dtype(out_dtype: np.dtype) -> np.dtype:
-    """Where products are summed: float32 for half-precision results, else the result."""
-    if out_dtype in (dtypes.float16, dtypes.bfloat16):
-        return dtypes.float32
-    return out_dtype
 
 
 def _canonical_precision(precision: Any) -> Any:
@@ -122,7 +116,7 @@ def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision, preferred_eleme
     lhs, rhs = np.asarray(lhs), np.asarray(rhs)
     (lc, rc), (lb, rb) = dimension_numbers
     out_dtype = preferred_element_type or lhs.dtype
-    acc = accumulation_dtype(out_dtype)
+    acc = accumulator_dtype(out_dtype)
     lfree, rfree = _free_dims(lhs.ndim, lc, lb), _free_dims(rhs.ndim, rc, rb)
     batch_shape = tuple(lhs.shape[d] for d in lb)
     lfree_shape = tuple(lhs.shape[d] for d in lfree)
@@ -369,7 +363,7 @@ def _conv_impl(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
     lhs, rhs = np.asarray(lhs), np.asarray(rhs)
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     out_dtype = preferred_element_type or lhs.dtype
-    acc = accumulation_dtype(out_dtype)
+    acc = accumulator_dtype(out_dtype)
     x = _dilate_and_pad(lhs.transpose(lhs_spec).astype(acc), lhs_dilation, padding)
     w = rhs.transpose(rhs_spec).astype(acc)
     spatial = tuple(conv_output_size(*args) for args in zip(

@@ -117,7 +117,7 @@ def _reduced_shape(shape: tuple[int, ...], axes: Sequence[int]) -> tuple[int, ..
     return tuple(d for i, d in enumerate(shape) if i not in axes)
 
 
-def _accumulator(dtype: np.dtype) -> np.dtype:
+def accumulator_dtype(dtype: np.dtype) -> np.dtype:
     """Half-precision sums and products accumulate in float32, as XLA does on CPU."""
     return dtypes.float32 if dtype in (dtypes.float16, dtypes.bfloat16) else dtype
 
@@ -138,7 +138,7 @@ def _monoid_reduction(name: str) -> Primitive:
     @prim.def_impl
     def _impl(x: np.ndarray, *, axes: tuple[int, ...]) -> np.ndarray:
         x = np.asarray(x)
-        acc = _accumulator(x.dtype)
+        acc = accumulator_dtype(x.dtype)
         identity = np.asarray(monoid.identity(x.dtype)).astype(acc)
         with np.errstate(all="ignore"):
             out = monoid.ufunc.reduce(x.astype(acc, copy=False), axis=tuple(axes),
