@@ -3,6 +3,7 @@ promotion, explicit dimension numbers, structured control flow."""
 from ember.ops.control_flow import *  # noqa: F401,F403
 from ember.ops.cumulative import *  # noqa: F401,F403
 from ember.ops.elementwise import *  # noqa: F401,F403
+from ember.ops.fft import *  # noqa: F401,F403
 from ember.ops.indexing import *  # noqa: F401,F403
 from ember.ops.linalg import *  # noqa: F401,F403
 from ember.ops.random_bits import *  # noqa: F401,F403
