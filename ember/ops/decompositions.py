@@ -1,2 +1,269 @@
-"""(being written)"""
-__all__: list[str] = []
+"""Matrix decompositions and triangular solves (``ember.lax.linalg``, as ``jax.lax.linalg``).
+
+Every primitive works on the trailing two dimensions and maps over any leading ones.
+The references use ``numpy.linalg`` where it has the routine, and short vectorized
+loops for LU with partial pivoting and triangular substitution, which it lacks. As in
+XLA, failures give NaN instead of raising: a matrix that is not positive definite has
+a NaN Cholesky factor.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ember.core import dtypes
+from ember.core.abstract import ShapedArray
+from ember.core.primitive import Primitive
+from ember.errors import EmberTypeError, EmberValueError
+
+__all__ = ["cholesky", "lu", "triangular_solve", "qr", "eigh"]
+
+
+def _check_matrix(name: str, x: ShapedArray, square: bool = True) -> None:
+    if not dtypes.is_inexact(x.dtype):
+        raise EmberTypeError(f"{name} needs a floating or complex operand, got {x.dtype} "
+                             "(convert with .astype(float))")
+    if x.ndim < 2:
+        raise EmberValueError(f"{name} needs a matrix (or a stack of them), got shape "
+                              f"{x.shape}")
+    if square and x.shape[-1] != x.shape[-2]:
+        raise EmberValueError(f"{name} needs square matrices, got shape {x.shape}")
+
+
+def _real_dtype(dtype: np.dtype) -> np.dtype:
+    return np.real(np.zeros((), dtype)).dtype
+
+
+def _swap_last(x: Any) -> Any:
+    from ember.ops.structural import transpose
+
+    return transpose(x, (*range(x.ndim - 2), x.ndim - 1, x.ndim - 2))
+
+
+def _hermitian_part(x: Any) -> Any:
+    """``(x + x^H) / 2``: what the symmetric decompositions see when symmetrizing."""
+    from ember.ops.elementwise import add, conj, mul
+
+    xt = _swap_last(x)
+    if dtypes.is_complex(x.dtype):
+        xt = conj(xt)
+    return mul(add(x, xt), 0.5)
+
+
+# --- cholesky ------------------------------------------------------------------------
+
+cholesky_p = Primitive("cholesky")
+
+
+@cholesky_p.def_abstract_eval
+def _cholesky_abstract(x: ShapedArray) -> ShapedArray:
+    _check_matrix("cholesky", x)
+    return x
+
+
+def _per_matrix(fn, x: np.ndarray, nan_on: type[Exception]) -> np.ndarray:
+    """Apply ``fn`` to each matrix of a stack; a matrix where it raises becomes NaN."""
+    flat = x.reshape(-1, *x.shape[-2:])
+    out = np.empty_like(flat)
+    for i, matrix in enumerate(flat):
+        try:
+            out[i] = fn(matrix)
+        except nan_on:
+            out[i] = np.nan
+    return out.reshape(x.shape)
+
+
+@cholesky_p.def_impl
+def _cholesky_impl(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x)
+    return _per_matrix(np.linalg.cholesky, x, np.linalg.LinAlgError)
+
+
+def cholesky(x: Any, *, symmetrize_input: bool = True) -> Any:
+    """Lower Cholesky factor ``L`` with ``x = L @ L^H``; NaN where ``x`` is not positive
+    definite. Only the lower triangle is read unless ``symmetrize_input``."""
+    if symmetrize_input:
+        x = _hermitian_part(x)
+    return cholesky_p.bind(x)
+
+
+# --- LU ----------------------------------------------------------------------------------
+
+lu_p = Primitive("lu", multiple_results=True)
+
+
+@lu_p.def_abstract_eval
+def _lu_abstract(x: ShapedArray) -> list[ShapedArray]:
+    _check_matrix("lu", x, square=False)
+    batch, (m, n) = x.shape[:-2], x.shape[-2:]
+    return [x, ShapedArray((*batch, min(m, n)), dtypes.int32),
+            ShapedArray((*batch, m), dtypes.int32)]
+
+
+def _lu_in_place(a: np.ndarray, pivots: np.ndarray, perm: np.ndarray) -> None:
+    """Partial-pivoting LU of a stack ``a`` (B, m, n), as LAPACK's getrf (zero pivots are
+    left in place, not divided by)."""
+    rows = np.arange(a.shape[0])
+    for j in range(min(a.shape[1:])):
+        p = j + np.argmax(np.abs(a[:, j:, j]), axis=1)
+        pivots[:, j] = p
+        a[rows, j], a[rows, p] = a[rows, p], a[rows, j].copy()
+        perm[rows, j], perm[rows, p] = perm[rows, p], perm[rows, j].copy()
+        pivot = a[:, j, j]
+        safe = np.where(pivot == 0, 1, pivot)
+        a[:, j + 1:, j] /= safe[:, None]
+        a[:, j + 1:, j + 1:] -= a[:, j + 1:, j, None] * a[:, j, None, j + 1:]
+
+
+@lu_p.def_impl
+def _lu_impl(x: np.ndarray) -> list[np.ndarray]:
+    x = np.asarray(x)
+    batch, (m, n) = x.shape[:-2], x.shape[-2:]
+    a = x.reshape(-1, m, n).copy()
+    pivots = np.zeros((a.shape[0], min(m, n)), np.int32)
+    perm = np.tile(np.arange(m, dtype=np.int32), (a.shape[0], 1))
+    with np.errstate(all="ignore"):
+        _lu_in_place(a, pivots, perm)
+    return [a.reshape(x.shape), pivots.reshape(*batch, min(m, n)), perm.reshape(*batch, m)]
+
+
+def lu(x: Any) -> tuple[Any, Any, Any]:
+    """LU decomposition with partial pivoting: ``(lu, pivots, permutation)``.
+
+    ``lu`` holds unit-lower ``L`` below the diagonal and ``U`` on and above it, with
+    ``x[permutation] = L @ U``; ``pivots[i]`` is the row swapped with row ``i``.
+    """
+    return tuple(lu_p.bind(x))
+
+
+# --- triangular solve ---------------------------------------------------------------------
+
+triangular_solve_p = Primitive("triangular_solve")
+
+
+@triangular_solve_p.def_abstract_eval
+def _triangular_solve_abstract(a: ShapedArray, b: ShapedArray, *, left_side: bool,
+                               lower: bool, transpose_a: bool, conjugate_a: bool,
+                               unit_diagonal: bool) -> ShapedArray:
+    _check_matrix("triangular_solve", a)
+    if b.ndim < 2 or b.dtype != a.dtype:
+        raise EmberTypeError(f"triangular_solve: b must be a matrix of a's dtype {a.dtype}, "
+                             f"got {b.dtype}{list(b.shape)}")
+    m = a.shape[-1]
+    solved = b.shape[-2] if left_side else b.shape[-1]
+    if a.shape[:-2] != b.shape[:-2] or solved != m:
+        side = "b.shape[-2]" if left_side else "b.shape[-1]"
+        raise EmberValueError(f"triangular_solve: a {a.shape} and b {b.shape} need equal "
+                              f"batch dimensions and {side} == {m} (left_side={left_side})")
+    return b
+
+
+def _forward_substitution(t: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Solve ``t @ x = b`` for lower-triangular ``t`` (..., m, m), ``b`` (..., m, n)."""
+    x = np.zeros(np.broadcast_shapes(t.shape[:-2], b.shape[:-2]) + b.shape[-2:],
+                 np.result_type(t, b))
+    for i in range(t.shape[-1]):
+        partial = np.einsum("...k,...kn->...n", t[..., i, :i], x[..., :i, :])
+        x[..., i, :] = (b[..., i, :] - partial) / t[..., i, i, None]
+    return x
+
+
+@triangular_solve_p.def_impl
+def _triangular_solve_impl(a, b, *, left_side, lower, transpose_a, conjugate_a,
+                           unit_diagonal):
+    a, b = np.asarray(a), np.asarray(b)
+    t = np.tril(a) if lower else np.triu(a)
+    if unit_diagonal:
+        m = a.shape[-1]
+        t = np.where(np.eye(m, dtype=bool), np.ones((), a.dtype), t)
+    if conjugate_a:
+        t = np.conj(t)
+    if transpose_a:
+        t, lower = np.swapaxes(t, -1, -2), not lower
+    if not left_side:  # x @ t = b  <=>  t^T @ x^T = b^T
+        t, b, lower = np.swapaxes(t, -1, -2), np.swapaxes(b, -1, -2), not lower
+    if not lower:  # reversing rows and columns makes an upper triangle lower
+        t, b = t[..., ::-1, ::-1], b[..., ::-1, :]
+    with np.errstate(all="ignore"):
+        x = _forward_substitution(t, b)
+    if not lower:
+        x = x[..., ::-1, :]
+    return np.swapaxes(x, -1, -2) if not left_side else x
+
+
+def triangular_solve(a: Any, b: Any, *, left_side: bool = False, lower: bool = False,
+                     transpose_a: bool = False, conjugate_a: bool = False,
+                     unit_diagonal: bool = False) -> Any:
+    """Solve ``op(a) @ x = b`` (``left_side``) or ``x @ op(a) = b`` for triangular ``a``.
+
+    ``op`` transposes and/or conjugates ``a`` as asked; only the ``lower`` (or upper)
+    triangle of ``a`` is read, and its diagonal is taken as ones if ``unit_diagonal``.
+    """
+    return triangular_solve_p.bind(a, b, left_side=bool(left_side), lower=bool(lower),
+                                   transpose_a=bool(transpose_a),
+                                   conjugate_a=bool(conjugate_a),
+                                   unit_diagonal=bool(unit_diagonal))
+
+
+# --- QR ------------------------------------------------------------------------------------
+
+qr_p = Primitive("qr", multiple_results=True)
+
+
+@qr_p.def_abstract_eval
+def _qr_abstract(x: ShapedArray, *, full_matrices: bool) -> list[ShapedArray]:
+    _check_matrix("qr", x, square=False)
+    batch, (m, n) = x.shape[:-2], x.shape[-2:]
+    k = m if full_matrices else min(m, n)
+    return [ShapedArray((*batch, m, k), x.dtype), ShapedArray((*batch, k, n), x.dtype)]
+
+
+@qr_p.def_impl
+def _qr_impl(x: np.ndarray, *, full_matrices: bool) -> list[np.ndarray]:
+    x = np.asarray(x)
+    q, r = np.linalg.qr(x, mode="complete" if full_matrices else "reduced")
+    return [q.astype(x.dtype), r.astype(x.dtype)]
+
+
+def qr(x: Any, *, pivoting: bool = False, full_matrices: bool = True) -> tuple[Any, Any]:
+    """QR decomposition ``x = q @ r`` (``q`` with orthonormal columns, ``r`` upper
+    triangular); ``full_matrices=False`` gives the reduced factors."""
+    if pivoting:
+        raise EmberValueError("qr: pivoting=True is not supported")
+    return tuple(qr_p.bind(x, full_matrices=bool(full_matrices)))
+
+
+# --- eigh ----------------------------------------------------------------------------------
+
+eigh_p = Primitive("eigh", multiple_results=True)
+
+
+@eigh_p.def_abstract_eval
+def _eigh_abstract(x: ShapedArray, *, lower: bool) -> list[ShapedArray]:
+    _check_matrix("eigh", x)
+    return [x, ShapedArray(x.shape[:-1], _real_dtype(x.dtype))]
+
+
+@eigh_p.def_impl
+def _eigh_impl(x: np.ndarray, *, lower: bool) -> list[np.ndarray]:
+    x = np.asarray(x)
+    try:
+        w, v = np.linalg.eigh(x, UPLO="L" if lower else "U")
+    except np.linalg.LinAlgError:  # non-finite input
+        w, v = np.full(x.shape[:-1], np.nan), np.full(x.shape, np.nan)
+    return [v.astype(x.dtype), w.astype(_real_dtype(x.dtype))]
+
+
+def eigh(x: Any, *, lower: bool = True, symmetrize_input: bool = True,
+         sort_eigenvalues: bool = True, subset_by_index: Any = None) -> tuple[Any, Any]:
+    """Eigendecomposition of Hermitian matrices: ``(v, w)`` with ``x @ v = v * w``,
+    eigenvalues ``w`` ascending and eigenvectors in the columns of ``v``."""
+    if subset_by_index is not None:
+        raise EmberValueError("eigh: subset_by_index is not supported")
+    if not sort_eigenvalues:
+        raise EmberValueError("eigh: eigenvalues are always sorted; sort_eigenvalues=False "
+                              "is not supported")
+    if symmetrize_input:
+        x = _hermitian_part(x)
+    return tuple(eigh_p.bind(x, lower=bool(lower)))
