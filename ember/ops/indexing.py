@@ -19,7 +19,7 @@ No mode ever reads or writes outside a buffer.
 
 Scatters with repeated indices combine every update (add, mul, min, max); the
 overwriting ``scatter`` keeps one of them (the reference keeps the last in row-major
-order of the updates; compiled backends may keep any).
+order of the updates; compiled backends may keep any, as XLA).
 """
 from __future__ import annotations
 
@@ -392,7 +392,11 @@ def _scatter_impl(combine: Callable) -> Callable:
 
 
 def _overwrite(out: np.ndarray, positions: tuple, updates: np.ndarray) -> None:
-    out[positions] = updates
+    """Write updates; where several hit one position the last (row-major) one wins."""
+    flat = np.ravel_multi_index([np.ravel(p) for p in positions], out.shape)
+    _, first_from_end = np.unique(flat[::-1], return_index=True)
+    last = flat.size - 1 - first_from_end
+    out.reshape(-1)[flat[last]] = np.ravel(updates)[last]
 
 
 def _scatter_primitive(name: str, combine: Callable) -> Primitive:

@@ -435,10 +435,11 @@ deflinear(concatenate_p, _concatenate_transpose)
 def concatenate(operands: Sequence[Any], dimension: int) -> Any:
     """Join arrays of one dtype along ``dimension``."""
     operands = list(operands)
+    if not operands:
+        raise EmberValueError("concatenate needs at least one operand")
+    dimension = canonical_axis(dimension, len(_aval_shape(operands[0])), "concatenate")
     if len(operands) == 1:
         return operands[0]
-    ndim = len(_aval_shape(operands[0])) if operands else 0
-    dimension = canonical_axis(dimension, ndim, "concatenate") if ndim else int(dimension)
     return concatenate_p.bind(*operands, dimension=dimension)
 
 
@@ -645,7 +646,7 @@ def _wrap_negative(indices: Sequence[Any], shape: Sequence[int],
         allow_negative = [allow_negative] * len(shape)
     wrapped = []
     for index, size, allowed in zip(indices, shape, allow_negative):
-        if not allowed or dtypes.is_unsigned(aval_of(index).dtype):
+        if not allowed or not dtypes.is_signed(aval_of(index).dtype):
             wrapped.append(index)
         elif isinstance(index, (int, np.integer)) or (
                 isinstance(index, np.ndarray) and index.ndim == 0):
