@@ -483,3 +483,191 @@ def convert_element_type(x, new_dtype):
     if getattr(x, "dtype", None) == new_dtype:
         return x
     return convert_element_type_p.bind(x, new_dtype=new_dtype)
+
+
+# --- derivatives: one row per primitive (jvp; transpose where linear) ------------------
+#
+# defjvp rows give, per operand, the tangent contribution d(out) = f(t, *operands);
+# defjvp2 rows also see the output ``ans``. Rule makers live in ember.transforms.rules.
+
+def _zeros_like(x):
+    return rules.zeros_like_aval(ShapedArray(np.shape(x), x.dtype))
+
+
+def _where(pred, on_true, on_false):
+    return select_n(pred, on_false, on_true)
+
+
+def _bcast_to(t, like):
+    """A scalar clamp bound's tangent, broadcast to the operand's shape."""
+    from ember.ops.structural import broadcast_in_dim
+
+    return broadcast_in_dim(t, np.shape(like), ()) if np.shape(t) != np.shape(like) else t
+
+
+_PIECEWISE_CONSTANT = (sign_p, floor_p, ceil_p, round_p, is_finite_p, not_p,
+                       population_count_p, nextafter_p, and_p, or_p, xor_p, shift_left_p,
+                       shift_right_logical_p, shift_right_arithmetic_p, eq_p, ne_p, lt_p,
+                       le_p, gt_p, ge_p)
+for _prim in _PIECEWISE_CONSTANT:
+    rules.defjvp_zero(_prim)
+
+rules.defjvp2(exp_p, lambda t, ans, x: mul(t, ans))
+rules.defjvp2(exp2_p, lambda t, ans, x: mul(t, mul(ans, math.log(2.0))))
+rules.defjvp(log_p, lambda t, x: div(t, x))
+rules.defjvp(log1p_p, lambda t, x: div(t, add(x, 1.0)))
+rules.defjvp2(expm1_p, lambda t, ans, x: mul(t, add(ans, 1.0)))
+rules.defjvp2(tanh_p, lambda t, ans, x: mul(t, sub(1.0, square(ans))))
+rules.defjvp2(logistic_p, lambda t, ans, x: mul(t, mul(ans, sub(1.0, ans))))
+rules.defjvp(sin_p, lambda t, x: mul(t, cos(x)))
+rules.defjvp(cos_p, lambda t, x: neg(mul(t, sin(x))))
+rules.defjvp2(tan_p, lambda t, ans, x: mul(t, add(1.0, square(ans))))
+rules.defjvp(asin_p, lambda t, x: mul(t, rsqrt(sub(1.0, square(x)))))
+rules.defjvp(acos_p, lambda t, x: neg(mul(t, rsqrt(sub(1.0, square(x))))))
+rules.defjvp(atan_p, lambda t, x: div(t, add(1.0, square(x))))
+rules.defjvp(sinh_p, lambda t, x: mul(t, cosh(x)))
+rules.defjvp(cosh_p, lambda t, x: mul(t, sinh(x)))
+rules.defjvp(asinh_p, lambda t, x: mul(t, rsqrt(add(square(x), 1.0))))
+rules.defjvp(acosh_p, lambda t, x: mul(t, rsqrt(mul(sub(x, 1.0), add(x, 1.0)))))
+rules.defjvp(atanh_p, lambda t, x: div(t, sub(1.0, square(x))))
+rules.defjvp2(sqrt_p, lambda t, ans, x: div(mul(t, 0.5), ans))
+rules.defjvp2(rsqrt_p, lambda t, ans, x: mul(t, div(mul(ans, -0.5), x)))
+rules.defjvp2(cbrt_p, lambda t, ans, x: mul(t, div(integer_pow(ans, -2), 3.0)))
+rules.defjvp(erf_p, lambda t, x: mul(t, mul(2.0 / math.sqrt(math.pi), exp(neg(square(x))))))
+rules.defjvp(erfc_p, lambda t, x: mul(t, mul(-2.0 / math.sqrt(math.pi), exp(neg(square(x))))))
+rules.defjvp2(erf_inv_p, lambda t, ans, x: mul(t, mul(math.sqrt(math.pi) / 2.0, exp(square(ans)))))
+rules.defjvp(lgamma_p, lambda t, x: mul(t, digamma(x)))
+digamma_p.waive("jvp", "its derivative, polygamma(1, x), is not implemented")
+rules.defjvp(square_p, lambda t, x: mul(t, mul(x, 2.0)))
+
+
+def _abs_jvp(t, x):
+    if dtypes.is_complex(x.dtype):  # d|z| = Re(conj(z) dz) / |z|
+        return div(real(mul(conj(x), t)), abs(x))
+    return mul(t, sign(x))
+
+
+rules.defjvp(abs_p, _abs_jvp)
+
+
+def _integer_pow_jvp(t, x, *, y):
+    if y == 0:
+        return _zeros_like(x)
+    return mul(t, mul(integer_pow(x, y - 1), float(y)))
+
+
+rules.defjvp(integer_pow_p, _integer_pow_jvp)
+
+
+def _pow_jvp_base(t, x, y):
+    # y * x**(y-1), defined as 0 where y == 0 (so x = 0, y = 0 gives no NaN)
+    slope = mul(y, pow(x, sub(y, 1.0)))
+    return mul(t, _where(eq(y, 0.0), _zeros_like(x), slope))
+
+
+def _pow_jvp_exponent(t, ans, x, y):
+    # log(x) * x**y, defined as 0 where x == 0
+    safe_x = _where(eq(x, 0.0), add(_zeros_like(x), 1.0), x)
+    return mul(t, _where(eq(x, 0.0), _zeros_like(x), mul(log(safe_x), ans)))
+
+
+rules.defjvp2(pow_p, lambda t, ans, x, y: _pow_jvp_base(t, x, y), _pow_jvp_exponent)
+
+
+def _balanced(x, y, pick):
+    """1 where ``x`` is picked, 0.5 where x == y (max/min split the tangent)."""
+    one = add(_zeros_like(x), 1.0)
+    half = add(_zeros_like(x), 0.5)
+    return _where(pick(x, y), one, _where(eq(x, y), half, _zeros_like(x)))
+
+
+rules.defjvp(max_p, lambda t, x, y: mul(t, _balanced(x, y, gt)),
+             lambda t, x, y: mul(t, _balanced(y, x, gt)))
+rules.defjvp(min_p, lambda t, x, y: mul(t, _balanced(x, y, lt)),
+             lambda t, x, y: mul(t, _balanced(y, x, lt)))
+rules.defjvp(atan2_p, lambda t, x, y: mul(t, div(y, add(square(x), square(y)))),
+             lambda t, x, y: mul(t, div(neg(x), add(square(x), square(y)))))
+rules.defjvp(rem_p, lambda t, x, y: t,
+             lambda t, x, y: mul(neg(t), mul(sign(div(x, y)), floor(abs(div(x, y))))))
+
+# Linear primitives: jvp applies the op to the tangents; transpose sends cotangents back.
+rules.defjvp(add_p, lambda t, x, y: t, lambda t, x, y: t)
+rules.defjvp(sub_p, lambda t, x, y: t, lambda t, x, y: neg(t))
+rules.defjvp(mul_p, lambda t, x, y: mul(t, y), lambda t, x, y: mul(x, t))
+rules.defjvp(div_p, lambda t, x, y: div(t, y),
+             lambda t, x, y: div(mul(neg(t), x), square(y)))
+
+
+def _linear_in(x, ct):
+    return ct if rules.is_undefined_primal(x) else None
+
+
+def _mul_transpose(ct, x, y):
+    if rules.is_undefined_primal(x) and rules.is_undefined_primal(y):
+        raise EmberTypeError("mul of two linear values is not linear: cannot transpose it")
+    if rules.is_undefined_primal(x):
+        return [mul(ct, y), None]
+    return [None, mul(x, ct)]
+
+
+def _div_transpose(ct, x, y):
+    if rules.is_undefined_primal(y):
+        raise EmberTypeError("div is not linear in its divisor: cannot transpose it")
+    return [div(ct, y), None]
+
+
+add_p.def_transpose(lambda ct, x, y: [_linear_in(x, ct), _linear_in(y, ct)])
+sub_p.def_transpose(lambda ct, x, y: [_linear_in(x, ct),
+                                      neg(ct) if rules.is_undefined_primal(y) else None])
+mul_p.def_transpose(_mul_transpose)
+div_p.def_transpose(_div_transpose)
+rules.deflinear(neg_p, lambda ct, x: [neg(ct)])
+rules.deflinear(conj_p, lambda ct, x: [conj(ct)])
+rules.deflinear(real_p, lambda ct, x: [convert_element_type(ct, x.dtype)])
+rules.deflinear(imag_p, lambda ct, x: [mul(convert_element_type(neg(ct), x.dtype), 1j)])
+rules.deflinear(convert_element_type_p,
+                lambda ct, x, *, new_dtype: [convert_element_type(ct, x.dtype)])
+
+
+def _select_n_transpose(ct, which, *cases):
+    if rules.is_undefined_primal(which):
+        raise EmberTypeError("select_n is not linear in its predicate: cannot transpose it")
+    zeros = _zeros_like(ct)
+    return [None] + [
+        select_n(which, *[ct if j == i else zeros for j in range(len(cases))])
+        if rules.is_undefined_primal(case) else None
+        for i, case in enumerate(cases)]
+
+
+def _select_n_jvp(primals, tangents):
+    which, *cases = primals
+    out = select_n(which, *cases)
+    if all(isinstance(t, rules.Zero) for t in tangents[1:]):
+        return out, rules.Zero.like(out)
+    return out, select_n(which, *[rules.instantiate(t) for t in tangents[1:]])
+
+
+_select_n_jvp.accepts_symbolic_zeros = True
+select_n_p.def_jvp(_select_n_jvp)
+select_n_p.def_transpose(_select_n_transpose)
+
+
+def _clamp_jvp_lo(t, lo, x, hi):
+    return _where(bitwise_and(gt(_bcast_to(lo, x), x), lt(_bcast_to(lo, x), _bcast_to(hi, x))),
+                  _bcast_to(t, x), _zeros_like(x))
+
+
+def _clamp_jvp_x(t, lo, x, hi):
+    return _where(bitwise_and(gt(x, _bcast_to(lo, x)), lt(x, _bcast_to(hi, x))), t,
+                  _zeros_like(x))
+
+
+def _clamp_jvp_hi(t, lo, x, hi):
+    return _where(lt(_bcast_to(hi, x), x), _bcast_to(t, x), _zeros_like(x))
+
+
+rules.defjvp(clamp_p, _clamp_jvp_lo, _clamp_jvp_x, _clamp_jvp_hi)
+
+_NONLINEAR = [p for p in ELEMENTWISE.values() if p.transpose_rule is None]
+for _prim in _NONLINEAR:
+    _prim.waive("transpose", "not linear in its operands")
