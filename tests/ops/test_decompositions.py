@@ -1,0 +1,143 @@
+"""ember.lax.linalg decompositions: defining identities on generated matrices, errors."""
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import ember
+from ember.errors import EmberTypeError, EmberValueError
+from ember.lax import linalg
+
+BATCH = st.lists(st.integers(1, 2), max_size=2).map(tuple)
+
+
+def random(seed, shape, dtype=np.float64):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape)
+    if np.issubdtype(dtype, np.complexfloating):
+        x = x + 1j * rng.standard_normal(shape)
+    return x.astype(dtype)
+
+
+def spd(seed, batch, n, dtype=np.float64):
+    a = random(seed, (*batch, n, n), dtype)
+    return a @ np.conj(np.swapaxes(a, -1, -2)) + n * np.eye(n)
+
+
+def close(a, b, tol=1e-9):
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=tol, atol=tol)
+
+
+@given(BATCH, st.integers(1, 5), st.integers(0, 99), st.sampled_from([np.float64, np.complex128]))
+def test_cholesky_reconstructs(batch, n, seed, dtype):
+    a = spd(seed, batch, n, dtype)
+    with ember.config.override(enable_x64=True):
+        factor = np.asarray(linalg.cholesky(a))
+    assert np.allclose(factor, np.tril(factor))
+    close(factor @ np.conj(np.swapaxes(factor, -1, -2)), a)
+
+
+def test_cholesky_not_positive_definite_gives_nan_per_matrix():
+    good = np.eye(2, dtype=np.float32)
+    out = np.asarray(linalg.cholesky(np.stack([good, -good])))
+    np.testing.assert_array_equal(out[0], good)
+    assert np.isnan(out[1]).all()
+
+
+@given(BATCH, st.integers(1, 5), st.integers(1, 5), st.integers(0, 99))
+def test_lu_reconstructs_with_pivots_and_permutation(batch, m, n, seed):
+    x = random(seed, (*batch, m, n))
+    with ember.config.override(enable_x64=True):
+        packed, pivots, perm = map(np.asarray, linalg.lu(x))
+    k = min(m, n)
+    assert pivots.shape == (*batch, k) and perm.shape == (*batch, m)
+    assert pivots.dtype == perm.dtype == np.int32
+    lower = np.tril(packed, -1)[..., :, :k] + np.eye(m, k)
+    upper = np.triu(packed)[..., :k, :]
+    close(lower @ upper, np.take_along_axis(x, perm[..., None], axis=-2))
+    assert (np.abs(np.tril(packed, -1)) <= 1 + 1e-12).all()  # partial pivoting
+    # the permutation is the pivots' row swaps applied in order
+    flat_piv, flat_perm = pivots.reshape(-1, k), perm.reshape(-1, m)
+    for piv, expected in zip(flat_piv, flat_perm):
+        rows = np.arange(m)
+        for i, p in enumerate(piv):
+            rows[[i, p]] = rows[[p, i]]
+        np.testing.assert_array_equal(rows, expected)
+
+
+@pytest.mark.parametrize("left_side", [True, False])
+@pytest.mark.parametrize("lower", [True, False])
+@pytest.mark.parametrize("transpose_a", [True, False])
+@pytest.mark.parametrize("unit_diagonal", [True, False])
+def test_triangular_solve_all_variants(x64, left_side, lower, transpose_a, unit_diagonal):
+    a = random(0, (2, 4, 4), np.complex128) + 4 * np.eye(4)
+    b = random(1, (2, 4, 3) if left_side else (2, 3, 4), np.complex128)
+    for conjugate_a in (False, True):
+        x = np.asarray(linalg.triangular_solve(
+            a, b, left_side=left_side, lower=lower, transpose_a=transpose_a,
+            conjugate_a=conjugate_a, unit_diagonal=unit_diagonal))
+        t = np.tril(a) if lower else np.triu(a)
+        if unit_diagonal:
+            t = np.where(np.eye(4, dtype=bool), 1, t)
+        op = np.conj(t) if conjugate_a else t
+        op = np.swapaxes(op, -1, -2) if transpose_a else op
+        close(op @ x if left_side else x @ op, b)
+
+
+@given(BATCH, st.integers(1, 5), st.integers(1, 5), st.booleans(), st.integers(0, 99),
+       st.sampled_from([np.float64, np.complex128]))
+def test_qr_reconstructs(batch, m, n, full, seed, dtype):
+    x = random(seed, (*batch, m, n), dtype)
+    with ember.config.override(enable_x64=True):
+        q, r = map(np.asarray, linalg.qr(x, full_matrices=full))
+    k = m if full else min(m, n)
+    assert q.shape == (*batch, m, k) and r.shape == (*batch, k, n)
+    close(q @ r, x)
+    close(np.conj(np.swapaxes(q, -1, -2)) @ q, np.broadcast_to(np.eye(k), (*batch, k, k)))
+    close(r, np.triu(r))
+
+
+@given(BATCH, st.integers(1, 5), st.integers(0, 99), st.sampled_from([np.float64,
+                                                                      np.complex128]))
+def test_eigh_diagonalizes(batch, n, seed, dtype):
+    a = random(seed, (*batch, n, n), dtype)
+    with ember.config.override(enable_x64=True):
+        v, w = map(np.asarray, linalg.eigh(a))  # symmetrizes the input
+    hermitian = (a + np.conj(np.swapaxes(a, -1, -2))) / 2
+    assert w.dtype == np.float64 and (np.diff(w, axis=-1) >= -1e-12).all()
+    close(hermitian @ v, v * w[..., None, :], 1e-8)
+
+
+def test_eigh_reads_only_the_requested_triangle():
+    a = np.array([[2.0, 100.0], [1.0, 2.0]], np.float32)
+    _, w_lower = linalg.eigh(a, lower=True, symmetrize_input=False)
+    _, w_upper = linalg.eigh(a, lower=False, symmetrize_input=False)
+    close(w_lower, [1.0, 3.0], 1e-5)
+    close(w_upper, [-98.0, 102.0], 1e-4)
+
+
+def test_jit_matches_eager():
+    a = spd(0, (2,), 3).astype(np.float32)
+    for fn in (linalg.cholesky, lambda x: linalg.lu(x)[0], lambda x: linalg.qr(x)[1],
+               lambda x: linalg.eigh(x)[1],
+               lambda x: linalg.triangular_solve(x, x, left_side=True, lower=True)):
+        close(ember.jit(fn)(a), fn(a), 1e-5)
+
+
+def test_errors():
+    with pytest.raises(EmberValueError, match=r"cholesky needs square matrices, got shape "
+                                              r"\(2, 3\)"):
+        linalg.cholesky(np.zeros((2, 3), np.float32), symmetrize_input=False)
+    with pytest.raises(EmberTypeError, match="lu needs a floating or complex operand, got int32"):
+        linalg.lu(np.zeros((2, 2), np.int32))
+    with pytest.raises(EmberValueError, match=r"qr needs a matrix .* shape \(3,\)"):
+        linalg.qr(np.zeros(3, np.float32))
+    with pytest.raises(EmberValueError, match=r"b.shape\[-2\] == 3"):
+        linalg.triangular_solve(np.eye(3, dtype=np.float32), np.zeros((2, 3), np.float32),
+                                left_side=True)
+    with pytest.raises(EmberTypeError, match="a's dtype float32"):
+        linalg.triangular_solve(np.eye(3, dtype=np.float32), np.zeros((3, 3), np.int32))
+    with pytest.raises(EmberValueError, match="pivoting"):
+        linalg.qr(np.eye(2, dtype=np.float32), pivoting=True)
+    with pytest.raises(EmberValueError, match="subset_by_index"):
+        linalg.eigh(np.eye(2, dtype=np.float32), subset_by_index=(0, 1))
