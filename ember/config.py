@@ -61,6 +61,8 @@ FLAGS: dict[str, Flag] = {
              "Threads used by native CPU kernels (default: all cores)."),
         Flag("optimize", True, _parse_bool,
              "Run the optimizing pass pipeline (off: lower the traced graph as is)."),
+        Flag("verify", False, _parse_bool,
+             "Run the IR verifier after every graph pass (the test suite turns it on)."),
         Flag("sanitize", "", str,
              "Build native code with sanitizers, e.g. 'address,undefined' (debug only)."),
         Flag("cflags", "", str, "Extra flags passed to the C compiler."),
