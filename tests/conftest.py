@@ -17,6 +17,7 @@ hypothesis.settings.register_profile("dev", deadline=None, max_examples=20)
 hypothesis.settings.load_profile(os.environ.get("EMBER_HYPOTHESIS_PROFILE", "ci"))
 
 BACKENDS = available_backends()
+ember.config.update("verify", True)  # the IR verifier runs after every graph pass in tests
 
 
 @pytest.fixture(scope="session", autouse=True)
