@@ -14,7 +14,7 @@ import numpy as np
 
 from ember.core.pytree import tree_flatten, tree_unflatten
 
-__all__ = ["check_grads", "check_jvp", "check_vjp"]
+__all__ = ["check_grads", "check_jvp", "check_vjp", "check_vmap"]
 
 _EPS = {np.dtype(np.float64): 1e-4, np.dtype(np.float32): 1e-3, np.dtype(np.float16): 1e-2}
 _TOL = {np.dtype(np.float64): 1e-5, np.dtype(np.float32): 2e-2, np.dtype(np.float16): 1e-1}
@@ -154,3 +154,23 @@ def check_grads(f: Callable, args: Sequence[Any], order: int = 1,
 
     check(f, tuple(args), 1)
 
+
+
+def check_vmap(f: Callable, args: Sequence[Any], in_axes: int | None | Sequence[int | None] = 0,
+               atol: float = 0.0, rtol: float = 0.0) -> None:
+    """Check ``ember.vmap(f, in_axes)(*args)`` against a Python loop calling ``f`` on each
+    slice of the mapped axes (``in_axes``: one int / None per positional argument, or one
+    for all). Outputs may be pytrees; their batch axis is 0."""
+    from ember.transforms.api import vmap
+
+    axes = list(in_axes) if isinstance(in_axes, (tuple, list)) else [in_axes] * len(args)
+    arrays = [np.asarray(a) for a in args]
+    size = next(a.shape[ax] for a, ax in zip(arrays, axes) if ax is not None)
+    rows = [_leaves(f(*[a if ax is None else np.take(a, i, ax) for a, ax in zip(arrays, axes)]))
+            for i in range(size)]
+    actual = _leaves(vmap(f, in_axes=tuple(axes))(*args))
+    assert len(actual) == len(rows[0]), "vmap returned a different number of outputs"
+    for i, got in enumerate(actual):
+        np.testing.assert_allclose(got, np.stack([row[i] for row in rows]), atol=atol,
+                                   rtol=rtol, err_msg=f"vmap output leaf {i} differs from "
+                                                      "the loop")
