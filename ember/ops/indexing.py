@@ -376,7 +376,7 @@ def _scatter_abstract(name: str) -> Callable:
 
 def _scatter_impl(combine: Callable) -> Callable:
     def impl(operand, indices, updates, *, dimension_numbers, mode, **_: Any):
-        out = np.array(operand, copy=True)
+        out = np.array(operand, order="C", copy=True)  # C order: _overwrite writes a flat view
         indices, updates = np.asarray(indices), np.asarray(updates)
         dnums = _normalize_dnums(dimension_numbers, ScatterDimensionNumbers)
         sizes = _scatter_window_sizes(dnums, out.ndim, updates.shape)
@@ -549,11 +549,11 @@ def _scatter_jvp(primals, tangents, **params):
     dnums = _normalize_dnums(params["dimension_numbers"], ScatterDimensionNumbers)
     batch_shape = aval_of(indices).shape[:-1]
     count = int(np.prod(batch_shape, dtype=np.int64))
-    ids = add(reshape(iota(dtypes.int32, count), batch_shape), np.int32(1))
+    ids = add(reshape(iota(dtypes.int32, count), batch_shape), 1)
     scatter_axes = [p for p in range(len(updates.shape)) if p not in dnums.update_window_dims]
     ids = broadcast_in_dim(ids, updates.shape, scatter_axes)
     landed_ids = scatter_p.bind(_full_like(operand, 0, dtypes.int32), indices, ids, **params)
-    operand_kept = eq(landed_ids, np.int32(0))
+    operand_kept = eq(landed_ids, 0)
     update_won = eq(ids, _gather_of_scatter(landed_ids, indices, updates.shape, **params))
 
     def combine(base, new):

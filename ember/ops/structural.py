@@ -629,7 +629,8 @@ def _index_vector(indices: Sequence[Any], dims: Sequence[int | None], size: int)
     batched = any(d is not None for d in dims)
     columns = []
     for index, dim in zip(indices, dims):
-        index = convert_element_type(index, dtype)
+        index = np.asarray(index, dtype) if isinstance(index, (int, np.integer)) \
+            else convert_element_type(index, dtype)
         if batched:
             columns.append(broadcast_in_dim(index, (size, 1), () if dim is None else (0,)))
         else:
@@ -732,7 +733,7 @@ def _dynamic_update_slice_batch(values, dims):
     size = batch_size(values, dims)
     (x, update, *indices), (x_dim, update_dim, *index_dims) = values, dims
     index_vector, index_dim = _index_vector(indices, index_dims, size)
-    params = window_scatter_params(np.ndim(update))
+    params = window_scatter_params(len(indices))
     return batch_scatter(scatter_p, (x, index_vector, update), (x_dim, index_dim, update_dim),
                          **params)
 
