@@ -8,6 +8,7 @@ of the first NaN.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -17,6 +18,11 @@ from ember.core import dtypes
 from ember.core.abstract import ShapedArray
 from ember.core.primitive import Primitive
 from ember.errors import EmberIndexError, EmberTypeError, EmberValueError
+from ember.ops.elementwise import convert_element_type, div, eq, mul
+from ember.ops.structural import (
+    broadcast_in_dim, concatenate, reshape, slice_in_dim, transpose)
+from ember.transforms.rules import (
+    UndefinedPrimal, Zero, deflinear, defjvp_zero, zeros_like_aval)
 
 __all__ = [
     "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",
@@ -241,3 +247,91 @@ def argmax(operand: Any, axis: int, index_dtype: Any) -> Any:
 def argmin(operand: Any, axis: int, index_dtype: Any) -> Any:
     """Index of the smallest value along ``axis`` (the first one on ties; NaN counts as smallest)."""
     return _bind_index_reduction(argmin_p, operand, axis, index_dtype)
+
+
+# --- transformation rules ----------------------------------------------------------------
+
+def _kept_axes(ndim: int, axes: Sequence[int]) -> tuple[int, ...]:
+    return tuple(d for d in range(ndim) if d not in axes)
+
+
+def _reduce_sum_transpose(ct: Any, x: UndefinedPrimal, *, axes: tuple[int, ...]) -> list:
+    return [broadcast_in_dim(ct, x.shape, _kept_axes(x.ndim, axes))]
+
+
+deflinear(reduce_sum_p, _reduce_sum_transpose)
+
+
+def _def_chooser_jvp(prim: Primitive) -> None:
+    """max / min: the tangent is the mean of the tangents at the chosen (tied) positions."""
+
+    def rule(primals: Sequence[Any], tangents: Sequence[Any], *, axes: tuple[int, ...]):
+        (x,), (t,) = primals, tangents
+        out = prim.bind(x, axes=axes)
+        if not dtypes.is_inexact(x.dtype):
+            return out, Zero.like(out)
+        chosen = eq(x, broadcast_in_dim(out, x.shape, _kept_axes(x.ndim, axes)))
+        chosen = convert_element_type(chosen, x.dtype)
+        return out, div(reduce_sum(mul(t, chosen), axes), reduce_sum(chosen, axes))
+
+    prim.def_jvp(rule)
+
+
+def products_of_others(x: Any, axes: tuple[int, ...]) -> Any:
+    """For each element, the product of the other elements it is reduced with over
+    ``axes``: exclusive running products from both ends, so zeros need no division."""
+    from ember.ops.cumulative import cumprod
+
+    kept = _kept_axes(x.ndim, axes)
+    moved = transpose(x, axes + kept)
+    n = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+    if n == 0:
+        return zeros_like_aval(x.aval)
+    flat = reshape(moved, (n, *moved.shape[len(axes):]))
+    one = broadcast_in_dim(np.ones((), x.dtype), (1, *flat.shape[1:]), ())
+    before = concatenate([one, slice_in_dim(cumprod(flat, 0), 0, n - 1)], 0)
+    after = concatenate([slice_in_dim(cumprod(flat, 0, reverse=True), 1, n), one], 0)
+    others = reshape(mul(before, after), moved.shape)
+    return transpose(others, tuple(np.argsort(axes + kept)))
+
+
+def _reduce_prod_jvp(primals: Sequence[Any], tangents: Sequence[Any], *,
+                     axes: tuple[int, ...]):
+    (x,), (t,) = primals, tangents
+    out = reduce_prod_p.bind(x, axes=axes)
+    return out, reduce_sum(mul(t, products_of_others(x, axes)), axes)
+
+
+_def_chooser_jvp(reduce_max_p)
+_def_chooser_jvp(reduce_min_p)
+reduce_prod_p.def_jvp(_reduce_prod_jvp)
+for _prim in (reduce_and_p, reduce_or_p, reduce_xor_p, argmax_p, argmin_p):
+    defjvp_zero(_prim)  # integer / bool results carry no tangent
+for _prim in (reduce_prod_p, reduce_max_p, reduce_min_p, reduce_and_p, reduce_or_p,
+              reduce_xor_p, argmax_p, argmin_p):
+    _prim.waive("transpose", "not linear")
+
+
+def _unbatched_axis(axis: int, batch_dim: int) -> int:
+    """Where a logical axis of the unbatched operand sits once ``batch_dim`` is inserted."""
+    return axis + (axis >= batch_dim)
+
+
+def _batch_monoid(values: Sequence[Any], dims: Sequence[int | None], *, prim: Primitive,
+                  axes: tuple[int, ...]):
+    (x,), (d,) = values, dims
+    moved = tuple(_unbatched_axis(a, d) for a in axes)
+    return prim.bind(x, axes=moved), d - sum(a < d for a in axes)
+
+
+def _batch_index(values: Sequence[Any], dims: Sequence[int | None], *, prim: Primitive,
+                 axis: int, index_dtype: np.dtype):
+    (x,), (d,) = values, dims
+    out = prim.bind(x, axis=_unbatched_axis(axis, d), index_dtype=index_dtype)
+    return out, d - (axis < d)
+
+
+for _prim in REDUCTIONS.values():
+    _prim.def_batch(functools.partial(_batch_monoid, prim=_prim))
+for _prim in (argmax_p, argmin_p):
+    _prim.def_batch(functools.partial(_batch_index, prim=_prim))
