@@ -1,0 +1,44 @@
+"""What a table of numbers was measured on: without this, a table means nothing."""
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+from datetime import datetime, timezone
+
+PACKAGES = ["ember", "numpy", "jax", "jaxlib", "torch", "scipy-openblas32"]
+
+# Variables that change how fast the peers' libraries run.
+TUNING_ENV = ["EMBER_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+              "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "XLA_FLAGS"]
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def describe(backend: str | None) -> dict:
+    return {
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "versions": {package: _version(package) for package in PACKAGES},
+        "ember_backend": backend or "default",
+        "env": {name: os.environ[name] for name in TUNING_ENV if name in os.environ},
+    }
