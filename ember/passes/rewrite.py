@@ -1,0 +1,56 @@
+"""Helpers every graph pass shares: building typed equations, substituting variables,
+and applying a pass to the graphs nested in params (control-flow bodies).
+
+Passes never mutate their input: they build new equations and graphs, sharing the
+``Var`` objects that do not change.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, Sequence
+
+from ember.core.primitive import Primitive
+from ember.core.source_info import SourceInfo
+from ember.ir.graph import Atom, Eqn, Graph, Var
+
+GraphPass = Callable[[Graph], Graph]
+
+
+def new_eqn(prim: Primitive, inputs: Sequence[Atom], params: Mapping[str, Any],
+            source: SourceInfo | None = None) -> Eqn:
+    """An equation with fresh output variables typed by the primitive's abstract eval."""
+    avals = prim.abstract_eval(*(atom.aval for atom in inputs), **params)
+    avals = avals if prim.multiple_results else [avals]
+    return Eqn(prim, list(inputs), [Var(aval) for aval in avals], dict(params), source)
+
+
+def substitute(atom: Atom, env: Mapping[Var, Atom]) -> Atom:
+    return env.get(atom, atom) if isinstance(atom, Var) else atom
+
+
+def substitute_inputs(eqn: Eqn, env: Mapping[Var, Atom]) -> Eqn:
+    if not env:
+        return eqn
+    return eqn.replace(inputs=[substitute(atom, env) for atom in eqn.inputs])
+
+
+def substitute_outputs(graph: Graph, eqns: list[Eqn], env: Mapping[Var, Atom]) -> Graph:
+    """``graph`` with new equations, its outputs read through ``env``."""
+    return graph.replace(eqns=eqns, outputs=[substitute(atom, env) for atom in graph.outputs])
+
+
+def map_subgraphs(params: dict[str, Any], fn: GraphPass) -> dict[str, Any]:
+    """``params`` with ``fn`` applied to every nested graph (the same dict if none)."""
+    changed = {}
+    for key, value in params.items():
+        if isinstance(value, Graph):
+            changed[key] = fn(value)
+        elif isinstance(value, (tuple, list)) and any(isinstance(v, Graph) for v in value):
+            items = [fn(v) if isinstance(v, Graph) else v for v in value]
+            changed[key] = type(value)(items)
+    return {**params, **changed} if changed else params
+
+
+def in_subgraphs(eqn: Eqn, fn: GraphPass) -> Eqn:
+    """``eqn`` with ``fn`` applied to its nested graphs."""
+    params = map_subgraphs(eqn.params, fn)
+    return eqn if params is eqn.params else eqn.replace(params=params)
