@@ -10,6 +10,7 @@ import ember
 from ember import lax
 from ember.errors import EmberTypeError, EmberValueError
 from ember.ops.indexing import take_along_axis
+from ember.test_util import check_grads, check_vmap
 
 GDN, SDN = lax.GatherDimensionNumbers, lax.ScatterDimensionNumbers
 
@@ -194,3 +195,100 @@ def test_jit_matches_eager():
     with ember.config.override(backend="reference"):
         for got, want in zip(ember.jit(f)(operand, indices), f(operand, indices)):
             np.testing.assert_array_equal(got, want)
+
+
+# --- transformation rules -------------------------------------------------------------
+
+RNG = np.random.default_rng(0)
+X34 = RNG.standard_normal((3, 4))
+ROWS = GDN((1,), (0,), (0,))
+ROW_UPDATES = SDN((1,), (0,), (0,))
+REPEATED = np.array([[0], [2], [5], [0]], np.int32)  # a repeat and an out-of-bounds row
+UNIQUE = np.array([[1], [2], [0], [5]], np.int32)
+U44 = RNG.standard_normal((4, 4))
+
+
+@pytest.mark.parametrize("mode", ["clip", "fill", "promise_in_bounds"])
+def test_gather_gradients(mode, x64):
+    # fill_value=0 keeps finite differences finite where a window is out of bounds.
+    check_grads(lambda x: lax.gather(x, REPEATED, ROWS, (1, 3), mode=mode, fill_value=0.0),
+                (X34,), order=2)
+
+
+def test_gather_gradient_with_batching_dims(x64):
+    indices = np.array([[[2], [0]], [[1], [1]], [[0], [3]]], np.int32)  # (3, 2, 1)
+    dnums = GDN((2,), (), (1,), (0,), (0,))
+    check_grads(lambda x: lax.gather(x, indices, dnums, (1, 2), mode="clip"), (X34,), order=2)
+
+
+@pytest.mark.parametrize("mode", ["clip", "fill"])
+@pytest.mark.parametrize("name", ["scatter_add", "scatter_min", "scatter_max", "scatter"])
+def test_scatter_gradients(name, mode, x64):
+    fn = getattr(lax, name)
+    check_grads(lambda x, u: fn(x, REPEATED, u, ROW_UPDATES, mode=mode), (X34, U44),
+                order=1 if name in ("scatter_min", "scatter_max") else 2)
+
+
+def test_unique_scatter_gradients_use_its_transpose(x64):
+    check_grads(lambda x, u: lax.scatter(x, UNIQUE, u, ROW_UPDATES, unique_indices=True),
+                (X34, U44), order=2)
+
+
+def test_scatter_mul_gradients(x64):
+    check_grads(lambda x: lax.scatter_mul(x, REPEATED, U44, ROW_UPDATES), (X34,), order=2)
+    check_grads(lambda x, u: lax.scatter_mul(x, UNIQUE, u, ROW_UPDATES, unique_indices=True),
+                (X34, U44), order=1)
+    with pytest.raises(EmberValueError, match="unique_indices=True"):
+        ember.grad(lambda u: lax.reduce_sum(lax.scatter_mul(X34, REPEATED, u, ROW_UPDATES),
+                                            (0, 1)))(U44)
+
+
+def test_scatter_max_ties_share_the_tangent(x64):
+    def f(x, u):
+        return lax.scatter_max(x, np.array([[0], [0]], np.int32), u, SDN((), (0,), (0,)))
+
+    _, tangent = ember.jvp(f, (np.ones(1), np.ones(2)), (np.array([3.0]), np.array([6.0, 0.0])))
+    np.testing.assert_allclose(tangent, [3.0])  # (3 + 6 + 0) / 3 winners
+
+
+OPERAND = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+BATCHED_ROWS = np.array([[[0], [2]], [[1], [9]], [[2], [2]]], np.int32)  # (3, 2, 1)
+
+
+def gather_rows(x, i):
+    return lax.gather(x, i, GDN((1,), (0,), (0,)), (1, 4))
+
+
+@pytest.mark.parametrize("args, in_axes", [
+    ((OPERAND, BATCHED_ROWS[0]), (1, None)),
+    ((OPERAND[0], BATCHED_ROWS), (None, 0)),
+    ((OPERAND, BATCHED_ROWS), (1, 0)),
+], ids=["operand", "indices", "both"])
+def test_gather_vmap(args, in_axes):
+    check_vmap(gather_rows, args, in_axes)
+
+
+def test_nested_vmap_of_gather_uses_batching_dims():
+    operand = np.arange(2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4)
+    indices = np.array([[[1], [2], [5]], [[0], [0], [3]]], np.int32)  # (2, 3, 1)
+    inner = ember.vmap(lambda x, i: lax.gather(x, i, GDN((), (0,), (0,)), (1,)))
+    np.testing.assert_array_equal(
+        ember.vmap(inner)(operand, indices),
+        np.stack([np.stack([np.asarray(lax.gather(operand[a, b], indices[a, b],
+                                                  GDN((), (0,), (0,)), (1,)))
+                            for b in range(3)]) for a in range(2)]))
+
+
+UPDATES = -np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+
+
+@pytest.mark.parametrize("name", sorted(SCATTERS))
+@pytest.mark.parametrize("args, in_axes", [
+    ((OPERAND, BATCHED_ROWS, UPDATES), (1, 0, 1)),
+    ((OPERAND, BATCHED_ROWS[0], UPDATES[:, 0]), (1, None, None)),
+    ((OPERAND[0], BATCHED_ROWS, UPDATES), (None, 0, 1)),
+    ((OPERAND[0], BATCHED_ROWS[0], UPDATES), (None, None, 1)),
+], ids=["all", "operand", "indices_updates", "updates"])
+def test_scatter_vmap(name, args, in_axes):
+    fn = SCATTERS[name][0]
+    check_vmap(lambda x, i, u: fn(x, i, u, ROW_UPDATES), args, in_axes)
