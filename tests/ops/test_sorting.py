@@ -10,6 +10,7 @@ from hypothesis.extra import numpy as hnp
 import ember
 from ember import lax
 from ember.errors import EmberIndexError, EmberTypeError, EmberValueError
+from ember.test_util import check_grads, check_vmap
 
 shapes = hnp.array_shapes(min_dims=1, max_dims=3, min_side=0, max_side=5)
 # Few distinct values so that ties (and NaNs) are common.
@@ -74,3 +75,38 @@ def test_jit_matches_eager():
     with ember.config.override(backend="reference"):
         for got, want in zip(ember.jit(f)(x), f(x)):
             np.testing.assert_array_equal(got, want)
+
+
+# --- transformation rules -------------------------------------------------------------
+
+X = np.random.default_rng(0).permutation(12).reshape(3, 4) + 0.5  # distinct: no ties
+
+
+def test_sort_gradients(x64):
+    check_grads(lambda x: lax.sort(x, dimension=0), (X,), order=2)
+    check_grads(lambda x, y: lax.sort((x, y), dimension=1), (X, np.sin(X)), order=2)
+
+
+def test_sort_gradient_follows_the_integer_key(x64):
+    keys = np.array([[2, 0, 1, 0]], np.int32)
+    _, tangent = ember.jvp(lambda v: lax.sort((keys, v), num_keys=1)[1], (X[:1],),
+                           (np.arange(4.0)[None],))
+    np.testing.assert_array_equal(tangent, [[1.0, 3.0, 2.0, 0.0]])
+
+
+def test_top_k_gradients(x64):
+    check_grads(lambda x: lax.top_k(x, 2)[0], (X,), order=2)
+
+
+@pytest.mark.parametrize("in_axes", [(0, None), (1, 1), (2, 0)])
+def test_sort_vmap(in_axes):
+    x = np.array(np.random.default_rng(1).integers(0, 3, (2, 3, 4)), np.float32)
+    payload = np.arange(24, dtype=np.int32).reshape(2, 3, 4)
+    payload = payload[0] if in_axes[1] is None else np.moveaxis(payload, *in_axes)
+    check_vmap(lambda k, p: lax.sort((k, p), dimension=0, num_keys=1), (x, payload), in_axes)
+
+
+@pytest.mark.parametrize("axis", [0, 2])
+def test_top_k_vmap(axis):
+    x = np.array(np.random.default_rng(2).integers(0, 4, (2, 3, 4)), np.float32)
+    check_vmap(lambda v: lax.top_k(v, 2), (x,), axis)
