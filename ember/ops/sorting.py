@@ -71,7 +71,8 @@ def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
     positions = broadcasted_iota(dtypes.int32, primals[0].shape, dimension)
     *sorted_primals, order = sort_p.bind(*primals, positions, dimension=dimension,
                                          is_stable=is_stable, num_keys=num_keys)
-    return sorted_primals, [take_along_axis(t, order, dimension) for t in tangents]
+    return sorted_primals, [take_along_axis(t, order, dimension)
+                            if dtypes.is_inexact(t.dtype) else None for t in tangents]
 
 
 @sort_p.def_batch
