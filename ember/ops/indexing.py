@@ -20,6 +20,12 @@ No mode ever reads or writes outside a buffer.
 Scatters with repeated indices combine every update (add, mul, min, max); the
 overwriting ``scatter`` keeps one of them (the reference keeps the last in row-major
 order of the updates; compiled backends may keep any, as XLA).
+
+Derivatives (as JAX): gather is linear in its operand (out-of-bounds tangents are 0) and
+transposes to scatter_add, and scatter_add to gather. scatter_min / scatter_max pass on
+the tangent of whichever value won, shared equally between ties. The overwriting
+scatter tags updates with ids to find the winners (or is linear with unique_indices).
+scatter_mul is differentiable in its updates only with ``unique_indices=True``.
 """
 from __future__ import annotations
 
