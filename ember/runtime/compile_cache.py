@@ -19,6 +19,7 @@ artifact's bytes (hashed) and the hex digest in the sidecar.
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import fcntl
 import hashlib
@@ -114,6 +115,7 @@ def _prepare_directory(requested: Path) -> Path:
     if reason is None:
         return requested
     fallback = Path(tempfile.mkdtemp(prefix="ember-cache-"))
+    atexit.register(shutil.rmtree, fallback, ignore_errors=True)
     warnings.warn(
         f"ember: not using compile cache directory {requested} because {reason}; "
         f"using the private temporary directory {fallback} for this process instead. "
@@ -158,7 +160,7 @@ class CompileCache:
         cached = self._memory_lookup(key)
         if cached is not None:
             return cached
-        entry = _Entry(self.directory / key[:2], key, suffix)
+        entry = self._entry(key, suffix)
         if entry.is_valid():
             return self._remember(key, entry.artifact, disk_hit=True)
         entry.folder.mkdir(mode=0o700, exist_ok=True)
@@ -167,6 +169,13 @@ class CompileCache:
                 return self._remember(key, entry.artifact, disk_hit=True)
             entry.build(build)
             return self._remember(key, entry.artifact, disk_hit=False)
+
+    def artifact_path(self, key_parts: Sequence[str | bytes], suffix: str) -> Path:
+        """Where the artifact for ``key_parts`` lives on disk (whether or not it exists)."""
+        return self._entry(hash_key([*key_parts, suffix]), suffix).artifact
+
+    def _entry(self, key: str, suffix: str) -> _Entry:
+        return _Entry(self.directory / key[:2], key, suffix)
 
     def clear(self) -> None:
         """Forget every entry, in memory and on disk, and reset the statistics."""

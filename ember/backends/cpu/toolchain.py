@@ -1,0 +1,316 @@
+"""The native toolchain of the CPU backend: find a C compiler, compile C to a shared
+object through the persistent compile cache, and load it with ctypes.
+
+Generated kernels include ``ember_math.h`` (vectorizable float32 math) from the
+``include`` folder next to this module, and may link the BLAS of the
+``scipy-openblas32`` wheel.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from ember.config import config
+from ember.errors import BackendUnavailableError, CompileError
+from ember.runtime.compile_cache import default_cache
+
+INCLUDE_DIR = Path(__file__).resolve().parent / "include"
+"""Headers passed to every compile with ``-I`` (``ember_math.h``)."""
+
+_CANDIDATE_COMPILERS = ("cc", "gcc", "clang")
+_BASE_FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-std=c11",
+               "-fno-math-errno", "-fno-trapping-math")
+_LINK_FLAGS = ("-lm",)
+_CACHE_FORMAT = "ember-cc/1"  # bump when the way we call the compiler changes
+_MAX_ERROR_LINES = 60
+_TARGET_VALUE_OPTIONS = ("--param", "-target-cpu", "-target-feature")
+_MAX_ERROR_CHARS = 6000
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """A C compiler and the flags every Ember kernel is built with."""
+
+    cc: str
+    version: str
+    target_isa: str
+    openmp: bool
+    base_flags: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class BlasInfo:
+    """How to compile against and link the ``scipy-openblas32`` BLAS."""
+
+    include_dir: str
+    lib_dir: str
+    link_flags: tuple[str, ...]
+    symbol_prefix: str
+    version: str
+
+
+def find_toolchain() -> Toolchain | None:
+    """The C compiler from ``$CC``, else ``cc``, ``gcc`` or ``clang`` on PATH; None if none.
+
+    Probing runs once per compiler; the flags follow ``config.sanitize`` and
+    ``config.cflags`` as they are at the time of the call. (A library built with
+    ``sanitize="address"`` loads into Python only with the ASan runtime preloaded:
+    ``LD_PRELOAD=$(cc -print-file-name=libasan.so)``.)
+    """
+    return _toolchain_for(os.environ.get("CC"), config.sanitize, config.cflags)
+
+
+@functools.lru_cache(maxsize=None)
+def _toolchain_for(cc_env: str | None, sanitize: str, cflags: str) -> Toolchain | None:
+    cc = _locate_compiler(cc_env)
+    if cc is None:
+        return None
+    version, target_isa, openmp = _probe(cc)
+    flags = list(_BASE_FLAGS)
+    if openmp:
+        flags.append("-fopenmp")
+    if sanitize:
+        flags += [f"-fsanitize={sanitize}", "-fno-omit-frame-pointer", "-O1"]
+    flags += shlex.split(cflags)
+    return Toolchain(cc=cc, version=version, target_isa=target_isa, openmp=openmp,
+                     base_flags=tuple(flags))
+
+
+def _locate_compiler(cc_env: str | None) -> str | None:
+    if cc_env:
+        found = shutil.which(cc_env)
+        if found:
+            return found
+        warnings.warn(f"ember: $CC={cc_env!r} was not found; looking for cc, gcc or clang instead",
+                      RuntimeWarning, stacklevel=4)
+    for name in _CANDIDATE_COMPILERS:
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def _probe(cc: str) -> tuple[str, str, bool]:
+    """(first line of --version, target ISA identity, whether -fopenmp works)."""
+    version_lines = _run([cc, "--version"]).stdout.splitlines()
+    version = version_lines[0].strip() if version_lines else "unknown"
+    return version, _target_isa(cc), _supports_openmp(cc)
+
+
+def _run(command: Sequence[str], cwd: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(list(command), capture_output=True, text=True, cwd=cwd, check=False)
+
+
+def _target_isa(cc: str) -> str:
+    """Identify the code ``-march=native`` produces: triple, CPU name, hash of features.
+
+    ``cc -march=native -###`` shows what the driver expands ``native`` to (gcc: the
+    resolved ``-march=`` plus every ``-m<feature>`` and cache ``--param``; clang:
+    ``-target-cpu`` and ``-target-feature``), so the identity changes with the CPU.
+    """
+    triple = _run([cc, "-dumpmachine"]).stdout.strip() or "unknown-triple"
+    expansion = _run([cc, "-march=native", "-###", "-x", "c", "-c", "-o", os.devnull, os.devnull])
+    tokens = _native_tokens(expansion.stderr)
+    cpu = "unknown-cpu"
+    for index, token in enumerate(tokens):
+        if token.startswith("-march="):
+            cpu = token.split("=", 1)[1]
+        elif token == "-target-cpu" and index + 1 < len(tokens):
+            cpu = tokens[index + 1]
+    features = hashlib.sha256("\0".join(tokens).encode()).hexdigest()[:16]
+    return f"{triple} {cpu} features:{features}"
+
+
+def _native_tokens(driver_output: str) -> list[str]:
+    """The target-describing arguments the driver passes to the compiler proper (cc1)."""
+    for line in driver_output.splitlines():
+        if "cc1" in line:
+            try:
+                words = shlex.split(line)
+            except ValueError:
+                words = line.split()
+            return [word for index, word in enumerate(words)
+                    if word.startswith(("-m", "--param", "-target-"))
+                    or (index > 0 and words[index - 1] in _TARGET_VALUE_OPTIONS)]
+    return []
+
+
+def _supports_openmp(cc: str) -> bool:
+    """Whether ``cc -fopenmp`` compiles and links a small program that uses the runtime."""
+    program = "#include <omp.h>\nint main(void) { return omp_get_max_threads() > 0 ? 0 : 1; }\n"
+    with tempfile.TemporaryDirectory(prefix="ember-omp-probe-") as folder:
+        source = Path(folder) / "probe.c"
+        source.write_text(program)
+        result = _run([cc, "-fopenmp", str(source), "-o", str(Path(folder) / "probe")], cwd=folder)
+        return result.returncode == 0
+
+
+@functools.lru_cache(maxsize=None)
+def blas() -> BlasInfo | None:
+    """The ``scipy-openblas32`` wheel's BLAS, or None when it is not installed."""
+    try:
+        import scipy_openblas32
+    except ImportError:
+        return None
+    lib_dir = scipy_openblas32.get_lib_dir()
+    version = getattr(scipy_openblas32, "__version__", None) or _distribution_version()
+    return BlasInfo(
+        include_dir=scipy_openblas32.get_include_dir(),
+        lib_dir=lib_dir,
+        link_flags=(f"-L{lib_dir}", "-lscipy_openblas", f"-Wl,-rpath,{lib_dir}"),
+        symbol_prefix="scipy_",
+        version=f"scipy-openblas32 {version}",
+    )
+
+
+def _distribution_version() -> str:
+    from importlib import metadata
+    try:
+        return metadata.version("scipy-openblas32")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def compile_shared_library(
+    source: str,
+    *,
+    name: str,
+    link_blas: bool = False,
+    extra_flags: Sequence[str] = (),
+) -> Path:
+    """Compile C ``source`` to a shared object (through the compile cache); return its path.
+
+    ``name`` labels the kernel in logs, dumps and error reports. Raises
+    ``BackendUnavailableError`` when there is no compiler (or no BLAS but
+    ``link_blas``), and ``CompileError`` when the compiler rejects the source.
+    """
+    toolchain = find_toolchain()
+    if toolchain is None:
+        raise BackendUnavailableError(
+            "the CPU backend needs a C compiler: install gcc or clang, or set $CC")
+    blas_info = _required_blas() if link_blas else None
+    compile_flags = [*toolchain.base_flags, f"-I{INCLUDE_DIR}"]
+    link_flags = list(_LINK_FLAGS)
+    if blas_info is not None:
+        compile_flags.append(f"-I{blas_info.include_dir}")
+        link_flags = [*blas_info.link_flags, *link_flags]
+    compile_flags += list(extra_flags)
+    _dump_source(source, name)
+    key_parts = [
+        _CACHE_FORMAT, source, toolchain.cc, toolchain.version, toolchain.target_isa,
+        shlex.join(compile_flags), shlex.join(link_flags), _include_digest(),
+        blas_info.version if blas_info is not None else "no-blas",
+    ]
+
+    def build(output: Path) -> None:
+        _run_compiler(toolchain.cc, source, name, compile_flags, link_flags, output)
+
+    return default_cache().get_or_build(key_parts, ".so", build)
+
+
+def _required_blas() -> BlasInfo:
+    info = blas()
+    if info is None:
+        raise BackendUnavailableError(
+            "this kernel calls BLAS, which needs the scipy-openblas32 wheel: "
+            "pip install scipy-openblas32 (or pip install 'ember[cpu]')")
+    return info
+
+
+@functools.lru_cache(maxsize=None)
+def _include_digest() -> str:
+    """Hash of the bundled headers: editing ember_math.h must change every cache key."""
+    digest = hashlib.sha256()
+    for header in sorted(INCLUDE_DIR.glob("*.h")):
+        digest.update(header.name.encode() + b"\0" + header.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _safe_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:100] or "kernel"
+
+
+def _dump_source(source: str, name: str) -> None:
+    if not config.dump_dir:
+        return
+    folder = Path(config.dump_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{_safe_name(name)}.c").write_text(source)
+
+
+def _run_compiler(cc: str, source: str, name: str, compile_flags: Sequence[str],
+                  link_flags: Sequence[str], output: Path) -> None:
+    with tempfile.TemporaryDirectory(prefix="ember-cc-") as folder:
+        source_path = Path(folder) / f"{_safe_name(name)}.c"
+        source_path.write_text(source)
+        # A relative source name keeps temp paths out of the compiler's messages.
+        command = [cc, *compile_flags, source_path.name, "-o", str(output), *link_flags]
+        start = time.perf_counter()
+        try:
+            result = _run(command, cwd=folder)
+        except OSError as error:
+            raise CompileError(f"could not run the C compiler {cc}: {error}") from error
+        elapsed = time.perf_counter() - start
+    if config.log_enabled("compile"):
+        print(f"ember: cc {name} {elapsed:.3f} s", file=sys.stderr)
+    if result.returncode != 0:
+        raise CompileError(_failure_message(name, command, result, _save_failed_source(source, name)))
+
+
+def _save_failed_source(source: str, name: str) -> Path:
+    """Keep a copy of source the compiler rejected, for a bug report."""
+    digest = hashlib.sha256(source.encode()).hexdigest()[:12]
+    try:
+        folder = default_cache().directory / "failed"
+        folder.mkdir(mode=0o700, exist_ok=True)
+    except OSError:
+        folder = Path(tempfile.mkdtemp(prefix="ember-failed-"))
+    path = folder / f"{_safe_name(name)}-{digest}.c"
+    path.write_text(source)
+    return path
+
+
+def _failure_message(name: str, command: Sequence[str], result: subprocess.CompletedProcess,
+                     saved: Path) -> str:
+    output = (result.stderr or result.stdout or "").strip()
+    lines = output.splitlines()
+    if len(lines) > _MAX_ERROR_LINES:
+        lines = lines[:_MAX_ERROR_LINES] + [f"... ({len(lines) - _MAX_ERROR_LINES} more lines)"]
+    trimmed = "\n".join(lines)[:_MAX_ERROR_CHARS]
+    return (
+        f"the C compiler rejected the generated kernel {name!r} (exit code {result.returncode}).\n"
+        f"This is a bug in Ember: please report it with the saved source.\n"
+        f"  source: {saved}\n"
+        f"  command: {shlex.join(command)}\n"
+        f"compiler output:\n{trimmed}"
+    )
+
+
+_libraries: dict[str, ctypes.CDLL] = {}
+_libraries_lock = threading.Lock()
+
+
+def load_library(path: Path | str) -> ctypes.CDLL:
+    """``ctypes.CDLL`` of a shared object, loaded once per path in this process."""
+    key = str(Path(path).resolve())
+    with _libraries_lock:
+        library = _libraries.get(key)
+        if library is None:
+            library = ctypes.CDLL(key)
+            _libraries[key] = library
+        return library

@@ -1,0 +1,192 @@
+"""The CPU toolchain: finding the compiler, compiling through the cache, loading with
+ctypes, compiler errors, BLAS linking."""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ember.backends.cpu import toolchain
+from ember.config import config
+from ember.errors import BackendUnavailableError, CompileError
+from ember.runtime.compile_cache import default_cache
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+
+pytestmark = pytest.mark.skipif(toolchain.find_toolchain() is None, reason="no C compiler on this machine")
+
+ADD_SOURCE = """
+int add(int a, int b) { return a + b; }
+void scale(float *x, long n, float factor) {
+    for (long i = 0; i < n; ++i) x[i] *= factor;
+}
+"""
+
+
+@pytest.fixture
+def cache_dir(tmp_path):
+    directory = tmp_path / "cache"
+    saved = config.cache_dir
+    config.update("cache_dir", str(directory))
+    yield directory
+    config.update("cache_dir", saved)
+
+
+def test_toolchain_description():
+    found = toolchain.find_toolchain()
+    assert os.path.isabs(found.cc) and os.access(found.cc, os.X_OK)
+    assert found.version and "\n" not in found.version
+    triple = subprocess.run([found.cc, "-dumpmachine"], capture_output=True, text=True).stdout.strip()
+    assert found.target_isa.startswith(triple)
+    for flag in ("-O3", "-march=native", "-fPIC", "-shared", "-std=c11",
+                 "-fno-math-errno", "-fno-trapping-math"):
+        assert flag in found.base_flags
+    assert "-ffast-math" not in found.base_flags
+    assert ("-fopenmp" in found.base_flags) == found.openmp
+    assert toolchain.find_toolchain() is found  # probed once
+
+
+def test_flags_follow_sanitize_and_cflags():
+    with config.override(sanitize="address,undefined", cflags="-DEMBER_TEST='a b' -g"):
+        flags = toolchain.find_toolchain().base_flags
+    assert flags[-5:] == ("-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-O1",
+                          "-DEMBER_TEST=a b", "-g")
+    assert "-fsanitize=address,undefined" not in toolchain.find_toolchain().base_flags
+
+
+def test_compile_load_and_call(cache_dir):
+    path = toolchain.compile_shared_library(ADD_SOURCE, name="add")
+    assert path.suffix == ".so" and path.is_relative_to(cache_dir)
+    library = toolchain.load_library(path)
+    assert library.add(2, 40) == 42
+    values = np.arange(5, dtype=np.float32)
+    library.scale(values.ctypes.data_as(ctypes.c_void_p), ctypes.c_long(5), ctypes.c_float(2.5))
+    np.testing.assert_array_equal(values, np.arange(5, dtype=np.float32) * 2.5)
+    assert toolchain.load_library(path) is library
+
+
+def test_second_compile_in_process_skips_the_compiler(cache_dir, monkeypatch):
+    first = toolchain.compile_shared_library(ADD_SOURCE, name="add")
+    stats = default_cache().stats
+    assert (stats.disk_misses, stats.memory_hits) == (1, 0)
+
+    def no_compiler(*args, **kwargs):
+        raise AssertionError("the compiler must not run on a cache hit")
+
+    monkeypatch.setattr(toolchain, "_run_compiler", no_compiler)
+    assert toolchain.compile_shared_library(ADD_SOURCE, name="add") == first
+    assert (stats.disk_misses, stats.memory_hits) == (1, 1)
+
+
+def test_everything_that_changes_the_binary_changes_the_key(cache_dir):
+    base = toolchain.compile_shared_library(ADD_SOURCE, name="add")
+    assert toolchain.compile_shared_library(ADD_SOURCE, name="renamed") == base
+    assert toolchain.compile_shared_library(ADD_SOURCE + "\n", name="add") != base
+    assert toolchain.compile_shared_library(ADD_SOURCE, name="add", extra_flags=["-DX=1"]) != base
+    with config.override(cflags="-fno-unroll-loops"):
+        assert toolchain.compile_shared_library(ADD_SOURCE, name="add") != base
+
+
+CHILD = """
+import json, sys
+from ember.backends.cpu import toolchain
+from ember.runtime.compile_cache import default_cache
+path = toolchain.compile_shared_library(sys.argv[1], name="add")
+stats = default_cache().stats
+print(json.dumps({"path": str(path), "disk_hits": stats.disk_hits,
+                  "disk_misses": stats.disk_misses, "sum": toolchain.load_library(path).add(1, 2)}))
+"""
+
+
+def test_another_process_finds_the_artifact_on_disk(cache_dir):
+    path = toolchain.compile_shared_library(ADD_SOURCE, name="add")
+    env = {**os.environ, "EMBER_CACHE_DIR": str(cache_dir),
+           "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
+    child = subprocess.run([sys.executable, "-c", CHILD, ADD_SOURCE], capture_output=True,
+                           text=True, env=env, cwd=REPO_ROOT, timeout=300)
+    assert child.returncode == 0, child.stderr
+    report = json.loads(child.stdout.strip().splitlines()[-1])
+    assert report == {"path": str(path), "disk_hits": 1, "disk_misses": 0, "sum": 3}
+
+
+def test_syntax_error_raises_compile_error_with_source_and_message(cache_dir):
+    source = "int broken(int a) { return a + }\n"
+    with pytest.raises(CompileError) as caught:
+        toolchain.compile_shared_library(source, name="fused/kernel 7")
+    message = str(caught.value)
+    assert "fused/kernel 7" in message
+    saved = Path(re.search(r"source: (\S+)", message).group(1))
+    assert saved.read_text() == source
+    assert saved.parent == cache_dir / "failed"
+    assert "error" in message and "expected" in message  # the compiler's diagnosis
+    assert "return a + }" in message  # and its excerpt of the line
+    assert default_cache().stats.disk_misses == 0  # nothing was cached
+
+
+def test_dump_dir_receives_the_source(cache_dir, tmp_path):
+    with config.override(dump_dir=str(tmp_path / "dump")):
+        toolchain.compile_shared_library(ADD_SOURCE, name="kernels/add")
+    assert (tmp_path / "dump" / "kernels_add.c").read_text() == ADD_SOURCE
+
+
+def test_compile_log(cache_dir, capsys):
+    with config.override(log="compile"):
+        toolchain.compile_shared_library(ADD_SOURCE, name="logged_add")
+        toolchain.compile_shared_library(ADD_SOURCE, name="logged_add")  # cache hit: no line
+    lines = capsys.readouterr().err.splitlines()
+    assert len([line for line in lines if line.startswith("ember: cc")]) == 1
+    assert re.fullmatch(r"ember: cc logged_add \d+\.\d{3} s", lines[-1])
+
+
+def test_bundled_header_is_on_the_include_path(cache_dir):
+    source = '#include "ember_math.h"\nfloat e(float x) { return ember_expf(x); }\n'
+    library = toolchain.load_library(toolchain.compile_shared_library(source, name="header"))
+    library.e.restype = ctypes.c_float
+    library.e.argtypes = [ctypes.c_float]
+    assert library.e(0.0) == 1.0
+
+
+def test_no_compiler_is_reported(cache_dir, monkeypatch):
+    monkeypatch.setattr(toolchain, "find_toolchain", lambda: None)
+    with pytest.raises(BackendUnavailableError, match="C compiler"):
+        toolchain.compile_shared_library(ADD_SOURCE, name="add")
+
+
+def test_missing_blas_is_reported(cache_dir, monkeypatch):
+    monkeypatch.setattr(toolchain, "blas", lambda: None)
+    with pytest.raises(BackendUnavailableError, match="scipy-openblas32"):
+        toolchain.compile_shared_library(ADD_SOURCE, name="add", link_blas=True)
+
+
+GEMM_SOURCE = """
+#include <cblas.h>
+void gemm(int m, int n, int k, const float *a, const float *b, float *c) {
+    scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k,
+                      1.0f, a, k, b, n, 0.0f, c, n);
+}
+"""
+
+
+def test_blas_sgemm_matches_numpy(cache_dir):
+    info = toolchain.blas()
+    if info is None:
+        pytest.skip("scipy-openblas32 is not installed (pip install scipy-openblas32)")
+    assert info.symbol_prefix == "scipy_"
+    assert f"-L{info.lib_dir}" in info.link_flags and "-lscipy_openblas" in info.link_flags
+    library = toolchain.load_library(
+        toolchain.compile_shared_library(GEMM_SOURCE, name="gemm", link_blas=True))
+    rng = np.random.default_rng(0)
+    m, n, k = 67, 45, 129
+    a = rng.standard_normal((m, k), dtype=np.float32)
+    b = rng.standard_normal((k, n), dtype=np.float32)
+    c = np.empty((m, n), dtype=np.float32)
+    pointer = ctypes.c_void_p
+    library.gemm(m, n, k, a.ctypes.data_as(pointer), b.ctypes.data_as(pointer), c.ctypes.data_as(pointer))
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
