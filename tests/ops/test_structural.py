@@ -253,13 +253,11 @@ GRAD_CASES = {
     "dynamic_update_slice": lambda x: lax.dynamic_update_slice(
         x, lax.slice(x, (0, 0), (2, 2)), (np.int32(5), np.int32(1))),
 }
-# reduce_sum (used by broadcast_in_dim's transpose) has no jvp yet: first order only.
-GRAD_ORDER = {"broadcast_in_dim": 1}
 
 
 @pytest.mark.parametrize("name", sorted(GRAD_CASES))
 def test_gradients_match_finite_differences(name, x64):
-    check_grads(GRAD_CASES[name], (X34,), order=GRAD_ORDER.get(name, 2))
+    check_grads(GRAD_CASES[name], (X34,), order=2)
 
 
 X234 = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
