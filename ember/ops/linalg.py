@@ -18,7 +18,11 @@ from ember.core import dtypes
 from ember.core.abstract import ShapedArray
 from ember.core.primitive import Primitive
 from ember.errors import EmberIndexError, EmberTypeError, EmberValueError
+from ember.ops.elementwise import convert_element_type
 from ember.ops.reductions import accumulator_dtype
+from ember.ops.structural import reshape, rev, transpose
+from ember.transforms.rules import (
+    UndefinedPrimal, batch_size, defjvp, is_undefined_primal, move_batch_axis)
 
 __all__ = [
     "dot_general", "dot", "conv_general_dilated", "conv", "ConvDimensionNumbers",
@@ -421,3 +425,219 @@ def conv(lhs: Any, rhs: Any, window_strides: Sequence[int], padding: Any,
     """Convolution in the NCHW / OIHW layout with no dilation or groups (``jax.lax.conv``)."""
     return conv_general_dilated(lhs, rhs, window_strides, padding, precision=precision,
                                 preferred_element_type=preferred_element_type)
+
+
+# --- dot_general rules ---------------------------------------------------------------------
+
+defjvp(dot_general_p,
+       lambda t, lhs, rhs, **params: dot_general_p.bind(t, rhs, **params),
+       lambda t, lhs, rhs, **params: dot_general_p.bind(lhs, t, **params))
+
+
+def _dot_cotangent(ct: Any, other: Any, ours: ShapedArray, our_dims: tuple, other_dims: tuple,
+                   other_free_in_ct: Sequence[int], precision: Any) -> Any:
+    """Cotangent of one operand: contract ``ct`` with the other operand over the other's
+    free dimensions, then put the result's dimensions in our order."""
+    (our_contract, our_batch), (other_contract, other_batch) = our_dims, other_dims
+    other_aval = ShapedArray(np.shape(other), other.dtype)
+    if other.dtype != ct.dtype:
+        other = convert_element_type(other, ct.dtype)
+    other_free = _free_dims(other_aval.ndim, other_contract, other_batch)
+    dims = ((tuple(other_free_in_ct), tuple(other_free)),
+            (tuple(range(len(our_batch))), tuple(other_batch)))
+    out = dot_general(ct, other, dims, precision)
+    our_free = _free_dims(ours.ndim, our_contract, our_batch)
+    out_to_ours = [*our_batch, *our_free,
+                   *(our_contract[other_contract.index(d)] for d in sorted(other_contract))]
+    return convert_element_type(transpose(out, tuple(np.argsort(out_to_ours))), ours.dtype)
+
+
+def _dot_general_transpose(ct: Any, lhs: Any, rhs: Any, *, dimension_numbers, precision,
+                           preferred_element_type) -> list:
+    (lc, rc), (lb, rb) = dimension_numbers
+    nb = len(lb)
+    if is_undefined_primal(lhs):
+        n_lfree = lhs.ndim - len(lc) - nb
+        rhs_free_in_ct = range(nb + n_lfree, ct.ndim)
+        return [_dot_cotangent(ct, rhs, lhs.aval, (lc, lb), (rc, rb), rhs_free_in_ct,
+                               precision), None]
+    n_lfree = lhs.ndim - len(lc) - nb
+    lhs_free_in_ct = range(nb, nb + n_lfree)
+    return [None, _dot_cotangent(ct, lhs, rhs.aval, (rc, rb), (lc, lb), lhs_free_in_ct,
+                                 precision)]
+
+
+dot_general_p.def_transpose(_dot_general_transpose)
+
+
+def _shifted(dims: Sequence[int]) -> tuple[int, ...]:
+    return tuple(d + 1 for d in dims)
+
+
+def _dot_general_batch(values: Sequence[Any], dims: Sequence[int | None], *,
+                       dimension_numbers, **params: Any):
+    """A batch axis on both operands becomes a new leading batch dimension; on one
+    operand it becomes that operand's first free dimension."""
+    (lhs, rhs), (ldim, rdim) = values, dims
+    (lc, rc), (lb, rb) = dimension_numbers
+    size = batch_size(values, dims)
+    if ldim is not None:
+        lhs, lc, lb = move_batch_axis(lhs, ldim, 0, size), _shifted(lc), _shifted(lb)
+    if rdim is not None:
+        rhs, rc, rb = move_batch_axis(rhs, rdim, 0, size), _shifted(rc), _shifted(rb)
+    if ldim is not None and rdim is not None:
+        lb, rb = (0, *lb), (0, *rb)
+        out_dim = 0
+    elif ldim is not None:
+        out_dim = len(lb)
+    else:
+        out_dim = len(lb) + np.ndim(lhs) - len(lc) - len(lb)
+    out = dot_general_p.bind(lhs, rhs, dimension_numbers=((lc, rc), (lb, rb)), **params)
+    return out, out_dim
+
+
+dot_general_p.def_batch(_dot_general_batch)
+
+
+# --- convolution rules (in the canonical layout) ------------------------------------------
+
+def _canonical(x: Any, spec: Sequence[int]) -> Any:
+    return transpose(x, tuple(spec))
+
+
+def _from_canonical(x: Any, spec: Sequence[int]) -> Any:
+    return transpose(x, tuple(np.argsort(spec)))
+
+
+def _swap_leading(x: Any) -> Any:
+    return transpose(x, (1, 0, *range(2, np.ndim(x))))
+
+
+def _conv_canonical_bind(lhs: Any, rhs: Any, params: dict, **changes: Any) -> Any:
+    """Bind a convolution of canonically laid out operands (NC..., OI..., NC...)."""
+    ndim = np.ndim(lhs)
+    canonical = tuple(range(ndim))
+    merged = {**params, **changes,
+              "dimension_numbers": ConvDimensionNumbers(canonical, canonical, canonical)}
+    return conv_general_dilated_p.bind(lhs, rhs, **merged)
+
+
+def _split_axis(x: Any, axis: int, parts: int) -> Any:
+    shape = list(np.shape(x))
+    shape[axis:axis + 1] = [parts, shape[axis] // parts]
+    return reshape(x, shape)
+
+
+def _merge_axes(x: Any, axis: int) -> Any:
+    """Merge ``axis`` and ``axis + 1`` (row-major)."""
+    shape = list(np.shape(x))
+    shape[axis:axis + 2] = [shape[axis] * shape[axis + 1]]
+    return reshape(x, shape)
+
+
+def _move_axis(x: Any, src: int, dst: int) -> Any:
+    perm = [d for d in range(np.ndim(x)) if d != src]
+    perm.insert(dst, src)
+    return transpose(x, perm)
+
+
+def _group_swapped_kernel(w: Any, groups: int) -> Any:
+    """(O, I, K...) -> (groups * I, O / groups, K...): the kernel of the transposed
+    convolution, whose input features are our outputs, group by group."""
+    w = _split_axis(w, 0, groups)      # (G, O/G, I, K)
+    w = _move_axis(w, 2, 1)            # (G, I, O/G, K)
+    return _merge_axes(w, 0)
+
+
+def _conv_transpose_lhs(ct: Any, lhs: UndefinedPrimal, rhs: Any, **params: Any) -> Any:
+    lhs_spec, rhs_spec, out_spec = params["dimension_numbers"]
+    g, w = _canonical(ct, out_spec), _canonical(rhs, rhs_spec)
+    lhs_shape = tuple(lhs.shape[d] for d in lhs_spec)
+    groups = max(params["feature_group_count"], params["batch_group_count"])
+    nspatial = len(lhs_shape) - 2
+    kernel = rev(_group_swapped_kernel(w, groups), tuple(range(2, 2 + nspatial)))
+    pads = []
+    for size, k, out, stride, (lo, _), ld, rd in zip(
+            lhs_shape[2:], np.shape(w)[2:], np.shape(g)[2:], params["window_strides"],
+            params["padding"], params["lhs_dilation"], params["rhs_dilation"]):
+        pads.append((_dilated(k, rd) - 1 - lo, _dilated(size, ld) + lo - _dilated(out, stride)))
+    out = _conv_canonical_bind(
+        g, kernel, params, window_strides=params["lhs_dilation"], padding=tuple(pads),
+        lhs_dilation=params["window_strides"], feature_group_count=groups,
+        batch_group_count=1)
+    if params["batch_group_count"] > 1:  # (N/B, B*C, ...) -> (N, C, ...), group-major
+        out = _merge_axes(_move_axis(_split_axis(out, 1, groups), 1, 0), 0)
+    return _from_canonical(convert_element_type(out, lhs.dtype), lhs_spec)
+
+
+def _conv_transpose_rhs(ct: Any, lhs: Any, rhs: UndefinedPrimal, **params: Any) -> Any:
+    lhs_spec, rhs_spec, out_spec = params["dimension_numbers"]
+    x, g = _canonical(lhs, lhs_spec), _canonical(ct, out_spec)
+    if x.dtype != g.dtype:
+        x = convert_element_type(x, g.dtype)
+    kernel_shape = tuple(rhs.shape[d] for d in rhs_spec)
+    pads = []
+    for size, k, out, stride, (lo, _), ld, rd in zip(
+            np.shape(x)[2:], kernel_shape[2:], np.shape(g)[2:], params["window_strides"],
+            params["padding"], params["lhs_dilation"], params["rhs_dilation"]):
+        pads.append((lo, (k - 1) * rd + _dilated(out, stride) - _dilated(size, ld) - lo))
+    # Batch and feature swap roles: feature groups become batch groups and vice versa.
+    out = _conv_canonical_bind(
+        _swap_leading(x), _swap_leading(g), params, window_strides=params["rhs_dilation"],
+        padding=tuple(pads), rhs_dilation=params["window_strides"],
+        feature_group_count=params["batch_group_count"],
+        batch_group_count=params["feature_group_count"])
+    return _from_canonical(convert_element_type(_swap_leading(out), rhs.dtype), rhs_spec)
+
+
+def _conv_transpose(ct: Any, lhs: Any, rhs: Any, **params: Any) -> list:
+    if is_undefined_primal(lhs):
+        return [_conv_transpose_lhs(ct, lhs, rhs, **params), None]
+    return [None, _conv_transpose_rhs(ct, lhs, rhs, **params)]
+
+
+defjvp(conv_general_dilated_p,
+       lambda t, lhs, rhs, **params: conv_general_dilated_p.bind(t, rhs, **params),
+       lambda t, lhs, rhs, **params: conv_general_dilated_p.bind(lhs, t, **params))
+conv_general_dilated_p.def_transpose(_conv_transpose)
+
+
+def _batched_canonical(x: Any, bdim: int, spec: Sequence[int]) -> Any:
+    """Batch axis first, then the operand's dimensions in canonical order."""
+    return transpose(x, (bdim, *(d + (d >= bdim) for d in spec)))
+
+
+def _conv_batch(values: Sequence[Any], dims: Sequence[int | None], **params: Any):
+    """Fold the vmapped axis into the batch (lhs only), the output features (rhs only) or
+    the feature / batch groups (both), as XLA's grouped convolutions allow."""
+    (lhs, rhs), (ldim, rdim) = values, dims
+    lhs_spec, rhs_spec, out_spec = params["dimension_numbers"]
+    batch_groups = params["batch_group_count"]
+    groups = params["feature_group_count"] * batch_groups
+    if rdim is None:
+        x = _batched_canonical(lhs, ldim, lhs_spec)                  # (V, N, C, ...)
+        x = _merge_axes(_move_axis(_split_axis(x, 1, batch_groups), 1, 0), 0)
+        out = _conv_canonical_bind(_merge_axes(x, 0), _canonical(rhs, rhs_spec), params)
+        out = _split_axis(out, 0, np.shape(lhs)[ldim])               # (V, N/B, O, ...)
+    elif ldim is None:
+        w = _batched_canonical(rhs, rdim, rhs_spec)                  # (V, O, I, ...)
+        size = np.shape(w)[0]
+        w = _merge_axes(_merge_axes(_move_axis(_split_axis(w, 1, groups), 1, 0), 0), 0)
+        out = _conv_canonical_bind(_canonical(lhs, lhs_spec), w, params)
+        out = _split_axis(_split_axis(out, 1, groups), 2, size)      # (N/B, G, V, O/G, ...)
+        out = _merge_axes(_move_axis(out, 2, 0), 2)                   # (V, N/B, O, ...)
+    else:
+        x = _batched_canonical(lhs, ldim, lhs_spec)
+        w = _merge_axes(_batched_canonical(rhs, rdim, rhs_spec), 0)  # (V*O, I, ...)
+        size = np.shape(x)[0]
+        if batch_groups > 1:
+            out = _conv_canonical_bind(_merge_axes(x, 0), w, params,
+                                       batch_group_count=size * batch_groups)
+        else:
+            out = _conv_canonical_bind(_merge_axes(_move_axis(x, 0, 1), 1), w, params,
+                                       feature_group_count=size * groups)
+        out = _move_axis(_split_axis(out, 1, size), 1, 0)           # (V, N/B, O, ...)
+    return transpose(out, (0, *(1 + p for p in np.argsort(out_spec)))), 0
+
+
+conv_general_dilated_p.def_batch(_conv_batch)
