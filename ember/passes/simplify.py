@@ -1,7 +1,7 @@
 """Algebraic simplification: rewrite equations into cheaper equivalent ones.
 
 Every rewrite gives bit-identical results under IEEE arithmetic (NaN payloads aside),
-except the one marked *approximate*:
+except the two marked *approximate*:
 
 - ``x + (-0.0)``, ``x - 0.0``, ``x * 1``, ``x / 1`` → ``x``; for integers also ``x + 0``
   and ``x * 0`` → ``0`` (for floats ``-0.0 + 0.0`` is ``+0.0`` and ``inf * 0`` is NaN, so
@@ -17,12 +17,12 @@ except the one marked *approximate*:
   none); broadcast of broadcast → one broadcast; identity transposes, reshapes and
   broadcasts and ``convert_element_type`` to the same dtype → their operand;
 - ``select_n`` with equal cases or a constant predicate → the chosen case;
-- ``exp(log(x))`` → ``x`` where ``x`` is known non-negative (made by ``exp``, ``exp2``,
-  ``abs``, ``logistic``, ``square`` or an even ``integer_pow``): for negative ``x`` the
-  pair gives NaN, and for ``-0.0`` it gives ``+0.0``;
-- *approximate*: ``log(exp(x))`` → ``x`` (real floats). This is the exact mathematical
-  value; the unoptimized program rounds twice, and overflows to ``inf`` (or underflows
-  to ``-inf``) where ``exp(x)`` does.
+- *approximate*: ``log(exp(x))`` → ``x`` (real floats), and ``exp(log(x))`` → ``x`` where
+  ``x`` is known non-negative (made by ``exp``, ``exp2``, ``abs``, ``logistic``,
+  ``square`` or an even ``integer_pow``; for negative ``x`` the pair gives NaN, and for
+  ``-0.0`` it gives ``+0.0``, so elsewhere it stays). ``x`` is the exact mathematical
+  value; the unoptimized program rounds twice (results differ by an ulp or so), and
+  ``log(exp(x))`` overflows to ``inf`` (or underflows to ``-inf``) where ``exp`` does.
 
 A constant operand is a literal or a splat (``broadcast_in_dim`` of a literal, the form
 constant folding leaves). Rules see their operands' producers already simplified, so
