@@ -11,6 +11,9 @@ from ember.core import dtypes
 from ember.core.abstract import ShapedArray
 from ember.core.primitive import Primitive
 from ember.errors import EmberTypeError, EmberValueError
+from ember.ops.elementwise import conj, mul, real
+from ember.ops.structural import broadcast_in_dim, pad
+from ember.transforms.rules import UndefinedPrimal, deflinear, move_batch_axis
 
 __all__ = ["fft", "FftType"]
 
@@ -96,3 +99,43 @@ def fft(x: Any, fft_type: FftType | str, fft_lengths: Sequence[int]) -> Any:
     """
     return fft_p.bind(x, fft_type=_fft_type_name(fft_type),
                       fft_lengths=tuple(int(n) for n in fft_lengths))
+
+
+# --- transformation rules ------------------------------------------------------------------
+
+def _irfft_weights(fft_lengths: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """How often each stored frequency appears in the full spectrum (interior ones twice,
+    by Hermitian symmetry), over the transform size."""
+    n = fft_lengths[-1]
+    weights = np.full(n // 2 + 1, 2.0)
+    weights[0] = 1.0
+    if n % 2 == 0:
+        weights[-1] = 1.0
+    return (weights / np.prod(fft_lengths)).astype(dtype)
+
+
+def _fft_transpose(ct: Any, x: UndefinedPrimal, *, fft_type: str,
+                   fft_lengths: tuple[int, ...]) -> list:
+    """The DFT matrix is symmetric, so FFT and IFFT transpose to themselves; RFFT is FFT of
+    a real input keeping the first n // 2 + 1 outputs; IRFFT is a real-linear map whose
+    transpose is the conjugated, weighted RFFT."""
+    if fft_type in ("FFT", "IFFT"):
+        return [fft_p.bind(ct, fft_type=fft_type, fft_lengths=fft_lengths)]
+    if fft_type == "RFFT":
+        missing = fft_lengths[-1] - np.shape(ct)[-1]
+        config = [(0, 0, 0)] * (np.ndim(ct) - 1) + [(0, missing, 0)]
+        full = pad(ct, np.zeros((), ct.dtype), config)
+        return [real(fft_p.bind(full, fft_type="FFT", fft_lengths=fft_lengths))]
+    spectrum = fft_p.bind(ct, fft_type="RFFT", fft_lengths=fft_lengths)
+    weights = broadcast_in_dim(_irfft_weights(fft_lengths, spectrum.dtype), spectrum.shape,
+                               (np.ndim(spectrum) - 1,))
+    return [conj(mul(spectrum, weights))]
+
+
+def _fft_batch(values: Sequence[Any], dims: Sequence[int | None], **params: Any):
+    (x,), (d,) = values, dims
+    return fft_p.bind(move_batch_axis(x, d, 0, np.shape(x)[d]), **params), 0
+
+
+deflinear(fft_p, _fft_transpose)
+fft_p.def_batch(_fft_batch)
