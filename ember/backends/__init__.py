@@ -1,0 +1,1 @@
+"""Backends: reference (NumPy oracle), cpu (generated C), cuda, opencl."""

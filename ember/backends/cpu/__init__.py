@@ -1,0 +1,1 @@
+"""Native CPU backend: generated C compiled by the system C compiler, BLAS for matmul."""

@@ -1,0 +1,1 @@
+"""Kernel IR shared by all renderers, and the renderers (C, CUDA C, OpenCL C)."""

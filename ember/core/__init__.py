@@ -1,0 +1,1 @@
+"""Core: primitives and rule registries, abstract values, tracing, pytrees, dtypes."""

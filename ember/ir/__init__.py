@@ -1,0 +1,1 @@
+"""The Graph IR: typed SSA graphs, printer, parser, verifier, interpreter."""

@@ -1,0 +1,1 @@
+"""Graph-to-graph optimization passes; pipeline.py lists their order per backend."""

@@ -1,0 +1,1 @@
+"""Runtime: arrays, devices, eager dispatch, jit and the compile cache."""
