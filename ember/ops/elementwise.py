@@ -647,8 +647,7 @@ def _select_n_jvp(primals, tangents):
     return out, select_n(which, *[rules.instantiate(t) for t in tangents[1:]])
 
 
-_select_n_jvp.accepts_symbolic_zeros = True
-select_n_p.def_jvp(_select_n_jvp)
+select_n_p.def_jvp(rules.accepts_symbolic_zeros(_select_n_jvp))
 select_n_p.def_transpose(_select_n_transpose)
 
 

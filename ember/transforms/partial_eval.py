@@ -41,7 +41,7 @@ from ember.ir.graph import Eqn, Graph, Var
 from ember.ir.interpreter import bind_equation, eval_graph
 
 __all__ = ["PartialEvalTrace", "PETracer", "partial_eval_rules", "trace_partial",
-           "partial_eval_graph", "Saveable"]
+           "trace_partial_graph", "partial_eval_graph", "Saveable"]
 
 # policy(prim, *avals, **params) -> True when the equation's outputs may be kept as
 # residuals (False: recompute them in the unknown graph). See ember.ad_checkpoint.
@@ -119,12 +119,18 @@ class PETracer(Tracer):
         return super().concrete_value()
 
 
-class PartialEvalTrace(Trace):
-    """``main.global_data`` is the remat policy (None: every known value is saveable)."""
+class _State:
+    """Shared by the traces of one partial evaluation (``main.global_data``)."""
 
+    def __init__(self, saveable: Saveable | None) -> None:
+        self.saveable = saveable  # the remat policy; None: every known value is saveable
+        self.residuals: dict[int, tuple[Any, PETracer]] = {}  # by id of the known value
+
+
+class PartialEvalTrace(Trace):
     @property
     def saveable(self) -> Saveable | None:
-        return self.main.global_data
+        return self.main.global_data.saveable
 
     def pure(self, value: Any) -> PETracer:
         return PETracer(self, aval_of(value), value=value)
@@ -143,9 +149,17 @@ class PartialEvalTrace(Trace):
             if isinstance(recipe, Recompute):
                 tracer._staged = self._recompute(recipe)
             else:
-                tracer._staged = PETracer(self, tracer.aval, recipe=ConstRecipe(tracer.value),
-                                          var=Var(tracer.aval))
+                tracer._staged = self._residual(tracer.value)
         return tracer._staged
+
+    def _residual(self, value: Any) -> PETracer:
+        """One residual per known value, however many tracers box it."""
+        residuals = self.main.global_data.residuals
+        if id(value) not in residuals:
+            aval = aval_of(value)
+            residuals[id(value)] = (value, PETracer(self, aval, recipe=ConstRecipe(value),
+                                                    var=Var(aval)))
+        return residuals[id(value)][1]
 
     def _recompute(self, recipe: Recompute) -> PETracer:
         if "outs" not in recipe.shared:
@@ -162,6 +176,8 @@ class PartialEvalTrace(Trace):
         return self.stage(prim, tracers, params)
 
     def _process_known(self, prim: Primitive, tracers: list, params: dict) -> Any:
+        """Apply ``prim`` to known tracers now; under a remat policy, outputs that are
+        not saveable remember how to recompute them."""
         outs = prim.bind(*[t.value for t in tracers], **params)
         policy = self.saveable
         if policy is None or policy(prim, *[t.aval for t in tracers], **params):
@@ -197,7 +213,7 @@ def trace_partial(fun: Callable[..., Sequence[Any]], unknown_avals: Sequence[Sha
     value of output ``i`` if known (else None); ``graph`` maps the unknown inputs to the
     unknown outputs and holds the residuals as its constants. ``instantiate`` forces
     outputs to be unknown (known values then become residual outputs)."""
-    with new_main(PartialEvalTrace, saveable) as main:
+    with new_main(PartialEvalTrace, _State(saveable)) as main:
         trace = PartialEvalTrace(main)
         ins = [trace.new_input(aval) for aval in unknown_avals]
         outs = [trace.full_raise(out) for out in fun(*ins)]
@@ -207,6 +223,32 @@ def trace_partial(fun: Callable[..., Sequence[Any]], unknown_avals: Sequence[Sha
         known = [full_lower(o.value) if o.is_known else None for o in outs]
         graph = _tracers_to_graph(ins, [o for o in outs if not o.is_known])
         return known, graph, out_unknowns
+
+
+def trace_partial_graph(graph: Graph, known_values: Sequence[Any | None],
+                        unknown: Sequence[bool], saveable: Saveable | None = None,
+                        ) -> tuple[list[Any], Graph, list[bool]]:
+    """``trace_partial`` of evaluating ``graph`` (no constants) on ``known_values``
+    (entries for unknown inputs are ignored), with at least one input unknown.
+
+    Every known equation goes through the ``saveable`` policy, even one that reads no
+    traced value (a constant broadcast), so a remat policy sees all of them.
+    """
+    def fun(*unknown_args: PETracer) -> list[Any]:
+        trace: PartialEvalTrace = unknown_args[0]._trace
+
+        def apply(prim: Primitive, values: list, params: dict) -> Any:
+            if any(isinstance(v, PETracer) and not v.is_known for v in values):
+                return prim.bind(*values, **params)
+            known = [v if isinstance(v, PETracer) else trace.pure(v) for v in values]
+            return trace._process_known(prim, known, params)
+
+        it = iter(unknown_args)
+        args = [next(it) if u else v for v, u in zip(known_values, unknown)]
+        return eval_graph(graph, args, apply)
+
+    avals = [v.aval for v, u in zip(graph.inputs, unknown) if u]
+    return trace_partial(fun, avals, saveable=saveable)
 
 
 def _broadcast_flags(flags: Instantiate, n: int) -> list[bool]:

@@ -7,7 +7,8 @@ Rule signatures (attach them with ``prim.def_jvp`` / ``def_transpose`` / ``def_b
     ``multiple_results`` both outputs are lists. Tangents arrive as *plain arrays* of the
     primal's shape and dtype: the JVP interpreter tracks symbolic zeros itself and only
     calls a rule when at least one operand tangent is nonzero, after instantiating the
-    others as zero arrays. Tangents of integer or bool operands arrive as zero arrays of
+    others as zero arrays (a rule decorated with ``accepts_symbolic_zeros`` gets the
+    ``Zero`` objects instead). Tangents of integer or bool operands arrive as zero arrays of
     that integer dtype: ignore them. The rule may return ``Zero(aval)`` (or ``None``) for an
     output whose tangent is known to be zero; tangents of integer/bool outputs are dropped
     (made symbolic zeros) by the interpreter, so a rule may return anything there.
@@ -44,8 +45,9 @@ from ember.core.primitive import Primitive
 
 __all__ = [
     "Zero", "UndefinedPrimal", "is_undefined_primal", "float0", "zeros_like_aval",
-    "instantiate", "add_tangents", "defjvp", "defjvp2", "defjvp_zero", "def_linear_jvp",
-    "deflinear", "def_elementwise_batch", "move_batch_axis", "batch_size",
+    "instantiate", "add_tangents", "accepts_symbolic_zeros", "defjvp", "defjvp2",
+    "defjvp_zero", "def_linear_jvp", "deflinear", "def_elementwise_batch",
+    "move_batch_axis", "batch_size",
 ]
 
 # The dtype of tangents and cotangents of integer / bool values, as ``jax.dtypes.float0``:
@@ -123,9 +125,9 @@ def add_tangents(x: Any, y: Any) -> Any:
 
 # --- jvp rule makers ------------------------------------------------------------------
 
-def _mark_accepts_zeros(rule: Callable) -> Callable:
-    """Rules made here handle ``Zero`` tangents themselves, so the interpreter need not
-    instantiate them (saving the work of multiplying zeros)."""
+def accepts_symbolic_zeros(rule: Callable) -> Callable:
+    """Mark a jvp rule that handles ``Zero`` tangents itself, so the interpreter passes
+    them through instead of instantiating them (saving work on zeros)."""
     rule.accepts_symbolic_zeros = True  # type: ignore[attr-defined]
     return rule
 
@@ -154,7 +156,7 @@ def _defjvp(prim: Primitive, derivatives: Sequence[Callable | None], with_output
             total = add_tangents(total, derivative(tangent, *extra, *primals, **params))
         return out, total
 
-    prim.def_jvp(_mark_accepts_zeros(rule))
+    prim.def_jvp(accepts_symbolic_zeros(rule))
 
 
 def defjvp_zero(prim: Primitive) -> None:
@@ -166,7 +168,7 @@ def defjvp_zero(prim: Primitive) -> None:
             return out, [Zero.like(o) for o in out]
         return out, Zero.like(out)
 
-    prim.def_jvp(_mark_accepts_zeros(rule))
+    prim.def_jvp(accepts_symbolic_zeros(rule))
 
 
 def def_linear_jvp(prim: Primitive, linear_argnums: Sequence[int] | None = None) -> None:
@@ -183,7 +185,7 @@ def def_linear_jvp(prim: Primitive, linear_argnums: Sequence[int] | None = None)
         args = [instantiate(tangents[i]) if i in linear else p for i, p in enumerate(primals)]
         return prim.bind(*primals, **params), prim.bind(*args, **params)
 
-    prim.def_jvp(_mark_accepts_zeros(rule))
+    prim.def_jvp(accepts_symbolic_zeros(rule))
 
 
 def deflinear(prim: Primitive, transpose: Callable,
