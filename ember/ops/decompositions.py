@@ -8,7 +8,8 @@ a NaN Cholesky factor.
 """
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -16,6 +17,11 @@ from ember.core import dtypes
 from ember.core.abstract import ShapedArray
 from ember.core.primitive import Primitive
 from ember.errors import EmberTypeError, EmberValueError
+from ember.ops import elementwise as ew
+from ember.ops.reductions import reduce_sum
+from ember.ops.structural import broadcast_in_dim, broadcasted_iota, transpose
+from ember.transforms.rules import (
+    Zero, batch_size, defjvp2, is_undefined_primal, move_batch_axis)
 
 __all__ = ["cholesky", "lu", "triangular_solve", "qr", "eigh"]
 
@@ -36,19 +42,17 @@ def _real_dtype(dtype: np.dtype) -> np.dtype:
 
 
 def _swap_last(x: Any) -> Any:
-    from ember.ops.structural import transpose
-
     return transpose(x, (*range(x.ndim - 2), x.ndim - 1, x.ndim - 2))
+
+
+def _adjoint(x: Any) -> Any:
+    xt = _swap_last(x)
+    return ew.conj(xt) if dtypes.is_complex(x.dtype) else xt
 
 
 def _hermitian_part(x: Any) -> Any:
     """``(x + x^H) / 2``: what the symmetric decompositions see when symmetrizing."""
-    from ember.ops.elementwise import add, conj, mul
-
-    xt = _swap_last(x)
-    if dtypes.is_complex(x.dtype):
-        xt = conj(xt)
-    return mul(add(x, xt), 0.5)
+    return ew.mul(ew.add(x, _adjoint(x)), 0.5)
 
 
 # --- cholesky ------------------------------------------------------------------------
@@ -267,3 +271,167 @@ def eigh(x: Any, *, lower: bool = True, symmetrize_input: bool = True,
     if symmetrize_input:
         x = _hermitian_part(x)
     return tuple(eigh_p.bind(x, lower=bool(lower)))
+
+
+# --- transformation rules ------------------------------------------------------------------
+
+def _matmul(a: Any, b: Any) -> Any:
+    """Matrix product over the trailing two dimensions, mapped over the leading ones."""
+    from ember.ops.linalg import dot_general
+
+    nd = a.ndim
+    batch = tuple(range(nd - 2))
+    return dot_general(a, b, (((nd - 1,), (nd - 2,)), (batch, batch)))
+
+
+def _constant_matrix(values: np.ndarray, like: Any) -> Any:
+    """A constant (n, m) matrix broadcast to the (..., n, m) shape and dtype of ``like``."""
+    nd = like.ndim
+    return broadcast_in_dim(values.astype(like.dtype), like.shape, (nd - 2, nd - 1))
+
+
+def _triangle(x: Any, k: int = 0, upper: bool = False) -> Any:
+    """``tril(x, k)`` (or ``triu``) as a product with a constant mask, so it is linear."""
+    ones = np.ones(x.shape[-2:], bool)
+    mask = np.triu(ones, k) if upper else np.tril(ones, k)
+    return ew.mul(x, _constant_matrix(mask, x))
+
+
+def _eye_like(x: Any) -> Any:
+    return _constant_matrix(np.eye(*x.shape[-2:]), x)
+
+
+def _real_diagonal_part(x: Any) -> Any:
+    """The diagonal of ``x`` as a matrix, real part only (what Hermitian routines read)."""
+    diagonal = _triangle(_triangle(x), upper=True)
+    if dtypes.is_complex(x.dtype):
+        diagonal = ew.convert_element_type(ew.real(diagonal), x.dtype)
+    return diagonal
+
+
+def _hermitian_from_triangle(t: Any, lower: bool) -> Any:
+    """The Hermitian matrix that a routine reading only the ``lower`` (or upper) triangle
+    of ``t`` sees: the tangent of such a routine's input."""
+    strict = _triangle(t, -1) if lower else _triangle(t, 1, upper=True)
+    return ew.add(ew.add(strict, _adjoint(strict)), _real_diagonal_part(t))
+
+
+def _cholesky_jvp(primals: Sequence[Any], tangents: Sequence[Any]):
+    """dL = L Φ(L⁻¹ dA L⁻ᴴ), Φ keeping the lower triangle with a halved diagonal."""
+    (x,), (t,) = primals, tangents
+    factor = cholesky_p.bind(x)
+    da = _hermitian_from_triangle(t, lower=True)
+    left = triangular_solve(factor, da, left_side=True, lower=True)
+    middle = triangular_solve(factor, left, left_side=False, lower=True, transpose_a=True,
+                              conjugate_a=True)
+    n = x.shape[-1]
+    phi = ew.mul(middle, _constant_matrix(np.tril(np.ones((n, n))) - 0.5 * np.eye(n), middle))
+    return factor, _matmul(factor, phi)
+
+
+def _lu_jvp(primals: Sequence[Any], tangents: Sequence[Any]):
+    """With P x = L U: L⁻¹ P dx U⁻¹ splits into L⁻¹ dL (strictly lower) and dU U⁻¹ (upper)."""
+    (x,), (t,) = primals, tangents
+    packed, pivots, perm = lu_p.bind(x)
+    if x.shape[-1] != x.shape[-2]:
+        raise EmberValueError(f"lu: derivatives are implemented for square matrices only, "
+                              f"got shape {x.shape}")
+    lower = ew.add(_triangle(packed, -1), _eye_like(packed))
+    upper = _triangle(packed, upper=True)
+    columns = broadcasted_iota(perm.dtype, x.shape, x.ndim - 1)
+    rows = broadcast_in_dim(perm, x.shape, tuple(range(x.ndim - 1)))
+    permutation = ew.convert_element_type(ew.eq(rows, columns), x.dtype)
+    solved = triangular_solve(lower, _matmul(permutation, t), left_side=True, lower=True,
+                              unit_diagonal=True)
+    solved = triangular_solve(upper, solved, left_side=False, lower=False)
+    tangent = ew.add(_matmul(lower, _triangle(solved, -1)),
+                     _matmul(_triangle(solved, upper=True), upper))
+    return [packed, pivots, perm], [tangent, Zero.like(pivots), Zero.like(perm)]
+
+
+def _op_of(t: Any, *, lower: bool, transpose_a: bool, conjugate_a: bool,
+           unit_diagonal: bool) -> Any:
+    """op(t) restricted to the triangle a triangular solve reads (the tangent of op(a))."""
+    t = _triangle(t, -1 if unit_diagonal else 0) if lower else \
+        _triangle(t, 1 if unit_diagonal else 0, upper=True)
+    if conjugate_a and dtypes.is_complex(t.dtype):
+        t = ew.conj(t)
+    return _swap_last(t) if transpose_a else t
+
+
+def _triangular_solve_jvp_a(t: Any, out: Any, a: Any, b: Any, **params: Any) -> Any:
+    """op(a) x = b gives op(da) x + op(a) dx = 0 (and x op(a) = b likewise on the right)."""
+    op_t = _op_of(t, **{k: params[k] for k in
+                        ("lower", "transpose_a", "conjugate_a", "unit_diagonal")})
+    product = _matmul(op_t, out) if params["left_side"] else _matmul(out, op_t)
+    return ew.neg(triangular_solve_p.bind(a, product, **params))
+
+
+def _triangular_solve_transpose(ct: Any, a: Any, b: Any, **params: Any) -> list:
+    if is_undefined_primal(a):
+        raise EmberValueError("triangular_solve is not linear in the matrix a")
+    return [None, triangular_solve_p.bind(a, ct, **{**params,
+                                                    "transpose_a": not params["transpose_a"]})]
+
+
+def _qr_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, full_matrices: bool):
+    """For x = q r with r square (m >= n, reduced; or square x): C = qᴴ dx r⁻¹ splits into
+    a skew-Hermitian part (qᴴ dq) and an upper triangular part (dr r⁻¹)."""
+    (x,), (t,) = primals, tangents
+    q, r = qr_p.bind(x, full_matrices=full_matrices)
+    m, n = x.shape[-2:]
+    if m < n or (full_matrices and m != n):
+        raise EmberValueError(
+            f"qr: derivatives need m >= n and, unless x is square, full_matrices=False; got "
+            f"shape {x.shape} with full_matrices={full_matrices}")
+    dx_rinv = triangular_solve(r, t, left_side=False, lower=False)
+    c = _matmul(_adjoint(q), dx_rinv)
+    strict = _triangle(c, -1)
+    skew = ew.sub(strict, _adjoint(strict))
+    if dtypes.is_complex(x.dtype):  # the diagonal of qᴴ dq is imaginary
+        skew = ew.add(skew, ew.sub(_triangle(_triangle(c), upper=True),
+                                   _real_diagonal_part(c)))
+    dq = ew.add(_matmul(q, ew.sub(skew, c)), dx_rinv)
+    dr = _matmul(ew.sub(c, skew), r)
+    return [q, r], [dq, dr]
+
+
+def _eigh_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, lower: bool):
+    """dw = diag(vᴴ dA v), dv = v (F ∘ vᴴ dA v) with F_ij = 1 / (w_j - w_i) off the diagonal."""
+    (x,), (t,) = primals, tangents
+    v, w = eigh_p.bind(x, lower=lower)
+    projected = _matmul(_adjoint(v), _matmul(_hermitian_from_triangle(t, lower), v))
+    nd = x.ndim
+    w_j = broadcast_in_dim(w, x.shape, (*range(nd - 2), nd - 1))
+    w_i = broadcast_in_dim(w, x.shape, tuple(range(nd - 1)))
+    on_diagonal = broadcast_in_dim(np.eye(x.shape[-1], dtype=bool), x.shape, (nd - 2, nd - 1))
+    gap = ew.sub(w_j, w_i)
+    one = broadcast_in_dim(np.ones((), gap.dtype), gap.shape, ())
+    zero = broadcast_in_dim(np.zeros((), gap.dtype), gap.shape, ())
+    inverse_gap = ew.select_n(on_diagonal, ew.div(one, ew.select_n(on_diagonal, gap, one)), zero)
+    weighted = ew.mul(projected, ew.convert_element_type(inverse_gap, x.dtype))
+    diagonal = reduce_sum(ew.mul(projected, _eye_like(projected)), (nd - 1,))
+    dw = ew.real(diagonal) if dtypes.is_complex(x.dtype) else diagonal
+    return [v, w], [_matmul(v, weighted), dw]
+
+
+def _batch_leading(prim: Primitive, values: Sequence[Any], dims: Sequence[int | None],
+                   **params: Any):
+    """Map over a batch axis by making it the first of the leading (stack) dimensions."""
+    size = batch_size(values, dims)
+    moved = [move_batch_axis(v, d, 0, size) for v, d in zip(values, dims)]
+    out = prim.bind(*moved, **params)
+    return out, ([0] * len(out) if prim.multiple_results else 0)
+
+
+cholesky_p.def_jvp(_cholesky_jvp)
+lu_p.def_jvp(_lu_jvp)
+qr_p.def_jvp(_qr_jvp)
+eigh_p.def_jvp(_eigh_jvp)
+defjvp2(triangular_solve_p, _triangular_solve_jvp_a,
+        lambda t, out, a, b, **params: triangular_solve_p.bind(a, t, **params))
+triangular_solve_p.def_transpose(_triangular_solve_transpose)
+for _prim in (cholesky_p, lu_p, qr_p, eigh_p):
+    _prim.waive("transpose", "not linear")
+for _prim in (cholesky_p, lu_p, triangular_solve_p, qr_p, eigh_p):
+    _prim.def_batch(functools.partial(_batch_leading, _prim))
