@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 import ember
 from ember import lax
 from ember.errors import EmberIndexError, EmberTypeError, EmberValueError
+from ember.test_util import check_grads, check_vmap
 
 SHAPES = st.lists(st.integers(0, 4), min_size=0, max_size=4).map(tuple)
 
@@ -132,3 +133,53 @@ def test_errors_name_axes_shapes_and_dtypes():
         lax.argmin(x, 0, np.float32)
     with pytest.raises(EmberIndexError, match="axis -3"):
         lax.argmax(x, -3, np.int32)
+
+
+# --- transformation rules ------------------------------------------------------------------
+
+X = np.array([[0.3, -1.2, 2.0, 0.7], [1.5, 0.1, -0.4, -2.2], [0.9, 1.1, -0.6, 0.2]])
+
+
+@pytest.mark.parametrize("name", ["reduce_sum", "reduce_prod", "reduce_max", "reduce_min"])
+@pytest.mark.parametrize("axes", [(0,), (1,), (0, 1)])
+def test_gradients(x64, name, axes):
+    check_grads(lambda x: getattr(lax, name)(x, axes), (X,), order=2)
+
+
+def test_prod_gradient_is_exact_at_zeros(x64):
+    x = np.array([[2.0, 0.0, 3.0], [0.0, 0.0, 5.0]])
+    grad = ember.grad(lambda v: lax.reduce_sum(lax.reduce_prod(v, (1,)), (0,)))(x)
+    np.testing.assert_array_equal(np.asarray(grad), [[0.0, 6.0, 0.0], [0.0, 0.0, 0.0]])
+    check_grads(lambda v: lax.reduce_prod(v, (1,)), (x,), order=2)
+
+
+def test_max_gradient_is_shared_between_ties(x64):
+    x = np.array([1.0, 3.0, 3.0, -1.0])
+    grad = ember.grad(lambda v: lax.reduce_max(v, (0,)))(x)
+    np.testing.assert_array_equal(np.asarray(grad), [0.0, 0.5, 0.5, 0.0])
+
+
+def test_bitwise_and_index_reductions_have_zero_tangents(x64):
+    def f(x):
+        index = lax.argmax(x, 0, np.int32)
+        return lax.mul(lax.reduce_max(x, (0,)), lax.convert_element_type(index, x.dtype))
+
+    check_grads(f, (X,), order=1)
+    _, tangent = ember.jvp(lambda x: lax.argmin(x, 1, np.int32), (X,), (X,))
+    assert np.asarray(tangent).shape == (3,)
+
+
+@pytest.mark.parametrize("name", ["reduce_sum", "reduce_max", "reduce_prod", "reduce_or"])
+@pytest.mark.parametrize("in_axis", [0, 1, 2])
+def test_vmap_matches_loop(name, in_axis):
+    x = (np.arange(24).reshape(2, 3, 4) % 5).astype(np.int32)
+    for axes in [(0,), (1,), (0, 1)]:
+        check_vmap(lambda v: getattr(lax, name)(v, axes), (x,), in_axis)
+
+
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+@pytest.mark.parametrize("in_axis", [0, 1, 2])
+def test_index_vmap_matches_loop(name, in_axis):
+    x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
+    for axis in (0, 1):
+        check_vmap(lambda v: getattr(lax, name)(v, axis, np.int32), (x,), in_axis)
