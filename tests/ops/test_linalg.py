@@ -10,6 +10,7 @@ import ember
 from ember import lax
 from ember.errors import EmberIndexError, EmberTypeError, EmberValueError
 from ember.ops.linalg import ConvDimensionNumbers, conv_dimension_numbers, padding_pairs
+from ember.test_util import check_grads, check_vmap
 
 LETTERS = "abcdefghij"
 
@@ -246,3 +247,83 @@ def test_conv_errors():
         lax.conv(x, np.zeros((6, 4, 3), np.int32), (1,), "VALID")
     with pytest.raises(EmberTypeError, match="bool"):
         lax.conv(x.astype(bool), np.zeros((6, 4, 3), bool), (1,), "VALID")
+
+
+# --- transformation rules ------------------------------------------------------------------
+
+DOT_CASES = [
+    ((3, 4), (4, 5), (((1,), (0,)), ((), ()))),
+    ((2, 3, 4, 5), (5, 2, 6, 3), (((3, 1), (0, 3)), ((0,), (1,)))),
+    ((3,), (3,), (((0,), (0,)), ((), ()))),
+    ((2, 3), (4,), (((), ()), ((), ()))),
+]
+
+
+@pytest.mark.parametrize("lhs_shape,rhs_shape,dims", DOT_CASES)
+def test_dot_general_gradients(x64, lhs_shape, rhs_shape, dims):
+    rng = np.random.default_rng(0)
+    lhs, rhs = rng.standard_normal(lhs_shape), rng.standard_normal(rhs_shape)
+    check_grads(lambda a, b: lax.dot_general(a, b, dims), (lhs, rhs), order=2)
+
+
+def test_dot_gradient_with_wider_preferred_type(x64):
+    rng = np.random.default_rng(1)
+    lhs, rhs = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((4, 2))
+    rhs = rhs.astype(np.float32)
+    grads = ember.grad(lambda a: lax.reduce_sum(
+        lax.dot(a, rhs, preferred_element_type=np.float64), (0, 1)))(lhs)
+    assert grads.dtype == np.float32
+    np.testing.assert_allclose(np.asarray(grads), np.broadcast_to(rhs.sum(1), (3, 4)), rtol=1e-6)
+
+
+@pytest.mark.parametrize("lhs_shape,rhs_shape,dims", DOT_CASES)
+@pytest.mark.parametrize("in_axes", [(0, None), (None, 1), (1, 0)])
+def test_dot_general_vmap(lhs_shape, rhs_shape, dims, in_axes):
+    rng = np.random.default_rng(0)
+    # the batch axis goes at position in_axes[i] (clipped to the operand's rank)
+    axes = tuple(None if a is None else min(a, len(s))
+                 for a, s in zip(in_axes, (lhs_shape, rhs_shape)))
+    args = tuple(rng.standard_normal(s) if a is None else
+                 np.moveaxis(rng.standard_normal((2, *s)), 0, a)
+                 for s, a in zip((lhs_shape, rhs_shape), axes))
+    check_vmap(lambda a, b: lax.dot_general(a, b, dims), args, axes, rtol=1e-5, atol=1e-5)
+
+
+CONV_CASES = [
+    dict(window_strides=(1,), padding="SAME"),
+    dict(window_strides=(2,), padding=[(1, 0)], lhs_dilation=(2,), rhs_dilation=(2,)),
+    dict(window_strides=(2,), padding="VALID", feature_group_count=2),
+    dict(window_strides=(1,), padding=[(0, -1)], batch_group_count=2),
+]
+
+
+def _conv_operands(params, seed=0):
+    rng = np.random.default_rng(seed)
+    groups = params.get("feature_group_count", 1) * params.get("batch_group_count", 1)
+    lhs = rng.standard_normal((2, 2 * params.get("feature_group_count", 1), 7))
+    rhs = rng.standard_normal((2 * groups, 2, 3))
+    return lhs, rhs
+
+
+@pytest.mark.parametrize("params", CONV_CASES)
+def test_conv_gradients(x64, params):
+    lhs, rhs = _conv_operands(params)
+    check_grads(lambda a, b: lax.conv_general_dilated(a, b, **params), (lhs, rhs), order=2)
+
+
+def test_conv_gradients_in_a_2d_channels_last_layout(x64):
+    rng = np.random.default_rng(2)
+    lhs, rhs = rng.standard_normal((2, 5, 6, 4)), rng.standard_normal((3, 2, 2, 4))
+    check_grads(lambda a, b: lax.conv_general_dilated(
+        a, b, (2, 1), "SAME", rhs_dilation=(1, 2), feature_group_count=2,
+        dimension_numbers=("NHWC", "HWIO", "NHWC")), (lhs, rhs), order=1)
+
+
+@pytest.mark.parametrize("params", CONV_CASES)
+@pytest.mark.parametrize("in_axes", [(0, None), (None, 2), (1, 0)])
+def test_conv_vmap(params, in_axes):
+    lhs, rhs = _conv_operands(params)
+    stacked = [np.stack([a, 2 * a + 1], axis=ax) if ax is not None else a
+               for a, ax in zip((lhs, rhs), in_axes)]
+    check_vmap(lambda a, b: lax.conv_general_dilated(a, b, **params), stacked, in_axes,
+               rtol=1e-5, atol=1e-5)
