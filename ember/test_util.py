@@ -64,10 +64,12 @@ def _axpy(a: float, x: Any, y: Any) -> Any:
 
 
 def _inner(xs: Any, ys: Any) -> float:
+    """``Re(sum(x * y))``: the pairing under which Ember's (and JAX's) transposes of
+    complex linear maps are transposes (cotangents are not conjugated)."""
     total = 0.0
     for x, y in zip(_leaves(xs), _leaves(ys)):
         if _inexact(x) and _inexact(y):
-            total += float(np.real(np.vdot(y, x)))
+            total += float(np.real(np.sum(x.astype(np.complex128) * y)))
     return total
 
 
@@ -85,8 +87,8 @@ def numerical_jvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any],
     plus = _leaves(f(*_axpy(eps, tangents, primals)))
     minus = _leaves(f(*_axpy(-eps, tangents, primals)))
     out_tree = tree_flatten(f(*primals))[1]
-    diffs = [(p.astype(np.float64) - m) / (2 * eps) if _inexact(p) else p
-             for p, m in zip(plus, minus)]
+    diffs = [(p.astype(np.result_type(p.dtype, np.float64)) - m) / (2 * eps)
+             if _inexact(p) else p for p, m in zip(plus, minus)]
     return tree_unflatten(out_tree, diffs)
 
 

@@ -537,7 +537,34 @@ rules.defjvp(erf_p, lambda t, x: mul(t, mul(2.0 / math.sqrt(math.pi), exp(neg(sq
 rules.defjvp(erfc_p, lambda t, x: mul(t, mul(-2.0 / math.sqrt(math.pi), exp(neg(square(x))))))
 rules.defjvp2(erf_inv_p, lambda t, ans, x: mul(t, mul(math.sqrt(math.pi) / 2.0, exp(square(ans)))))
 rules.defjvp(lgamma_p, lambda t, x: mul(t, digamma(x)))
-digamma_p.waive("jvp", "its derivative, polygamma(1, x), is not implemented")
+
+
+def _trigamma_positive(x):
+    """polygamma(1, x) for x > 0: six steps of the recurrence psi1(x) = psi1(x+1) + 1/x^2,
+    then the asymptotic series at x + 6 (error below 1e-9)."""
+    total = _zeros_like(x)
+    for k in range(6):
+        total = add(total, integer_pow(add(x, float(k)), -2))
+    z = add(x, 6.0)
+    inv = div(add(_zeros_like(z), 1.0), z)
+    inv2 = square(inv)
+    series = mul(inv2, sub(1.0 / 6.0, mul(inv2, sub(1.0 / 30.0, mul(inv2, sub(
+        1.0 / 42.0, mul(inv2, 1.0 / 30.0)))))))
+    return add(total, mul(inv, add(add(series, mul(inv, 0.5)), 1.0)))
+
+
+def _trigamma(x):
+    """polygamma(1, x), with the reflection formula for x < 0.5. Each branch gets inputs
+    where it is finite, so the unused one puts no NaN into derivatives."""
+    small = lt(x, 0.5)
+    x_small = _where(small, x, add(_zeros_like(x), 0.25))
+    x_large = _where(small, add(_zeros_like(x), 1.0), x)
+    reflected = sub(div(add(_zeros_like(x), math.pi ** 2), square(sin(mul(x_small, math.pi)))),
+                    _trigamma_positive(sub(1.0, x_small)))
+    return _where(small, reflected, _trigamma_positive(x_large))
+
+
+rules.defjvp(digamma_p, lambda t, x: mul(t, _trigamma(x)))
 rules.defjvp(square_p, lambda t, x: mul(t, mul(x, 2.0)))
 
 
