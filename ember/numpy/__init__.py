@@ -1,3 +1,37 @@
-"""``ember.numpy``: NumPy's API (and the Python Array API standard) on Ember arrays."""
-from ember.numpy._ufuncs import *  # noqa: F401,F403
+"""``ember.numpy``: NumPy's API on Ember arrays, and a conforming implementation of the
+Python Array API standard (2023.12).
+
+Every function works eagerly and under transformations (jit, grad, vmap): it is a
+composition of ``ember.lax`` primitives. Differences from NumPy are JAX's: arrays are
+immutable (``x.at[idx].set(v)`` instead of ``x[idx] = v``), the default dtypes are
+float32 / int32 unless ``enable_x64`` is on, Python scalars are weakly typed, functions
+whose result *shape* depends on values (``nonzero``, ``unique``, boolean masks) need
+concrete inputs or a static ``size=``, and out-of-bounds indices are clamped on reads and
+dropped on writes instead of raising (see ``ember.numpy.indexing``).
+"""
+from ember.numpy import fft, linalg  # noqa: F401
 from ember.numpy._creation import *  # noqa: F401,F403
+from ember.numpy._cumulative import *  # noqa: F401,F403
+from ember.numpy._dtypes import *  # noqa: F401,F403
+from ember.numpy._dtypes import bool_ as bool  # noqa: F401  (Array API name)
+from ember.numpy._info import __array_namespace_info__  # noqa: F401
+from ember.numpy._joining import *  # noqa: F401,F403
+from ember.numpy._manipulation import *  # noqa: F401,F403
+from ember.numpy._math import *  # noqa: F401,F403
+from ember.numpy._products import *  # noqa: F401,F403
+from ember.numpy._reductions import *  # noqa: F401,F403
+from ember.numpy._searching import *  # noqa: F401,F403
+from ember.numpy._sets import *  # noqa: F401,F403
+from ember.numpy._sorting import *  # noqa: F401,F403
+from ember.numpy._ufuncs import *  # noqa: F401,F403
+from ember.numpy.indexing import take, take_along_axis  # noqa: F401
+from ember.runtime.array import Array as ndarray  # noqa: F401
+
+__array_api_version__ = "2023.12"
+
+e = 2.718281828459045
+pi = 3.141592653589793
+inf = float("inf")
+nan = float("nan")
+newaxis = None
+euler_gamma = 0.5772156649015329

@@ -1,31 +1,120 @@
-"""Elementwise ember.numpy functions (a first subset; the numpy surface grows here)."""
+"""Elementwise functions that map onto one lax primitive after promotion.
+
+Each is a row of a table: the NumPy (and Array API) names, the lax function and how the
+operands are promoted: ``_same`` keeps the promoted dtype, ``_inexact`` sends integers
+and bools to the default float dtype (as ``jnp.sin(int)``), ``_boolean`` converts to
+bool first (the logical functions). Composite functions (floor_divide, hypot, ...) are
+in ``_math.py``.
+"""
 from __future__ import annotations
 
+from typing import Any, Callable
+
+import numpy as np
+
 from ember import lax
-from ember.numpy._promotion import promote_args
+from ember.core import dtypes
+from ember.numpy._promotion import ensure_array, promote_args, promote_args_inexact
 
-__all__ = ["add", "subtract", "multiply", "sin", "exp", "tanh"]
-
-
-def add(x, y):
-    return lax.add(*promote_args(x, y))
-
-
-def subtract(x, y):
-    return lax.sub(*promote_args(x, y))
-
-
-def multiply(x, y):
-    return lax.mul(*promote_args(x, y))
+__all__ = [
+    "exp", "exp2", "expm1", "log", "log1p", "sqrt", "cbrt", "sin", "cos", "tan", "arcsin",
+    "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "asin", "acos",
+    "atan", "asinh", "acosh", "atanh", "negative", "square", "conjugate", "conj", "absolute",
+    "abs", "add", "subtract", "multiply", "maximum", "minimum", "bitwise_and", "bitwise_or",
+    "bitwise_xor", "left_shift", "right_shift", "bitwise_left_shift", "bitwise_right_shift",
+    "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and",
+    "logical_or", "logical_xor", "logical_not", "arctan2", "atan2", "nextafter", "invert",
+    "bitwise_not", "bitwise_invert", "bitwise_count",
+]
 
 
-def sin(x):
-    return lax.sin(*promote_args(x))
+def _same(*args: Any) -> list[Any]:
+    return promote_args(*args)
 
 
-def exp(x):
-    return lax.exp(*promote_args(x))
+def _inexact(*args: Any) -> list[Any]:
+    return promote_args_inexact(*args)
 
 
-def tanh(x):
-    return lax.tanh(*promote_args(x))
+def _boolean(*args: Any) -> list[Any]:
+    return promote_args(*args, dtype=dtypes.bool_)
+
+
+def _ufunc(name: str, lax_fn: Callable, promote: Callable[..., list[Any]]) -> Callable:
+    def fn(*args: Any):
+        return ensure_array(lax_fn(*promote(*args)))
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"Elementwise ``{name}`` as NumPy's, after broadcasting and type promotion "
+                  f"(lax: ``{getattr(lax_fn, '__name__', name)}``).")
+    return fn
+
+
+def _bool_as(bool_fn: Callable, number_fn: Callable) -> Callable:
+    """NumPy's arithmetic on bools is logic: add is or, multiply is and."""
+    def fn(x, y):
+        return bool_fn(x, y) if dtypes.is_bool(x.dtype) else number_fn(x, y)
+
+    fn.__name__ = number_fn.__name__
+    return fn
+
+
+def _right_shift(x, y):
+    if dtypes.is_signed(x.dtype):
+        return lax.shift_right_arithmetic(x, y)
+    return lax.shift_right_logical(x, y)
+
+
+exp = _ufunc("exp", lax.exp, _inexact)
+exp2 = _ufunc("exp2", lax.exp2, _inexact)
+expm1 = _ufunc("expm1", lax.expm1, _inexact)
+log = _ufunc("log", lax.log, _inexact)
+log1p = _ufunc("log1p", lax.log1p, _inexact)
+sqrt = _ufunc("sqrt", lax.sqrt, _inexact)
+cbrt = _ufunc("cbrt", lax.cbrt, _inexact)
+sin = _ufunc("sin", lax.sin, _inexact)
+cos = _ufunc("cos", lax.cos, _inexact)
+tan = _ufunc("tan", lax.tan, _inexact)
+arcsin = asin = _ufunc("arcsin", lax.asin, _inexact)
+arccos = acos = _ufunc("arccos", lax.acos, _inexact)
+arctan = atan = _ufunc("arctan", lax.atan, _inexact)
+sinh = _ufunc("sinh", lax.sinh, _inexact)
+cosh = _ufunc("cosh", lax.cosh, _inexact)
+tanh = _ufunc("tanh", lax.tanh, _inexact)
+arcsinh = asinh = _ufunc("arcsinh", lax.asinh, _inexact)
+arccosh = acosh = _ufunc("arccosh", lax.acosh, _inexact)
+arctanh = atanh = _ufunc("arctanh", lax.atanh, _inexact)
+arctan2 = atan2 = _ufunc("arctan2", lax.atan2, _inexact)
+nextafter = _ufunc("nextafter", lax.nextafter, _inexact)
+
+negative = _ufunc("negative", lax.neg, _same)
+square = _ufunc("square", lax.square, _same)
+conjugate = conj = _ufunc("conjugate", lambda x: lax.conj(x) if dtypes.is_complex(x.dtype)
+                          else x, _same)
+absolute = abs = _ufunc("absolute", lambda x: x if dtypes.is_unsigned(x.dtype)
+                        or dtypes.is_bool(x.dtype) else lax.abs(x), _same)
+invert = bitwise_not = bitwise_invert = _ufunc("invert", lax.bitwise_not, _same)
+bitwise_count = _ufunc("bitwise_count", lambda x: lax.convert_element_type(
+    lax.population_count(lax.abs(x) if dtypes.is_signed(x.dtype) else x), np.uint8), _same)
+
+add = _ufunc("add", _bool_as(lax.bitwise_or, lax.add), _same)
+subtract = _ufunc("subtract", lax.sub, _same)
+multiply = _ufunc("multiply", _bool_as(lax.bitwise_and, lax.mul), _same)
+maximum = _ufunc("maximum", lax.max, _same)
+minimum = _ufunc("minimum", lax.min, _same)
+bitwise_and = _ufunc("bitwise_and", lax.bitwise_and, _same)
+bitwise_or = _ufunc("bitwise_or", lax.bitwise_or, _same)
+bitwise_xor = _ufunc("bitwise_xor", lax.bitwise_xor, _same)
+left_shift = bitwise_left_shift = _ufunc("left_shift", lax.shift_left, _same)
+right_shift = bitwise_right_shift = _ufunc("right_shift", _right_shift, _same)
+equal = _ufunc("equal", lax.eq, _same)
+not_equal = _ufunc("not_equal", lax.ne, _same)
+less = _ufunc("less", lax.lt, _same)
+less_equal = _ufunc("less_equal", lax.le, _same)
+greater = _ufunc("greater", lax.gt, _same)
+greater_equal = _ufunc("greater_equal", lax.ge, _same)
+
+logical_and = _ufunc("logical_and", lax.bitwise_and, _boolean)
+logical_or = _ufunc("logical_or", lax.bitwise_or, _boolean)
+logical_xor = _ufunc("logical_xor", lax.bitwise_xor, _boolean)
+logical_not = _ufunc("logical_not", lax.bitwise_not, _boolean)

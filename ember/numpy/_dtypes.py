@@ -1,0 +1,189 @@
+"""Dtype objects and helpers of ember.numpy (Array API "Data types" and inspection).
+
+``ember.numpy.float32`` and friends are scalar types, as in JAX: they compare and hash
+equal to the NumPy dtype (``x.dtype == ember.numpy.float32``), NumPy accepts them
+wherever a dtype is expected, and calling one makes an array (``float32(1.5)``).
+
+Promotion follows ``ember.core.dtypes``: the Array API table within a kind, Python
+scalars weak, and 64-bit types only with ``ember.config.update("enable_x64", True)``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy import (  # abstract type hierarchy, for issubdtype
+    complexfloating, floating, generic, inexact, integer, number, signedinteger,
+    unsignedinteger,
+)
+
+from ember.core import dtypes as _core
+from ember.errors import EmberTypeError, EmberValueError
+from ember.numpy._promotion import aval, is_array
+
+__all__ = [
+    "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "float32", "float64", "complex64", "complex128", "bfloat16", "dtype",
+    "iinfo", "finfo", "can_cast", "result_type", "promote_types", "isdtype", "issubdtype",
+    "astype", "iscomplexobj", "isrealobj", "generic", "number", "integer", "signedinteger",
+    "unsignedinteger", "inexact", "floating", "complexfloating", "int_", "uint", "float_",
+    "complex_",
+]
+
+dtype = np.dtype
+
+
+class _ScalarMeta(type):
+    """Metaclass of the scalar types: equal to their dtype, callable to make arrays."""
+
+    dtype: np.dtype
+
+    def __hash__(cls) -> int:
+        return hash(cls.dtype)
+
+    def __eq__(cls, other: Any) -> bool:
+        if cls is other:
+            return True
+        try:
+            return cls.dtype == np.dtype(other)
+        except TypeError:
+            return False
+
+    def __ne__(cls, other: Any) -> bool:
+        return not cls.__eq__(other)
+
+    def __call__(cls, value: Any):
+        from ember.numpy._creation import asarray
+
+        return asarray(value, dtype=cls.dtype)
+
+    def __instancecheck__(cls, instance: Any) -> bool:
+        return isinstance(instance, cls.dtype.type)
+
+    def __repr__(cls) -> str:
+        return f"ember.numpy.{cls.__name__}"
+
+
+def _scalar_type(numpy_dtype: np.dtype, name: str | None = None) -> type:
+    return _ScalarMeta(name or numpy_dtype.name, (), {"dtype": numpy_dtype})
+
+
+bool_ = _scalar_type(_core.bool_, "bool")
+int8, int16, int32, int64 = map(_scalar_type, _core.SIGNED)
+uint8, uint16, uint32, uint64 = map(_scalar_type, _core.UNSIGNED)
+float16, float32, float64 = map(_scalar_type, (_core.float16, _core.float32, _core.float64))
+complex64, complex128 = map(_scalar_type, _core.COMPLEX)
+if _core.bfloat16 is not None:  # needs the ml_dtypes package
+    bfloat16 = _scalar_type(_core.bfloat16)
+else:  # pragma: no cover - depends on the environment
+    __all__.remove("bfloat16")
+# NumPy's aliases name the 64-bit types; as in JAX they canonicalize to 32 bits without x64.
+int_, uint, float_, complex_ = int64, uint64, float64, complex128
+
+
+def _to_dtype(value: Any) -> np.dtype:
+    """A dtype from a dtype spec or from an array (Array API functions take both)."""
+    if is_array(value) or isinstance(value, np.ndarray):
+        return value.dtype
+    return _core.to_dtype(value)
+
+
+def iinfo(int_type: Any):
+    """Machine limits of an integer dtype (``bits``, ``min``, ``max``, ``dtype``)."""
+    dt = _to_dtype(int_type)
+    if not _core.is_integer(dt):
+        raise EmberValueError(f"iinfo needs an integer dtype, got {dt}")
+    return np.iinfo(dt)
+
+
+def finfo(float_type: Any):
+    """Machine limits of a floating dtype (``eps``, ``max``, ``tiny``, ``smallest_normal``...)."""
+    dt = _to_dtype(float_type)
+    if not _core.is_inexact(dt):
+        raise EmberValueError(f"finfo needs a floating or complex dtype, got {dt}")
+    return _core.finfo(dt)
+
+
+def result_type(*arrays_and_dtypes: Any) -> np.dtype:
+    """The promoted dtype of arrays, dtypes and (weak) Python scalars."""
+    if not arrays_and_dtypes:
+        raise EmberValueError("result_type needs at least one array or dtype")
+    args = [a if _core.is_weak_scalar(a) else _promotable(a) for a in arrays_and_dtypes]
+    return _core.result_type(*args)
+
+
+def _promotable(value: Any) -> np.dtype:
+    if is_array(value) or isinstance(value, (np.ndarray, np.generic, list, tuple)):
+        return aval(value).dtype
+    return _core.to_dtype(value)
+
+
+def promote_types(type1: Any, type2: Any) -> np.dtype:
+    return _core.canonicalize(_core.promote_types(_core.to_dtype(type1), _core.to_dtype(type2)))
+
+
+def can_cast(from_: Any, to: Any, casting: str = "safe") -> bool:
+    """Whether ``from_`` (a dtype or array) converts to ``to`` under NumPy's ``casting`` rule."""
+    return bool(np.can_cast(_to_dtype(from_), _core.to_dtype(to), casting=casting))
+
+
+_KINDS = {
+    "bool": _core.is_bool,
+    "signed integer": _core.is_signed,
+    "unsigned integer": _core.is_unsigned,
+    "integral": _core.is_integer,
+    "real floating": _core.is_floating,
+    "complex floating": _core.is_complex,
+    "numeric": lambda d: not _core.is_bool(d),
+}
+
+
+def isdtype(dtype: Any, kind: Any) -> bool:
+    """Array API ``isdtype``: ``kind`` is a dtype, a kind name, or a tuple of those."""
+    dt = _core.to_dtype(dtype)
+    if isinstance(kind, tuple):
+        return any(isdtype(dt, k) for k in kind)
+    if isinstance(kind, str):
+        if kind not in _KINDS:
+            raise EmberValueError(f"unknown dtype kind {kind!r}; known: {sorted(_KINDS)}")
+        return _KINDS[kind](dt)
+    return dt == _core.to_dtype(kind)
+
+
+_ABSTRACT_FLOATS = (floating, inexact, number, generic)
+
+
+def issubdtype(arg1: Any, arg2: Any) -> bool:
+    """``np.issubdtype`` that also places bfloat16 among the floating types."""
+    if isinstance(arg2, type) and issubclass(arg2, generic) and arg2 in _ABSTRACT_FLOATS:
+        try:
+            if _core.is_bfloat16(_core.to_dtype(arg1)):
+                return True
+        except EmberTypeError:
+            pass
+    if isinstance(arg1, _ScalarMeta):
+        arg1 = arg1.dtype
+    if isinstance(arg2, _ScalarMeta):
+        arg2 = arg2.dtype
+    return bool(np.issubdtype(arg1, arg2))
+
+
+def astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None):
+    """``x`` converted to ``dtype`` (canonicalized: 64-bit types need x64)."""
+    from ember.lax import convert_element_type
+    from ember.numpy._promotion import ensure_array
+
+    out = convert_element_type(ensure_array(x), _core.canonicalize(dtype))
+    if device is not None:
+        from ember.runtime.dispatch import device_put
+
+        out = device_put(out, device)
+    return out
+
+
+def iscomplexobj(x: Any) -> bool:
+    return _core.is_complex(aval(x).dtype)
+
+
+def isrealobj(x: Any) -> bool:
+    return not iscomplexobj(x)

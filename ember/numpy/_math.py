@@ -1,0 +1,448 @@
+"""Elementwise functions built from several primitives: division and remainder with
+Python semantics, power, rounding, clip, where, NaN / infinity tests, isclose,
+logaddexp, hypot, copysign and friends.
+
+Integer division by zero: ``floor_divide(x, 0)``, ``remainder(x, 0)`` and ``fmod(x, 0)``
+are 0 for integers, as NumPy's results (without NumPy's warning); floats follow IEEE
+(``x / 0`` is ±inf or nan, ``remainder(x, 0.)`` nan). Integer overflow wraps around
+(two's complement). ``signbit`` reads the sign of zeros but not of NaNs (no bitcast
+primitive exists yet): ``signbit(-nan)`` is False.
+"""
+from __future__ import annotations
+
+import builtins
+import math
+from typing import Any
+
+import numpy as np
+
+from ember import lax
+from ember.core import dtypes
+from ember.errors import EmberTypeError, EmberValueError
+from ember.numpy._creation import full
+from ember.numpy._promotion import (
+    broadcast_shapes, broadcast_to_shape, ensure_array, promote_args, promote_args_inexact,
+    shape_of,
+)
+
+__all__ = [
+    "true_divide", "divide", "floor_divide", "remainder", "mod", "fmod", "divmod", "power",
+    "pow", "float_power", "positive", "sign", "signbit", "copysign", "floor", "ceil", "trunc",
+    "fix", "rint", "round", "around", "clip", "where", "isnan", "isinf", "isfinite",
+    "isposinf", "isneginf", "isclose", "allclose", "logaddexp", "logaddexp2", "hypot",
+    "deg2rad", "rad2deg", "radians", "degrees", "reciprocal", "log2", "log10", "sinc",
+    "heaviside", "fmax", "fmin", "nan_to_num", "real", "imag", "angle",
+]
+
+
+def _select(pred: Any, on_true: Any, on_false: Any) -> Any:
+    return lax.select_n(pred, on_false, on_true)
+
+
+def _const(value: Any, like: Any) -> Any:
+    """``value`` as a constant of ``like``'s dtype and shape."""
+    return broadcast_to_shape(np.asarray(value, like.dtype), like.shape)
+
+
+def _no_complex(name: str, x: Any) -> None:
+    if dtypes.is_complex(x.dtype):
+        raise EmberTypeError(f"{name} is not defined for complex dtype {x.dtype}")
+
+
+def true_divide(x1: Any, x2: Any, /):
+    """``x1 / x2``; integers divide as floats (the default float dtype)."""
+    return lax.div(*promote_args_inexact(x1, x2))
+
+
+divide = true_divide
+
+
+def _floor_adjust(rem: Any, divisor: Any) -> Any:
+    """Where a C remainder needs the divisor added to get Python's (sign of the divisor)."""
+    nonzero = lax.ne(rem, _const(0, rem))
+    signs_differ = lax.ne(lax.lt(rem, _const(0, rem)), lax.lt(divisor, _const(0, divisor)))
+    return lax.bitwise_and(nonzero, signs_differ)
+
+
+def _int_by_nonzero(x: Any, y: Any, fn) -> Any:
+    """``fn(x, y)`` for integers with a zero divisor replaced by 1 and its result by 0."""
+    zero = lax.eq(y, _const(0, y))
+    safe = _select(zero, _const(1, y), y)
+    return _select(zero, _const(0, x), fn(x, safe))
+
+
+def _int_floor_divide(x: Any, y: Any) -> Any:
+    quotient = lax.div(x, y)
+    if dtypes.is_unsigned(x.dtype):
+        return quotient
+    adjust = _floor_adjust(lax.rem(x, y), y)
+    return _select(adjust, lax.sub(quotient, _const(1, quotient)), quotient)
+
+
+def _int_remainder(x: Any, y: Any) -> Any:
+    rem = lax.rem(x, y)
+    if dtypes.is_unsigned(x.dtype):
+        return rem
+    return _select(_floor_adjust(rem, y), lax.add(rem, y), rem)
+
+
+def floor_divide(x1: Any, x2: Any, /):
+    """``x1 // x2`` rounding toward -inf (Python semantics, on top of lax.div / lax.rem)."""
+    x, y = promote_args(x1, x2)
+    _no_complex("floor_divide", x)
+    if not dtypes.is_inexact(x.dtype):
+        return _int_by_nonzero(x, y, _int_floor_divide)
+    # NumPy's algorithm: exact for representable quotients, x / 0 follows IEEE.
+    mod = lax.rem(x, y)
+    div = lax.div(lax.sub(x, mod), y)
+    div = _select(_floor_adjust(mod, y), lax.sub(div, _const(1, div)), div)
+    floor = lax.floor(div)
+    floor = _select(lax.gt(lax.sub(div, floor), _const(0.5, div)),
+                    lax.add(floor, _const(1, floor)), floor)
+    return _select(lax.eq(y, _const(0, y)), lax.div(x, y), floor)
+
+
+def remainder(x1: Any, x2: Any, /):
+    """``x1 % x2`` with the sign of the divisor (Python semantics)."""
+    x, y = promote_args(x1, x2)
+    _no_complex("remainder", x)
+    if not dtypes.is_inexact(x.dtype):
+        return _int_by_nonzero(x, y, _int_remainder)
+    mod = lax.rem(x, y)
+    return _select(_floor_adjust(mod, y), lax.add(mod, y), mod)
+
+
+mod = remainder
+
+
+def fmod(x1: Any, x2: Any, /):
+    """C's ``fmod``: the remainder with the sign of the dividend."""
+    x, y = promote_args(x1, x2)
+    _no_complex("fmod", x)
+    if not dtypes.is_inexact(x.dtype):
+        return _int_by_nonzero(x, y, lax.rem)
+    return lax.rem(x, y)
+
+
+def divmod(x1: Any, x2: Any, /) -> tuple[Any, Any]:
+    return floor_divide(x1, x2), remainder(x1, x2)
+
+
+def power(x1: Any, x2: Any, /):
+    """``x1 ** x2``. A Python int exponent uses repeated multiplication (``integer_pow``)."""
+    if type(x2) is int and not dtypes.is_weak_scalar(x1):
+        base = ensure_array(x1)
+        if not dtypes.is_bool(base.dtype):
+            if x2 < 0 and dtypes.is_integer(base.dtype):
+                raise EmberValueError(f"integers to negative integer powers are not allowed "
+                                      f"({base.dtype} ** {x2})")
+            return lax.integer_pow(base, x2)
+    x, y = promote_args(x1, x2)
+    return lax.pow(x, y)
+
+
+pow = power
+
+
+def float_power(x1: Any, x2: Any, /):
+    """``x1 ** x2`` computed in floating point (the default float for integer inputs)."""
+    return lax.pow(*promote_args_inexact(x1, x2))
+
+
+def positive(x: Any, /):
+    return ensure_array(x)
+
+
+def sign(x: Any, /):
+    (x,) = promote_args(x)
+    if dtypes.is_bool(x.dtype):
+        raise EmberTypeError("sign is not defined for bool arrays")
+    return lax.sign(x)
+
+
+def signbit(x: Any, /):
+    """True where the sign is negative, including ``-0.0`` (not NaN signs, see module doc)."""
+    (x,) = promote_args(x)
+    _no_complex("signbit", x)
+    if not dtypes.is_signed(x.dtype) and not dtypes.is_floating(x.dtype):
+        return full(x.shape, False, dtypes.bool_)
+    negative = lax.lt(x, _const(0, x))
+    if dtypes.is_integer(x.dtype):
+        return negative
+    negative_zero = lax.bitwise_and(lax.eq(x, _const(0, x)),
+                                    lax.lt(lax.div(_const(1, x), x), _const(0, x)))
+    return lax.bitwise_or(negative, negative_zero)
+
+
+def copysign(x1: Any, x2: Any, /):
+    """``|x1|`` with the sign of ``x2``."""
+    x, y = promote_args_inexact(x1, x2)
+    _no_complex("copysign", x)
+    magnitude = lax.abs(x)
+    return _select(signbit(y), lax.neg(magnitude), magnitude)
+
+
+def _float_only(name: str, fn):
+    """A rounding function: identity on integers and bools (as the Array API says)."""
+    def rounding(x: Any, /):
+        (x,) = promote_args(x)
+        _no_complex(name, x)
+        return fn(x) if dtypes.is_floating(x.dtype) else ensure_array(x)
+
+    rounding.__name__ = rounding.__qualname__ = name
+    rounding.__doc__ = f"Elementwise ``{name}``; integers are returned unchanged."
+    return rounding
+
+
+def _trunc(x: Any) -> Any:
+    return _select(lax.lt(x, _const(0, x)), lax.ceil(x), lax.floor(x))
+
+
+floor = _float_only("floor", lax.floor)
+ceil = _float_only("ceil", lax.ceil)
+trunc = fix = _float_only("trunc", _trunc)
+rint = _float_only("rint", lambda x: lax.round(x, 1))
+
+
+def round(a: Any, decimals: int = 0, out: None = None):
+    """Round half to even to ``decimals`` digits (NumPy's algorithm: scale, rint, unscale)."""
+    if out is not None:
+        raise EmberValueError("round(out=...) is not supported: Ember arrays are immutable")
+    (x,) = promote_args(a)
+    decimals = int(decimals)
+    if dtypes.is_integer(x.dtype) or dtypes.is_bool(x.dtype):
+        if decimals >= 0:
+            return ensure_array(x)
+        rounded = round(lax.convert_element_type(x, dtypes.default_float()), decimals)
+        return lax.convert_element_type(rounded, x.dtype)
+    _no_complex("round", x)
+    if decimals == 0:
+        return lax.round(x, 1)
+    factor = _const(10.0 ** builtins.abs(decimals), x)
+    if decimals > 0:
+        return lax.div(lax.round(lax.mul(x, factor), 1), factor)
+    return lax.mul(lax.round(lax.div(x, factor), 1), factor)
+
+
+around = round
+
+
+def clip(a: Any, min: Any = None, max: Any = None, *, a_min: Any = None, a_max: Any = None):
+    """``a`` limited to ``[min, max]`` (either bound may be None; NaNs propagate)."""
+    low = min if min is not None else a_min
+    high = max if max is not None else a_max
+    out = ensure_array(a)
+    if low is not None:
+        out = lax.max(*promote_args(out, low))
+    if high is not None:
+        out = lax.min(*promote_args(out, high))
+    return out
+
+
+def where(condition: Any, x: Any = None, y: Any = None, /, *, size: int | None = None,
+          fill_value: Any = None):
+    """``x`` where ``condition`` holds, else ``y``; with one argument, ``nonzero(condition)``."""
+    if x is None and y is None:
+        from ember.numpy._searching import nonzero
+
+        return nonzero(condition, size=size, fill_value=fill_value)
+    if x is None or y is None:
+        raise EmberValueError("where takes one argument or three (condition, x, y)")
+    shape = broadcast_shapes(shape_of(condition), shape_of(x), shape_of(y))
+    on_true, on_false = (broadcast_to_shape(v, shape) for v in promote_args(x, y))
+    (pred,) = promote_args(condition, dtype=dtypes.bool_)
+    return lax.select_n(broadcast_to_shape(pred, shape), on_false, on_true)
+
+
+def _complex_parts_any(fn, x: Any) -> Any:
+    return lax.bitwise_or(fn(lax.real(x)), fn(lax.imag(x)))
+
+
+def _classify(name: str, float_fn, integer_result: bool):
+    """A float predicate that is constant for integers (isnan, isinf, isfinite)."""
+    def predicate(x: Any, /):
+        (x,) = promote_args(x)
+        if dtypes.is_complex(x.dtype):
+            if name == "isfinite":
+                return lax.bitwise_and(float_fn(lax.real(x)), float_fn(lax.imag(x)))
+            return _complex_parts_any(float_fn, x)
+        if not dtypes.is_floating(x.dtype):
+            return full(x.shape, integer_result, dtypes.bool_)
+        return float_fn(x)
+
+    predicate.__name__ = predicate.__qualname__ = name
+    predicate.__doc__ = f"Elementwise ``{name}`` (always {integer_result} for integers)."
+    return predicate
+
+
+def _isnan(x: Any) -> Any:
+    return lax.ne(x, x)
+
+
+def _isinf(x: Any) -> Any:
+    return lax.eq(lax.abs(x), _const(np.inf, x))
+
+
+isnan = _classify("isnan", _isnan, False)
+isinf = _classify("isinf", _isinf, False)
+isfinite = _classify("isfinite", lax.is_finite, True)
+
+
+def isposinf(x: Any, /):
+    (x,) = promote_args(x)
+    return lax.eq(x, _const(np.inf, x)) if dtypes.is_floating(x.dtype) else isinf(x)
+
+
+def isneginf(x: Any, /):
+    (x,) = promote_args(x)
+    return lax.eq(x, _const(-np.inf, x)) if dtypes.is_floating(x.dtype) else isinf(x)
+
+
+def isclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
+    """``|a - b| <= atol + rtol * |b|`` elementwise, infinities equal only to themselves."""
+    x, y = promote_args_inexact(a, b)
+    tolerance = lax.add(_const(atol, lax.abs(y)), lax.mul(_const(rtol, lax.abs(y)), lax.abs(y)))
+    close = lax.bitwise_and(lax.le(lax.abs(lax.sub(x, y)), tolerance), isfinite(y))
+    close = lax.bitwise_or(close, lax.eq(x, y))
+    if equal_nan:
+        close = lax.bitwise_or(close, lax.bitwise_and(isnan(x), isnan(y)))
+    return close
+
+
+def allclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
+    """Whether every element of ``a`` is close to ``b`` (see ``isclose``)."""
+    from ember.numpy._reductions import all as all_
+
+    return all_(isclose(a, b, rtol, atol, equal_nan))
+
+
+def _logaddexp(x1: Any, x2: Any, exp_fn, log1p_scale: float):
+    x, y = promote_args_inexact(x1, x2)
+    _no_complex("logaddexp", x)
+    larger = lax.max(x, y)
+    delta = lax.sub(x, y)
+    log_term = lax.log1p(exp_fn(lax.neg(lax.abs(delta))))
+    if log1p_scale != 1.0:
+        log_term = lax.mul(log_term, _const(log1p_scale, log_term))
+    # Equal infinities give a NaN delta: their sum is the answer.
+    return _select(_isnan(delta), lax.add(x, y), lax.add(larger, log_term))
+
+
+def logaddexp(x1: Any, x2: Any, /):
+    """``log(exp(x1) + exp(x2))`` without overflow."""
+    return _logaddexp(x1, x2, lax.exp, 1.0)
+
+
+def logaddexp2(x1: Any, x2: Any, /):
+    """``log2(2**x1 + 2**x2)`` without overflow."""
+    return _logaddexp(x1, x2, lax.exp2, 1 / math.log(2))
+
+
+def hypot(x1: Any, x2: Any, /):
+    """``sqrt(x1**2 + x2**2)`` without intermediate overflow."""
+    x, y = (lax.abs(v) for v in promote_args_inexact(x1, x2))
+    _no_complex("hypot", x)
+    larger, smaller = lax.max(x, y), lax.min(x, y)
+    safe = _select(lax.eq(larger, _const(0, larger)), _const(1, larger), larger)
+    ratio = lax.div(smaller, safe)
+    out = lax.mul(larger, lax.sqrt(lax.add(_const(1, ratio), lax.mul(ratio, ratio))))
+    return _select(_isinf(larger), larger, out)
+
+
+def _scaled(name: str, factor: float):
+    def scale(x: Any, /):
+        (x,) = promote_args_inexact(x)
+        return lax.mul(x, _const(factor, x))
+
+    scale.__name__ = scale.__qualname__ = name
+    return scale
+
+
+deg2rad = radians = _scaled("deg2rad", math.pi / 180)
+rad2deg = degrees = _scaled("rad2deg", 180 / math.pi)
+
+
+def _log_base(name: str, base: float):
+    def log_base(x: Any, /):
+        (x,) = promote_args_inexact(x)
+        return lax.div(lax.log(x), _const(math.log(base), x))
+
+    log_base.__name__ = log_base.__qualname__ = name
+    log_base.__doc__ = f"Base-{base:g} logarithm."
+    return log_base
+
+
+log2 = _log_base("log2", 2)
+log10 = _log_base("log10", 10)
+
+
+def reciprocal(x: Any, /):
+    """``1 / x`` in ``x``'s dtype (integers divide as C does: toward zero)."""
+    (x,) = promote_args(x)
+    return lax.div(_const(1, x), x)
+
+
+def sinc(x: Any, /):
+    """``sin(pi x) / (pi x)``, 1 at 0."""
+    (x,) = promote_args_inexact(x)
+    zero = lax.eq(x, _const(0, x))
+    scaled = lax.mul(_select(zero, _const(1, x), x), _const(math.pi, x))
+    return _select(zero, _const(1, x), lax.div(lax.sin(scaled), scaled))
+
+
+def heaviside(x1: Any, x2: Any, /):
+    """0 where ``x1 < 0``, ``x2`` where ``x1 == 0``, 1 where ``x1 > 0``."""
+    x, h0 = promote_args_inexact(x1, x2)
+    out = _select(lax.gt(x, _const(0, x)), _const(1, x), h0)
+    out = _select(lax.lt(x, _const(0, x)), _const(0, x), out)
+    return _select(_isnan(x), x, out)
+
+
+def _nan_ignoring(name: str, combine):
+    def fn(x1: Any, x2: Any, /):
+        x, y = promote_args(x1, x2)
+        if not dtypes.is_inexact(x.dtype):
+            return combine(x, y)
+        return _select(_isnan(y), x, _select(_isnan(x), y, combine(x, y)))
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise ``{name}``: a NaN loses against a number."
+    return fn
+
+
+fmax = _nan_ignoring("fmax", lax.max)
+fmin = _nan_ignoring("fmin", lax.min)
+
+
+def nan_to_num(x: Any, copy: bool = True, nan: float = 0.0, posinf: float | None = None,
+               neginf: float | None = None):
+    """NaN to ``nan``, infinities to ``posinf`` / ``neginf`` (default: the finite extremes)."""
+    (x,) = promote_args(x)
+    if not dtypes.is_floating(x.dtype):
+        return ensure_array(x)
+    info = dtypes.finfo(x.dtype)
+    out = _select(_isnan(x), _const(nan, x), x)
+    out = _select(lax.eq(x, _const(np.inf, x)), _const(info.max if posinf is None else posinf, x),
+                  out)
+    return _select(lax.eq(x, _const(-np.inf, x)),
+                   _const(info.min if neginf is None else neginf, x), out)
+
+
+def real(val: Any, /):
+    (x,) = promote_args(val)
+    return lax.real(x) if dtypes.is_complex(x.dtype) else ensure_array(x)
+
+
+def imag(val: Any, /):
+    (x,) = promote_args(val)
+    return lax.imag(x) if dtypes.is_complex(x.dtype) else full(x.shape, 0, x.dtype)
+
+
+def angle(z: Any, deg: bool = False):
+    """The argument of complex ``z`` (radians, or degrees with ``deg=True``)."""
+    (x,) = promote_args_inexact(z)
+    if dtypes.is_complex(x.dtype):
+        out = lax.atan2(lax.imag(x), lax.real(x))
+    else:
+        out = lax.atan2(_const(0, x), x)
+    return rad2deg(out) if deg else out

@@ -1,0 +1,159 @@
+"""Set functions: unique (and the Array API unique_all / counts / inverse / values),
+isin, union1d, intersect1d, setdiff1d.
+
+All are one sort plus masks. How many unique values there are depends on the data, so
+eagerly the count is read from the values, and under ``jit`` ``size=`` fixes it (extra
+slots hold ``fill_value``, by default the smallest value), as in JAX.
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ember import lax
+from ember.core import dtypes
+from ember.errors import EmberValueError
+from ember.numpy._joining import concatenate
+from ember.numpy._manipulation import ravel
+from ember.numpy._math import where
+from ember.numpy._promotion import broadcast_to_shape, concrete, ensure_array
+from ember.numpy._searching import flatnonzero
+from ember.numpy._sorting import argsort
+from ember.numpy.indexing import take
+
+__all__ = ["unique", "unique_all", "unique_counts", "unique_inverse", "unique_values", "isin",
+           "union1d", "intersect1d", "setdiff1d"]
+
+
+class UniqueAllResult(NamedTuple):
+    values: Any
+    indices: Any
+    inverse_indices: Any
+    counts: Any
+
+
+class UniqueCountsResult(NamedTuple):
+    values: Any
+    counts: Any
+
+
+class UniqueInverseResult(NamedTuple):
+    values: Any
+    inverse_indices: Any
+
+
+def _first_of_runs(sorted_values: Any, equal_nan: bool) -> Any:
+    """bool mask: True where a sorted element differs from its predecessor."""
+    upper, lower = sorted_values[1:], sorted_values[:-1]
+    differs = lax.ne(upper, lower)
+    if equal_nan and dtypes.is_inexact(sorted_values.dtype):
+        both_nan = lax.bitwise_and(lax.ne(upper, upper), lax.ne(lower, lower))
+        differs = lax.bitwise_and(differs, lax.bitwise_not(both_nan))
+    return concatenate([np.ones(1, bool), differs])
+
+
+def _unique(x: Any, equal_nan: bool, size: int | None, fill_value: Any) -> UniqueAllResult:
+    x = ensure_array(x)
+    flat = ravel(x)
+    n = flat.size
+    index_dtype = dtypes.default_int()
+    if n == 0:
+        empty = ensure_array(np.zeros(0, index_dtype))
+        return UniqueAllResult(flat, empty, lax.reshape(empty, x.shape), empty)
+    order = argsort(flat, stable=True)
+    sorted_values = take(flat, order, mode="clip")
+    first = _first_of_runs(sorted_values, equal_nan)
+    if size is None:
+        size = int(concrete(lax.reduce_sum(lax.convert_element_type(first, index_dtype), (0,)),
+                            "unique without size="))
+    starts = flatnonzero(first, size=size, fill_value=n)
+    missing = lax.eq(starts, broadcast_to_shape(np.asarray(n, index_dtype), starts.shape))
+    fill = sorted_values[0] if fill_value is None else fill_value
+    values = where(missing, fill, take(sorted_values, starts, mode="clip"))
+    ends = concatenate([starts[1:], np.full(1, n, index_dtype)])
+    counts = lax.sub(ends, starts)
+    indices = where(missing, 0, take(order, starts, mode="clip"))
+    groups = lax.sub(lax.cumsum(lax.convert_element_type(first, index_dtype), 0),
+                     broadcast_to_shape(np.ones((), index_dtype), (n,)))
+    inverse = ensure_array(np.zeros(n, index_dtype)).at[order].set(groups)
+    return UniqueAllResult(lax.convert_element_type(values, x.dtype), indices,
+                           lax.reshape(inverse, x.shape), counts)
+
+
+def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
+           return_counts: bool = False, axis: int | None = None, *, equal_nan: bool = True,
+           size: int | None = None, fill_value: Any = None):
+    """Sorted unique elements of the flattened ``ar`` (NumPy's ``unique``)."""
+    if axis is not None:
+        raise EmberValueError("unique(axis=...) is not supported yet; unique works on the "
+                              "flattened array")
+    result = _unique(ar, equal_nan, size, fill_value)
+    extras = [value for flag, value in ((return_index, result.indices),
+                                        (return_inverse, result.inverse_indices),
+                                        (return_counts, result.counts)) if flag]
+    return (result.values, *extras) if extras else result.values
+
+
+def unique_all(x: Any, /, *, size: int | None = None, fill_value: Any = None) -> UniqueAllResult:
+    """Unique values, first indices, inverse indices (shape of ``x``) and counts; each NaN
+    is its own value (Array API)."""
+    return _unique(x, False, size, fill_value)
+
+
+def unique_counts(x: Any, /, *, size: int | None = None,
+                  fill_value: Any = None) -> UniqueCountsResult:
+    result = _unique(x, False, size, fill_value)
+    return UniqueCountsResult(result.values, result.counts)
+
+
+def unique_inverse(x: Any, /, *, size: int | None = None,
+                   fill_value: Any = None) -> UniqueInverseResult:
+    result = _unique(x, False, size, fill_value)
+    return UniqueInverseResult(result.values, result.inverse_indices)
+
+
+def unique_values(x: Any, /, *, size: int | None = None, fill_value: Any = None):
+    return _unique(x, False, size, fill_value).values
+
+
+def isin(element: Any, test_elements: Any, assume_unique: bool = False, invert: bool = False):
+    """Whether each element of ``element`` occurs in ``test_elements`` (compares all pairs)."""
+    from ember.numpy._reductions import any as any_
+
+    x = ensure_array(element)
+    tests = ravel(test_elements)
+    found = any_(lax.eq(*_pairs(x, tests)), axis=-1)
+    return lax.bitwise_not(found) if invert else found
+
+
+def _pairs(x: Any, tests: Any) -> tuple[Any, Any]:
+    """``x`` and ``tests`` (1-D) broadcast against each other on a new last axis."""
+    x, tests = _common(x, tests)
+    shape = (*x.shape, tests.shape[0])
+    return (lax.broadcast_in_dim(x, shape, tuple(range(x.ndim))),
+            lax.broadcast_in_dim(tests, shape, (x.ndim,)))
+
+
+def _common(x: Any, y: Any) -> tuple[Any, Any]:
+    from ember.numpy._promotion import result_dtype
+
+    dtype = result_dtype(x, y)
+    return ensure_array(x, dtype), ensure_array(y, dtype)
+
+
+def union1d(ar1: Any, ar2: Any, *, size: int | None = None, fill_value: Any = None):
+    """Sorted unique elements of both arrays."""
+    return unique(concatenate([ravel(ar1), ravel(ar2)]), size=size, fill_value=fill_value)
+
+
+def intersect1d(ar1: Any, ar2: Any, assume_unique: bool = False):
+    """Sorted unique elements found in both arrays (eager: the size depends on values)."""
+    values = unique(ar1)
+    return values[isin(values, ar2)]
+
+
+def setdiff1d(ar1: Any, ar2: Any, assume_unique: bool = False):
+    """Sorted unique elements of ``ar1`` not in ``ar2`` (eager)."""
+    values = unique(ar1)
+    return values[isin(values, ar2, invert=True)]

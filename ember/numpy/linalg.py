@@ -1,0 +1,332 @@
+"""``ember.numpy.linalg``: the Array API linear algebra extension and NumPy's
+``numpy.linalg``, on the decomposition primitives of ``ember.lax.linalg``.
+
+Every function maps over leading (batch) axes. As in JAX, failures do not raise: a
+singular matrix gives inf / NaN entries, a matrix that is not positive definite a NaN
+Cholesky factor. There is no SVD primitive yet: ``svdvals``, the spectral and nuclear
+norms, ``matrix_rank`` and ``pinv`` use the eigenvalues of the Gram matrix ``A^H A``,
+which resolves singular values only down to about ``sqrt(eps)`` times the largest
+(smaller ones count as zero); ``svd`` itself, ``eig``, ``eigvals`` and ``lstsq`` are
+missing.
+"""
+from __future__ import annotations
+
+import math
+import operator
+from typing import Any, NamedTuple, Sequence
+
+import numpy as np
+
+from ember import lax
+from ember.lax import linalg as lax_linalg
+from ember.core import dtypes
+from ember.errors import EmberValueError
+from ember.numpy._axes import canonicalize_axes
+from ember.numpy._creation import eye
+from ember.numpy._manipulation import matrix_transpose, moveaxis
+from ember.numpy._math import where
+from ember.numpy._products import cross as _cross
+from ember.numpy._products import diagonal as _diagonal
+from ember.numpy._products import matmul, outer, tensordot, vecdot
+from ember.numpy._promotion import (
+    broadcast_shapes, broadcast_to_shape, ensure_array, inexact_dtype,
+)
+from ember.numpy._reductions import max as max_
+from ember.numpy._reductions import min as min_
+from ember.numpy._reductions import prod, sum as sum_
+from ember.numpy._ufuncs import abs as abs_
+from ember.numpy._ufuncs import conj, log, sqrt
+
+__all__ = [
+    "matmul", "tensordot", "vecdot", "outer", "matrix_transpose", "trace", "diagonal", "cross",
+    "cholesky", "det", "slogdet", "inv", "solve", "qr", "eigh", "eigvalsh", "norm",
+    "vector_norm", "matrix_norm", "svdvals", "matrix_rank", "pinv", "matrix_power",
+    "multi_dot",
+]
+
+
+class SlogdetResult(NamedTuple):
+    sign: Any
+    logabsdet: Any
+
+
+class QRResult(NamedTuple):
+    Q: Any
+    R: Any
+
+
+class EighResult(NamedTuple):
+    eigenvalues: Any
+    eigenvectors: Any
+
+
+def _matrices(x: Any, name: str, square: bool = True) -> Any:
+    """``x`` as an inexact stack of (square) matrices."""
+    a = ensure_array(x)
+    a = lax.convert_element_type(a, inexact_dtype(a.dtype))
+    if a.ndim < 2:
+        raise EmberValueError(f"{name} needs a matrix (or a stack of them), got shape {a.shape}")
+    if square and a.shape[-1] != a.shape[-2]:
+        raise EmberValueError(f"{name} needs square matrices, got shape {a.shape}")
+    return a
+
+
+def _conj_transpose(a: Any) -> Any:
+    return conj(matrix_transpose(a))
+
+
+def trace(x: Any, /, *, offset: int = 0, dtype: Any = None):
+    """Sum of the ``offset`` diagonal of the last two axes."""
+    return sum_(diagonal(x, offset=offset), axis=-1, dtype=dtype)
+
+
+def diagonal(x: Any, /, *, offset: int = 0):
+    """The ``offset`` diagonal of the last two axes."""
+    return _diagonal(x, offset, -2, -1)
+
+
+def cross(x1: Any, x2: Any, /, *, axis: int = -1):
+    return _cross(x1, x2, axis=axis)
+
+
+def cholesky(a: Any, /, *, upper: bool = False, symmetrize_input: bool = True):
+    """Cholesky factor: lower ``L`` with ``a = L @ L^H`` (``upper=True``: ``U = L^H``)."""
+    factor = lax_linalg.cholesky(_matrices(a, "cholesky"), symmetrize_input=symmetrize_input)
+    return _conj_transpose(factor) if upper else factor
+
+
+def _lu_parts(a: Any) -> tuple[Any, Any, Any]:
+    """LU factors, the diagonal of U and the permutation's parity (1 if odd)."""
+    lu, pivots, permutation = lax_linalg.lu(a)
+    diag = _diagonal(lu, 0, -2, -1)
+    iota = lax.broadcasted_iota(pivots.dtype, pivots.shape, pivots.ndim - 1)
+    swaps = sum_(lax.ne(pivots, iota), axis=-1)
+    odd = lax.rem(swaps, broadcast_to_shape(np.asarray(2, swaps.dtype), swaps.shape))
+    return lu, diag, odd
+
+
+def _parity_sign(odd: Any, dtype: np.dtype) -> Any:
+    ones = broadcast_to_shape(np.ones((), dtype), odd.shape)
+    return where(lax.eq(odd, broadcast_to_shape(np.zeros((), odd.dtype), odd.shape)), ones,
+                 lax.neg(ones))
+
+
+def det(a: Any, /):
+    """Determinant, from the LU decomposition."""
+    m = _matrices(a, "det")
+    _, diag, odd = _lu_parts(m)
+    return lax.mul(_parity_sign(odd, m.dtype), prod(diag, axis=-1))
+
+
+def slogdet(a: Any, /) -> SlogdetResult:
+    """Sign (a unit complex number for complex input) and log of ``|det(a)|``."""
+    m = _matrices(a, "slogdet")
+    _, diag, odd = _lu_parts(m)
+    magnitude = abs_(diag)
+    logabsdet = sum_(log(magnitude), axis=-1)
+    if dtypes.is_complex(m.dtype):
+        safe = where(lax.eq(magnitude, 0), 1, magnitude)
+        phases = where(lax.eq(magnitude, 0), 0, lax.div(diag, lax.convert_element_type(
+            safe, m.dtype)))
+        sign = lax.mul(_parity_sign(odd, m.dtype), prod(phases, axis=-1))
+    else:
+        sign = lax.mul(_parity_sign(odd, m.dtype), prod(lax.sign(diag), axis=-1))
+    return SlogdetResult(sign, logabsdet)
+
+
+def solve(a: Any, b: Any, /):
+    """Solution ``x`` of ``a @ x = b``; ``b`` is a vector only if it is 1-D (NumPy 2)."""
+    from ember.numpy.indexing import take_along_axis
+
+    m = _matrices(a, "solve")
+    rhs = ensure_array(b)
+    dtype = inexact_dtype(dtypes.promote_types(m.dtype, rhs.dtype))
+    m, rhs = lax.convert_element_type(m, dtype), lax.convert_element_type(rhs, dtype)
+    vector = rhs.ndim == 1
+    if vector:
+        rhs = lax.reshape(rhs, (rhs.shape[0], 1))
+    if rhs.shape[-2] != m.shape[-1]:
+        raise EmberValueError(f"solve: a of shape {m.shape} and b of shape {tuple(np.shape(b))} "
+                              f"do not match ({m.shape[-1]} unknowns)")
+    batch = broadcast_shapes(m.shape[:-2], rhs.shape[:-2])
+    m = broadcast_to_shape(m, batch + m.shape[-2:])
+    rhs = broadcast_to_shape(rhs, batch + rhs.shape[-2:])
+    lu, _, permutation = lax_linalg.lu(m)
+    rows = broadcast_to_shape(lax.expand_dims(permutation, (permutation.ndim,)), rhs.shape)
+    permuted = take_along_axis(rhs, rows, axis=-2)
+    y = lax_linalg.triangular_solve(lu, permuted, left_side=True, lower=True,
+                                    unit_diagonal=True)
+    x = lax_linalg.triangular_solve(lu, y, left_side=True, lower=False)
+    return lax.reshape(x, x.shape[:-1]) if vector else x
+
+
+def inv(a: Any, /):
+    """Inverse matrix (a singular matrix gives inf / NaN entries)."""
+    m = _matrices(a, "inv")
+    identity = broadcast_to_shape(eye(m.shape[-1], dtype=m.dtype), m.shape)
+    return solve(m, identity)
+
+
+def qr(a: Any, /, mode: str = "reduced"):
+    """QR decomposition; ``mode`` is 'reduced', 'complete' or 'r' (only R)."""
+    if mode not in ("reduced", "complete", "r"):
+        raise EmberValueError(f"qr: mode must be 'reduced', 'complete' or 'r', got {mode!r}")
+    q, r = lax_linalg.qr(_matrices(a, "qr", square=False), full_matrices=mode == "complete")
+    return r if mode == "r" else QRResult(q, r)
+
+
+def eigh(a: Any, /, UPLO: str = "L", *, symmetrize_input: bool = True) -> EighResult:
+    """Eigenvalues (ascending) and eigenvectors (columns) of Hermitian matrices."""
+    if UPLO not in ("L", "U"):
+        raise EmberValueError(f"eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
+    v, w = lax_linalg.eigh(_matrices(a, "eigh"), lower=UPLO == "L",
+                           symmetrize_input=symmetrize_input)
+    return EighResult(w, v)
+
+
+def eigvalsh(a: Any, /, UPLO: str = "L"):
+    return eigh(a, UPLO).eigenvalues
+
+
+def svdvals(x: Any, /):
+    """Singular values, descending, from the Gram matrix (see the module docstring)."""
+    m = _matrices(x, "svdvals", square=False)
+    rows, cols = m.shape[-2:]
+    gram = matmul(_conj_transpose(m), m) if rows >= cols else matmul(m, _conj_transpose(m))
+    w = eigh(gram).eigenvalues
+    return lax.rev(sqrt(lax.max(w, broadcast_to_shape(np.zeros((), w.dtype), w.shape))),
+                   (w.ndim - 1,))
+
+
+def vector_norm(x: Any, /, *, axis: int | Sequence[int] | None = None, keepdims: bool = False,
+                ord: float = 2):
+    """``ord``-norm over ``axis`` (all axes by default): inf, -inf, 0 (count), or any p."""
+    v = ensure_array(x)
+    v = lax.convert_element_type(v, inexact_dtype(v.dtype))
+    axes = canonicalize_axes(axis, v.ndim)
+    magnitude = abs_(v)
+    if ord == math.inf:
+        return max_(magnitude, axes, keepdims=keepdims)
+    if ord == -math.inf:
+        return min_(magnitude, axes, keepdims=keepdims)
+    if ord == 0:
+        nonzero = lax.convert_element_type(lax.ne(magnitude, 0), magnitude.dtype)
+        return sum_(nonzero, axes, keepdims=keepdims)
+    if ord == 1:
+        return sum_(magnitude, axes, keepdims=keepdims)
+    if ord == 2:
+        return sqrt(sum_(lax.mul(magnitude, magnitude), axes, keepdims=keepdims))
+    from ember.numpy._math import power
+
+    return power(sum_(power(magnitude, float(ord)), axes, keepdims=keepdims), 1.0 / ord)
+
+
+def _keep_matrix_axes(out: Any, keepdims: bool) -> Any:
+    return lax.expand_dims(out, (out.ndim, out.ndim + 1)) if keepdims else out
+
+
+def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: Any = "fro"):
+    """Norm of the matrices in the last two axes: 'fro', 'nuc', 1, -1, 2, -2, inf, -inf."""
+    m = _matrices(x, "matrix_norm", square=False)
+    if ord == "fro":
+        return vector_norm(m, axis=(-2, -1), keepdims=keepdims)
+    if ord in ("nuc", 2, -2):
+        s = svdvals(m)
+        reduced = {"nuc": sum_, 2: max_, -2: min_}[ord](s, axis=-1)
+        return _keep_matrix_axes(reduced, keepdims)
+    if ord in (1, -1, math.inf, -math.inf):
+        summed_axis = -2 if ord in (1, -1) else -1
+        sums = sum_(abs_(m), axis=summed_axis)
+        reduced = (max_ if ord in (1, math.inf) else min_)(sums, axis=-1)
+        return _keep_matrix_axes(reduced, keepdims)
+    raise EmberValueError(f"matrix_norm: unsupported ord {ord!r}; use 'fro', 'nuc', 1, -1, 2, "
+                          "-2, inf or -inf")
+
+
+def norm(x: Any, ord: Any = None, axis: int | Sequence[int] | None = None,
+         keepdims: bool = False):
+    """NumPy's ``norm``: a vector norm over one axis, a matrix norm over two."""
+    v = ensure_array(x)
+    if axis is None:
+        if ord is None:
+            return vector_norm(v, axis=None, keepdims=keepdims)
+        if v.ndim not in (1, 2):
+            raise EmberValueError(f"norm: ord={ord!r} needs a 1-D or 2-D array or axis=, got "
+                                  f"shape {v.shape}")
+        axis = tuple(range(v.ndim))
+    axes = canonicalize_axes(axis, v.ndim)
+    if len(axes) == 1:
+        return vector_norm(v, axis=axes, keepdims=keepdims, ord=2 if ord is None else ord)
+    if len(axes) == 2:
+        moved = moveaxis(v, axes, (-2, -1))
+        out = matrix_norm(moved, keepdims=False, ord="fro" if ord is None else ord)
+        if keepdims:
+            shape = tuple(1 if i in axes else d for i, d in enumerate(v.shape))
+            out = lax.reshape(out, shape)
+        return out
+    raise EmberValueError(f"norm: axis must name 1 or 2 axes, got {axis!r}")
+
+
+def _gram_cutoff(s: Any, rows: int, cols: int, rtol: Any) -> Any:
+    """Singular values at or below this count as zero (never below the Gram noise level)."""
+    eps = dtypes.finfo(s.dtype).eps
+    default = max(rows, cols) * eps
+    relative = max(default if rtol is None else float(rtol), math.sqrt(eps) * 4)
+    return lax.mul(max_(s, axis=-1, keepdims=True), broadcast_to_shape(
+        np.asarray(relative, s.dtype), (*s.shape[:-1], 1)))
+
+
+def matrix_rank(A: Any, /, *, rtol: Any = None, tol: Any = None):
+    """Number of singular values above the tolerance (see the module docstring)."""
+    m = _matrices(A, "matrix_rank", square=False)
+    s = svdvals(m)
+    cutoff = _gram_cutoff(s, *m.shape[-2:], rtol) if tol is None else tol
+    return sum_(lax.gt(s, broadcast_to_shape(ensure_array(cutoff, s.dtype), s.shape)), axis=-1)
+
+
+def pinv(a: Any, /, *, rtol: Any = None, hermitian: bool = False):
+    """Moore-Penrose pseudo-inverse ``V diag(1/s^2) V^H A^H`` (see the module docstring)."""
+    m = _matrices(a, "pinv", square=False)
+    rows, cols = m.shape[-2:]
+    adjoint = _conj_transpose(m)
+    wide = rows < cols
+    gram = matmul(m, adjoint) if wide else matmul(adjoint, m)
+    w, v = eigh(gram)
+    s = sqrt(lax.max(w, broadcast_to_shape(np.zeros((), w.dtype), w.shape)))
+    keep = lax.gt(s, broadcast_to_shape(_gram_cutoff(s, rows, cols, rtol), s.shape))
+    inverse_w = where(keep, lax.div(broadcast_to_shape(np.ones((), w.dtype), w.shape),
+                                    where(keep, w, 1)), 0)
+    scaled = lax.mul(v, lax.convert_element_type(lax.expand_dims(inverse_w, (w.ndim - 1,)),
+                                                 v.dtype))
+    gram_pinv = matmul(scaled, _conj_transpose(v))
+    return matmul(adjoint, gram_pinv) if wide else matmul(gram_pinv, adjoint)
+
+
+def matrix_power(a: Any, n: int):
+    """``a`` multiplied by itself ``n`` times (``n < 0`` uses the inverse)."""
+    m = ensure_array(a)
+    n = operator.index(n)
+    if m.ndim < 2 or m.shape[-1] != m.shape[-2]:
+        raise EmberValueError(f"matrix_power needs square matrices, got shape {m.shape}")
+    if n == 0:
+        return broadcast_to_shape(eye(m.shape[-1], dtype=m.dtype), m.shape)
+    if n < 0:
+        m, n = inv(m), -n
+    result = None
+    while n:
+        if n & 1:
+            result = m if result is None else matmul(result, m)
+        n >>= 1
+        if n:
+            m = matmul(m, m)
+    return result
+
+
+def multi_dot(arrays: Sequence[Any], *, precision: Any = None):
+    """``arrays[0] @ arrays[1] @ ...`` (evaluated left to right)."""
+    if len(arrays) < 2:
+        raise EmberValueError("multi_dot needs at least two arrays")
+    result = arrays[0]
+    for other in arrays[1:]:
+        result = matmul(result, other)
+    return result
