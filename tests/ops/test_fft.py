@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 import ember
 from ember import lax
 from ember.errors import EmberTypeError, EmberValueError
+from ember.test_util import check_grads, check_vmap
 
 NUMPY = {"FFT": np.fft.fftn, "IFFT": np.fft.ifftn, "RFFT": np.fft.rfftn,
          "IRFFT": np.fft.irfftn}
@@ -58,3 +59,44 @@ def test_errors():
         lax.fft(np.zeros((1,) * 4, np.complex64), "FFT", (1, 1, 1, 1))
     with pytest.raises(EmberValueError, match="unknown fft_type 'DCT'"):
         lax.fft(real, "DCT", (6,))
+
+
+# --- transformation rules ------------------------------------------------------------------
+
+@pytest.mark.parametrize("fft_type", sorted(NUMPY))
+@pytest.mark.parametrize("lengths", [(5,), (4,), (3, 4)])
+def test_gradients(x64, fft_type, lengths):
+    rng = np.random.default_rng(0)
+    trailing = (*lengths[:-1], lengths[-1] // 2 + 1) if fft_type == "IRFFT" else lengths
+    x = rng.standard_normal((2, *trailing))
+    if fft_type != "RFFT":
+        x = x + 1j * rng.standard_normal(x.shape)
+    check_grads(lambda v: lax.fft(v, fft_type, lengths), (x,), order=1)
+
+
+def test_rfft_gradient_of_half_spectrum_power(x64):
+    """d/dx_j sum_k |X_k|^2 over the stored half spectrum X = rfft(x) is
+    2 Re(sum_k X_k e^{2 pi i jk/n}) = 2 n Re(ifft(X padded with zeros))_j."""
+    n = 6
+    x = np.random.default_rng(1).standard_normal(n)
+
+    def power(v):
+        s = lax.fft(v, "RFFT", (n,))
+        return lax.reduce_sum(lax.real(lax.mul(s, lax.conj(s))), (0,))
+
+    half = np.fft.rfft(x)
+    expected = 2 * n * np.real(np.fft.ifft(np.r_[half, np.zeros(n - half.size)]))
+    np.testing.assert_allclose(np.asarray(ember.grad(power)(x)), expected, rtol=1e-10)
+
+
+@pytest.mark.parametrize("fft_type", sorted(NUMPY))
+@pytest.mark.parametrize("in_axis", [0, 1, 2])
+def test_vmap_matches_loop(fft_type, in_axis):
+    rng = np.random.default_rng(0)
+    shape = [2, 3, 4]
+    shape.insert(in_axis, 2)
+    x = rng.standard_normal(shape).astype(np.float32)
+    if fft_type != "RFFT":
+        x = (x + 1j * rng.standard_normal(shape)).astype(np.complex64)
+    lengths = (4,) if fft_type != "IRFFT" else (6,)
+    check_vmap(lambda v: lax.fft(v, fft_type, lengths), (x,), in_axis, rtol=1e-5, atol=1e-5)
