@@ -5,8 +5,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ember
+from ember import lax
 from ember.errors import EmberTypeError, EmberValueError
 from ember.lax import linalg
+from ember.test_util import check_grads, check_vmap
 
 BATCH = st.lists(st.integers(1, 2), max_size=2).map(tuple)
 
@@ -141,3 +143,108 @@ def test_errors():
         linalg.qr(np.eye(2, dtype=np.float32), pivoting=True)
     with pytest.raises(EmberValueError, match="subset_by_index"):
         linalg.eigh(np.eye(2, dtype=np.float32), subset_by_index=(0, 1))
+
+
+# --- transformation rules ------------------------------------------------------------------
+
+DTYPES = [np.float64, np.complex128]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("symmetrize", [True, False])
+def test_cholesky_gradients(x64, dtype, symmetrize):
+    a = spd(0, (2,), 3, dtype)
+    check_grads(lambda x: linalg.cholesky(x, symmetrize_input=symmetrize), (a,), order=2)
+
+
+def test_cholesky_gradient_follows_what_is_read(x64):
+    """Symmetrizing reads both triangles equally, so the gradient is symmetric; without it
+    only the lower triangle is read, so the gradient lives there."""
+    a = spd(1, (), 3)
+
+    def total(symmetrize):
+        return ember.grad(lambda x: lax.reduce_sum(
+            linalg.cholesky(x, symmetrize_input=symmetrize), (0, 1)))(a)
+
+    symmetric, lower = np.asarray(total(True)), np.asarray(total(False))
+    np.testing.assert_allclose(symmetric, symmetric.T, atol=1e-12)
+    np.testing.assert_array_equal(np.triu(lower, 1), 0)
+    np.testing.assert_allclose(np.tril(symmetric, -1) * 2 + np.diag(np.diag(symmetric)),
+                               lower, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_lu_gradients(x64, dtype):
+    check_grads(lambda x: linalg.lu(x)[0], (random(0, (2, 4, 4), dtype),), order=2)
+
+
+def test_lu_gradient_of_rectangular_input_is_an_error(x64):
+    with pytest.raises(EmberValueError, match=r"square matrices only, got shape \(3, 2\)"):
+        ember.jvp(lambda x: linalg.lu(x)[0], (np.ones((3, 2)),), (np.ones((3, 2)),))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape,full", [((5, 3), False), ((4, 4), True), ((4, 4), False)])
+def test_qr_gradients(x64, dtype, shape, full):
+    # eps below the default: second differences of Q are large for these random matrices
+    check_grads(lambda x: linalg.qr(x, full_matrices=full), (random(0, shape, dtype),),
+                order=2, eps=1e-5)
+
+
+def test_qr_gradient_of_wide_input_is_an_error(x64):
+    with pytest.raises(EmberValueError, match=r"m >= n .* shape \(2, 3\)"):
+        ember.jvp(lambda x: linalg.qr(x)[1], (np.ones((2, 3)),), (np.ones((2, 3)),))
+
+
+def _weighted_projection(v):
+    """v diag(1, 2, ..., n) v^H: smooth in x, blind to each eigenvector's sign / phase."""
+    n = v.shape[-1]
+    weights = lax.broadcast_in_dim(np.arange(1.0, n + 1).astype(v.dtype), v.shape, (v.ndim - 1,))
+    batch = tuple(range(v.ndim - 2))
+    other = lax.conj(v) if np.issubdtype(v.dtype, np.complexfloating) else v
+    return lax.dot_general(lax.mul(v, weights), other, (((v.ndim - 1,), (v.ndim - 1,)),
+                                                        (batch, batch)))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("lower", [True, False])
+def test_eigh_gradients(x64, dtype, lower):
+    a = random(0, (2, 4, 4), dtype)
+
+    def f(x):
+        v, w = linalg.eigh(x, lower=lower, symmetrize_input=False)
+        return _weighted_projection(v), w
+
+    check_grads(f, (a,), order=1)
+
+
+@pytest.mark.parametrize("left_side", [True, False])
+@pytest.mark.parametrize("lower", [True, False])
+@pytest.mark.parametrize("transpose_a,conjugate_a", [(False, False), (True, True)])
+@pytest.mark.parametrize("unit_diagonal", [True, False])
+def test_triangular_solve_gradients(x64, left_side, lower, transpose_a, conjugate_a,
+                                    unit_diagonal):
+    a = random(0, (2, 3, 3), np.complex128) + 3 * np.eye(3)
+    b = random(1, (2, 3, 2) if left_side else (2, 2, 3), np.complex128)
+    check_grads(lambda x, y: linalg.triangular_solve(
+        x, y, left_side=left_side, lower=lower, transpose_a=transpose_a,
+        conjugate_a=conjugate_a, unit_diagonal=unit_diagonal), (a, b), order=2)
+
+
+@pytest.mark.parametrize("in_axis", [0, 1, 2])
+def test_vmap_matches_loop(in_axis):
+    a = np.moveaxis(spd(0, (2, 3), 3), 0, in_axis)  # batch of 2, each a stack of 3
+    for fn in (linalg.cholesky, linalg.lu, lambda x: linalg.qr(x, full_matrices=False),
+               linalg.eigh):
+        check_vmap(fn, (a,), in_axis, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("in_axes", [(0, None), (None, 1), (2, 0)])
+def test_triangular_solve_vmap_matches_loop(in_axes):
+    rng = np.random.default_rng(0)
+    shapes = [(2, 4, 4), (2, 4, 3)]
+    args = [rng.standard_normal(s) + 4 * np.eye(s[-1])[: s[-2]] if i == 0 else
+            rng.standard_normal(s) for i, s in enumerate(shapes)]
+    args = [a if ax is None else np.stack([a, 2 * a], axis=ax) for a, ax in zip(args, in_axes)]
+    check_vmap(lambda x, y: linalg.triangular_solve(x, y, left_side=True, lower=True),
+               args, in_axes, rtol=1e-10, atol=1e-10)
