@@ -5,6 +5,7 @@ from typing import Any, Callable, NamedTuple
 
 import ember.numpy as jnp
 from ember.core.pytree import tree_map
+from ember.errors import EmberValueError
 from ember.optim.base import GradientTransformation, as_schedule
 
 Schedule = float | Callable[[Any], Any]
@@ -16,6 +17,8 @@ class SgdState(NamedTuple):
 
 
 def sgd(learning_rate: Schedule, momentum: float = 0.0, nesterov: bool = False) -> GradientTransformation:
+    """SGD; with ``momentum`` the heavy-ball velocity ``v = momentum * v + g`` (as optax),
+    and with ``nesterov`` the look-ahead direction ``g + momentum * v``."""
     rate = as_schedule(learning_rate)
 
     def init(params: Any) -> SgdState:
@@ -53,7 +56,7 @@ def adam(learning_rate: Schedule, b1: float = 0.9, b2: float = 0.999, eps: float
 
     def update(grads: Any, state: AdamState, params: Any = None):
         if weight_decay and params is None:
-            raise ValueError("adamw needs params: call update(grads, state, params)")
+            raise EmberValueError("adamw needs the params: call update(grads, state, params)")
         step = state.step + 1
         mu = tree_map(lambda m, g: b1 * m + (1 - b1) * g.astype(jnp.float32), state.mu, grads)
         nu = tree_map(lambda v, g: b2 * v + (1 - b2) * jnp.square(g.astype(jnp.float32)),
@@ -69,9 +72,8 @@ def adam(learning_rate: Schedule, b1: float = 0.9, b2: float = 0.999, eps: float
                 d = d + weight_decay * p.astype(jnp.float32)
             return (-lr * d).astype(p.dtype)
 
-        if params is None:
-            params = tree_map(lambda g: g, grads)  # dtypes for the updates
-        return tree_map(direction, mu, nu, params), AdamState(step, mu, nu)
+        like = grads if params is None else params  # updates take the parameters' dtypes
+        return tree_map(direction, mu, nu, like), AdamState(step, mu, nu)
 
     return GradientTransformation(init, update)
 
