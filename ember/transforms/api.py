@@ -18,7 +18,7 @@ from ember.core.trace import Tracer
 from ember.errors import EmberTypeError, EmberValueError
 from ember.runtime.array import Array
 from ember.transforms.jvp import has_tangent, jvp_flat, stop_gradient_p, zero_tangent_value
-from ember.transforms.rules import Zero, float0, instantiate
+from ember.transforms.rules import Zero, float0, instantiate, move_batch_axis
 from ember.transforms.vjp import linearize_flat
 from ember.transforms.vmap import vmap, vmap_flat
 
@@ -45,21 +45,36 @@ def _as_value(leaf: Any) -> Any:
 
 
 def _flat_fun(fun: Callable, in_tree: PyTreeDef, has_aux: bool = False):
-    """``fun`` on a flat list of leaves; the output tree (and aux) land in ``store``."""
+    """``fun`` on a flat list of leaves. It returns the output leaves followed by the
+    leaves of the auxiliary data (with zero derivative), so that they leave the
+    transformation as ordinary outputs; ``store`` receives both trees."""
     store: dict[str, Any] = {}
 
     def flat(*leaves: Any) -> list[Any]:
-        args = tree_unflatten(in_tree, leaves)
-        out = fun(*args)
+        out = fun(*tree_unflatten(in_tree, leaves))
+        aux: Any = None
         if has_aux:
             if not (isinstance(out, (tuple, list)) and len(out) == 2):
                 raise EmberTypeError("a function transformed with has_aux=True must return a "
                                      f"pair (output, auxiliary data), got {type(out).__name__}")
-            out, store["aux"] = out
+            out, aux = out
         out_leaves, store["tree"] = tree_flatten(out)
-        return out_leaves
+        aux_leaves, store["aux_tree"] = tree_flatten(aux)
+        # Traced aux leaves leave as outputs; other values (strings, ...) are kept as is.
+        store["aux_static"] = [None if isinstance(x, Tracer) else x for x in aux_leaves]
+        traced = [stop_gradient(x) for x in aux_leaves if isinstance(x, Tracer)]
+        return [*out_leaves, *traced]
 
     return flat, store
+
+
+def _outputs(store: dict[str, Any], flat_outs: Sequence[Any]) -> tuple[Any, list[Any], Any]:
+    """Split a flat function's results into (output tree, output leaves, aux tree)."""
+    n = store["tree"].num_leaves
+    traced = iter(flat_outs[n:])
+    aux_leaves = [next(traced) if x is None else x for x in store["aux_static"]]
+    aux = tree_unflatten(store["aux_tree"], aux_leaves)
+    return tree_unflatten(store["tree"], flat_outs[:n]), list(flat_outs[:n]), aux
 
 
 def _argnums_tuple(argnums: int | Sequence[int], nargs: int, name: str) -> tuple[int, ...]:
@@ -83,10 +98,6 @@ def _split_args(fun: Callable, args: tuple, argnums: tuple[int, ...]):
     return partial_fun, tuple(args[n] for n in argnums)
 
 
-def _strip_aux(aux: Any) -> Any:
-    return tree_map(lambda x: stop_gradient(x) if isinstance(x, Tracer) else x, aux)
-
-
 # --- forward mode ---------------------------------------------------------------------
 
 def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any],
@@ -104,9 +115,10 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any],
     t_leaves = [_check_tangent(p, t) for p, t in zip(p_leaves, t_leaves)]
     flat, store = _flat_fun(fun, p_tree, has_aux)
     outs, out_tangents = jvp_flat(flat, p_leaves, t_leaves)
-    out_tangents = [_user_tangent(t) for t in out_tangents]
-    result = (tree_unflatten(store["tree"], outs), tree_unflatten(store["tree"], out_tangents))
-    return (*result, _strip_aux(store["aux"])) if has_aux else result
+    out, out_leaves, aux = _outputs(store, outs)
+    tangents = [_user_tangent(t) for t in out_tangents[:len(out_leaves)]]
+    result = (out, tree_unflatten(store["tree"], tangents))
+    return (*result, aux) if has_aux else result
 
 
 def _check_tangent(primal: Any, tangent: Any) -> Any:
@@ -154,8 +166,10 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
     leaves = [_as_value(p) for p in leaves]
     flat, store = _flat_fun(fun, in_tree, has_aux)
     outs, linear = linearize_flat(flat, leaves)
+    out, out_leaves, aux = _outputs(store, outs)
     out_tree = store["tree"]
-    out_avals = [aval_of(o) for o in outs]
+    out_avals = [aval_of(o) for o in out_leaves]
+    aux_zeros = [Zero(aval_of(a)) for a in outs[len(out_leaves):]]
 
     def vjp_fn(cotangent: Any) -> tuple[Any, ...]:
         ct_leaves, ct_tree = tree_flatten(cotangent)
@@ -163,11 +177,11 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
             raise EmberTypeError(f"vjp: the cotangent must be structured as the output "
                                  f"{out_tree}, got {ct_tree}")
         cts = [_check_cotangent(a, ct) for a, ct in zip(out_avals, ct_leaves)]
-        cts_in = [_user_cotangent(ct, aval_of(p)) for ct, p in zip(linear.transpose(cts), leaves)]
-        return tree_unflatten(in_tree, cts_in)
+        cts_in = linear.transpose([*cts, *aux_zeros])
+        return tree_unflatten(in_tree, [_user_cotangent(ct, aval_of(p))
+                                        for ct, p in zip(cts_in, leaves)])
 
-    result = (tree_unflatten(out_tree, outs), vjp_fn)
-    return (*result, _strip_aux(store["aux"])) if has_aux else result
+    return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
 
 
 def _check_cotangent(aval: ShapedArray, ct: Any) -> Any:
@@ -257,23 +271,19 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
 
     @functools.wraps(fun)
     def jacfun(*args: Any):
-        nums = _argnums_tuple(argnums, len(args), "jacfwd")
-        partial_fun, dyn = _split_args(fun, args, nums)
-        _check_grad_inputs(dyn, nums)
-        leaves, in_tree = tree_flatten(dyn)
-        leaves = [_as_value(p) for p in leaves]
-        flat, store = _flat_fun(partial_fun, in_tree, has_aux)
-        per_input = []
+        flat, store, leaves, in_tree = _prepare_jacobian(fun, args, argnums, has_aux, "jacfwd")
+        columns, aux = [], None
         for i, leaf in enumerate(leaves):
             def push(t: Any, i: int = i) -> list[Any]:
                 tangents = [t if j == i else Zero(aval_of(p)) for j, p in enumerate(leaves)]
-                return [instantiate(o) for o in jvp_flat(flat, leaves, tangents)[1]]
+                primals_out, tangents_out = jvp_flat(flat, leaves, tangents)
+                n = store["tree"].num_leaves
+                return [*(instantiate(t) for t in tangents_out[:n]), *primals_out[n:]]
 
-            outs = _map_basis(push, _basis(aval_of(leaf)))
-            per_input.append([_rows_to_jac(o, aval_of(leaf), last=True) for o in outs])
-        out_tree = store["tree"]
-        jac = _nest(out_tree, in_tree, [list(col) for col in zip(*per_input)], argnums)
-        return (jac, _strip_aux(store["aux"])) if has_aux else jac
+            outs, aux = _map_basis(push, _basis(aval_of(leaf)), store)
+            columns.append([_rows_to_jac(o, aval_of(leaf), last=True) for o in outs])
+        jac = _nest(store["tree"], in_tree, [list(row) for row in zip(*columns)], argnums)
+        return (jac, aux) if has_aux else jac
 
     return jacfun
 
@@ -283,26 +293,32 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
 
     @functools.wraps(fun)
     def jacfun(*args: Any):
-        nums = _argnums_tuple(argnums, len(args), "jacrev")
-        partial_fun, dyn = _split_args(fun, args, nums)
-        _check_grad_inputs(dyn, nums)
-        leaves, in_tree = tree_flatten(dyn)
-        leaves = [_as_value(p) for p in leaves]
-        flat, store = _flat_fun(partial_fun, in_tree, has_aux)
+        flat, store, leaves, in_tree = _prepare_jacobian(fun, args, argnums, has_aux, "jacrev")
         outs, linear = linearize_flat(flat, leaves)
-        out_avals = [aval_of(o) for o in outs]
+        _, out_leaves, aux = _outputs(store, outs)
+        avals = [aval_of(o) for o in outs]
         rows = []
-        for j, aval in enumerate(out_avals):
+        for j, aval in enumerate(avals[:len(out_leaves)]):
             def pull(ct: Any, j: int = j) -> list[Any]:
-                cts = [ct if k == j else Zero(a) for k, a in enumerate(out_avals)]
+                cts = [ct if k == j else Zero(a) for k, a in enumerate(avals)]
                 return [instantiate(c) for c in linear.transpose(cts)]
 
-            cts_in = _map_basis(pull, _basis(aval))
+            cts_in, _ = _map_basis(pull, _basis(aval))
             rows.append([_rows_to_jac(c, aval, last=False) for c in cts_in])
         jac = _nest(store["tree"], in_tree, rows, argnums)
-        return (jac, _strip_aux(store["aux"])) if has_aux else jac
+        return (jac, aux) if has_aux else jac
 
     return jacfun
+
+
+def _prepare_jacobian(fun: Callable, args: tuple, argnums: int | Sequence[int],
+                      has_aux: bool, name: str):
+    nums = _argnums_tuple(argnums, len(args), name)
+    partial_fun, dyn = _split_args(fun, args, nums)
+    _check_grad_inputs(dyn, nums)
+    leaves, in_tree = tree_flatten(dyn)
+    flat, store = _flat_fun(partial_fun, in_tree, has_aux)
+    return flat, store, [_as_value(p) for p in leaves], in_tree
 
 
 def hessian(fun: Callable, argnums: int | Sequence[int] = 0) -> Callable:
@@ -316,9 +332,16 @@ def _basis(aval: ShapedArray) -> np.ndarray:
     return np.eye(aval.size, dtype=dtype).reshape((aval.size, *aval.shape))
 
 
-def _map_basis(fun: Callable[[Any], list[Any]], basis: np.ndarray) -> list[Any]:
-    """``fun`` applied to every row of ``basis`` at once; outputs stacked on axis 0."""
-    return vmap_flat(fun, basis.shape[0], [basis], [0], out_dims=0)[0]
+def _map_basis(fun: Callable[[Any], list[Any]], basis: np.ndarray,
+               store: dict[str, Any] | None = None) -> tuple[list[Any], Any]:
+    """``fun`` applied to every row of ``basis`` at once. Returns its outputs stacked on
+    axis 0 and, when ``store`` describes a flat function with aux data that ``fun``
+    returns last, that aux data (the same for every row)."""
+    n_out = store["tree"].num_leaves if store else None
+    outs, dims = vmap_flat(fun, basis.shape[0], [basis], [0])
+    stacked = [move_batch_axis(o, d, 0, basis.shape[0]) for o, d in zip(outs[:n_out], dims)]
+    aux = _outputs(store, outs)[2] if store else None
+    return stacked, aux
 
 
 def _rows_to_jac(rows: Any, basis_aval: ShapedArray, last: bool) -> Any:
