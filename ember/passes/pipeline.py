@@ -29,8 +29,12 @@ from ember.passes.dce import dce
 from ember.passes.licm import licm
 from ember.passes.rewrite import GraphPass
 from ember.passes.simplify import simplify
+from ember.transforms.calls import inline_calls
 
-_OPTIMIZING: list[GraphPass] = [simplify, fold_constants, cse, licm, simplify, cse, dce]
+# Calls (custom_jvp/vjp, checkpoint) are inlined first so every later pass sees across
+# them; checkpoint's recomputation stays apart behind its optimization_barrier.
+_OPTIMIZING: list[GraphPass] = [inline_calls, simplify, fold_constants, cse, licm, simplify,
+                                cse, dce]
 
 GRAPH_PIPELINES: dict[str, list[GraphPass]] = {
     "reference": [dce],
