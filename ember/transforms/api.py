@@ -337,8 +337,8 @@ def _map_basis(fun: Callable[[Any], list[Any]], basis: np.ndarray,
     """``fun`` applied to every row of ``basis`` at once. Returns its outputs stacked on
     axis 0 and, when ``store`` describes a flat function with aux data that ``fun``
     returns last, that aux data (the same for every row)."""
-    n_out = store["tree"].num_leaves if store else None
     outs, dims = vmap_flat(fun, basis.shape[0], [basis], [0])
+    n_out = store["tree"].num_leaves if store else None
     stacked = [move_batch_axis(o, d, 0, basis.shape[0]) for o, d in zip(outs[:n_out], dims)]
     aux = _outputs(store, outs)[2] if store else None
     return stacked, aux
