@@ -18,6 +18,7 @@ from ember.core.abstract import ShapedArray
 from ember.core.primitive import Primitive
 from ember.errors import EmberTypeError, EmberValueError
 from ember.ops import elementwise as ew
+from ember.ops.linalg import batch_matmul
 from ember.ops.reductions import reduce_sum
 from ember.ops.structural import broadcast_in_dim, broadcasted_iota, transpose
 from ember.transforms.rules import (
@@ -275,15 +276,6 @@ def eigh(x: Any, *, lower: bool = True, symmetrize_input: bool = True,
 
 # --- transformation rules ------------------------------------------------------------------
 
-def _matmul(a: Any, b: Any) -> Any:
-    """Matrix product over the trailing two dimensions, mapped over the leading ones."""
-    from ember.ops.linalg import dot_general
-
-    nd = a.ndim
-    batch = tuple(range(nd - 2))
-    return dot_general(a, b, (((nd - 1,), (nd - 2,)), (batch, batch)))
-
-
 def _constant_matrix(values: np.ndarray, like: Any) -> Any:
     """A constant (n, m) matrix broadcast to the (..., n, m) shape and dtype of ``like``."""
     nd = like.ndim
@@ -326,7 +318,7 @@ def _cholesky_jvp(primals: Sequence[Any], tangents: Sequence[Any]):
                               conjugate_a=True)
     n = x.shape[-1]
     phi = ew.mul(middle, _constant_matrix(np.tril(np.ones((n, n))) - 0.5 * np.eye(n), middle))
-    return factor, _matmul(factor, phi)
+    return factor, batch_matmul(factor, phi)
 
 
 def _lu_jvp(primals: Sequence[Any], tangents: Sequence[Any]):
@@ -341,11 +333,11 @@ def _lu_jvp(primals: Sequence[Any], tangents: Sequence[Any]):
     columns = broadcasted_iota(perm.dtype, x.shape, x.ndim - 1)
     rows = broadcast_in_dim(perm, x.shape, tuple(range(x.ndim - 1)))
     permutation = ew.convert_element_type(ew.eq(rows, columns), x.dtype)
-    solved = triangular_solve(lower, _matmul(permutation, t), left_side=True, lower=True,
+    solved = triangular_solve(lower, batch_matmul(permutation, t), left_side=True, lower=True,
                               unit_diagonal=True)
     solved = triangular_solve(upper, solved, left_side=False, lower=False)
-    tangent = ew.add(_matmul(lower, _triangle(solved, -1)),
-                     _matmul(_triangle(solved, upper=True), upper))
+    tangent = ew.add(batch_matmul(lower, _triangle(solved, -1)),
+                     batch_matmul(_triangle(solved, upper=True), upper))
     return [packed, pivots, perm], [tangent, Zero.like(pivots), Zero.like(perm)]
 
 
@@ -363,7 +355,7 @@ def _triangular_solve_jvp_a(t: Any, out: Any, a: Any, b: Any, **params: Any) -> 
     """op(a) x = b gives op(da) x + op(a) dx = 0 (and x op(a) = b likewise on the right)."""
     op_t = _op_of(t, **{k: params[k] for k in
                         ("lower", "transpose_a", "conjugate_a", "unit_diagonal")})
-    product = _matmul(op_t, out) if params["left_side"] else _matmul(out, op_t)
+    product = batch_matmul(op_t, out) if params["left_side"] else batch_matmul(out, op_t)
     return ew.neg(triangular_solve_p.bind(a, product, **params))
 
 
@@ -385,14 +377,14 @@ def _qr_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, full_matrices: b
             f"qr: derivatives need m >= n and, unless x is square, full_matrices=False; got "
             f"shape {x.shape} with full_matrices={full_matrices}")
     dx_rinv = triangular_solve(r, t, left_side=False, lower=False)
-    c = _matmul(_adjoint(q), dx_rinv)
+    c = batch_matmul(_adjoint(q), dx_rinv)
     strict = _triangle(c, -1)
     skew = ew.sub(strict, _adjoint(strict))
     if dtypes.is_complex(x.dtype):  # the diagonal of qᴴ dq is imaginary
         skew = ew.add(skew, ew.sub(_triangle(_triangle(c), upper=True),
                                    _real_diagonal_part(c)))
-    dq = ew.add(_matmul(q, ew.sub(skew, c)), dx_rinv)
-    dr = _matmul(ew.sub(c, skew), r)
+    dq = ew.add(batch_matmul(q, ew.sub(skew, c)), dx_rinv)
+    dr = batch_matmul(ew.sub(c, skew), r)
     return [q, r], [dq, dr]
 
 
@@ -400,7 +392,7 @@ def _eigh_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, lower: bool):
     """dw = diag(vᴴ dA v), dv = v (F ∘ vᴴ dA v) with F_ij = 1 / (w_j - w_i) off the diagonal."""
     (x,), (t,) = primals, tangents
     v, w = eigh_p.bind(x, lower=lower)
-    projected = _matmul(_adjoint(v), _matmul(_hermitian_from_triangle(t, lower), v))
+    projected = batch_matmul(_adjoint(v), batch_matmul(_hermitian_from_triangle(t, lower), v))
     nd = x.ndim
     w_j = broadcast_in_dim(w, x.shape, (*range(nd - 2), nd - 1))
     w_i = broadcast_in_dim(w, x.shape, tuple(range(nd - 1)))
@@ -412,7 +404,7 @@ def _eigh_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, lower: bool):
     weighted = ew.mul(projected, ew.convert_element_type(inverse_gap, x.dtype))
     diagonal = reduce_sum(ew.mul(projected, _eye_like(projected)), (nd - 1,))
     dw = ew.real(diagonal) if dtypes.is_complex(x.dtype) else diagonal
-    return [v, w], [_matmul(v, weighted), dw]
+    return [v, w], [batch_matmul(v, weighted), dw]
 
 
 def _batch_leading(prim: Primitive, values: Sequence[Any], dims: Sequence[int | None],

@@ -10,6 +10,7 @@ Half-precision inputs accumulate in float32 in the reference, as BLAS and XLA do
 """
 from __future__ import annotations
 
+import enum
 from typing import Any, NamedTuple, Sequence
 
 import numpy as np
@@ -25,8 +26,8 @@ from ember.transforms.rules import (
     UndefinedPrimal, batch_size, defjvp, is_undefined_primal, move_batch_axis)
 
 __all__ = [
-    "dot_general", "dot", "conv_general_dilated", "conv", "ConvDimensionNumbers",
-    "conv_dimension_numbers",
+    "dot_general", "dot", "batch_matmul", "conv_general_dilated", "conv",
+    "conv_with_general_padding", "ConvDimensionNumbers", "conv_dimension_numbers", "Precision",
 ]
 
 DotDimensionNumbers = tuple[tuple[tuple[int, ...], tuple[int, ...]],
@@ -48,6 +49,15 @@ def _result_dtype(name: str, lhs: ShapedArray, rhs: ShapedArray,
                              f"inputs of dtype {lhs.dtype}; both must be integer (or bool), "
                              "real floating or complex")
     return preferred
+
+
+class Precision(enum.Enum):
+    """Requested matmul precision (as ``jax.lax.Precision``); recorded in the graph for
+    backends that trade precision for speed. The reference always computes exactly."""
+
+    DEFAULT = 0
+    HIGH = 1
+    HIGHEST = 2
 
 
 def _canonical_precision(precision: Any) -> Any:
@@ -168,6 +178,16 @@ def dot(lhs: Any, rhs: Any, precision: Any = None, preferred_element_type: Any =
                               f"and {np.shape(rhs)}; use dot_general for higher ranks")
     return dot_general(lhs, rhs, (((lhs_ndim - 1,), (0,)), ((), ())), precision,
                        preferred_element_type)
+
+
+def batch_matmul(lhs: Any, rhs: Any, precision: Any = None) -> Any:
+    """Matrix products of stacks ``(..., m, k) @ (..., k, n)`` with equal leading dims."""
+    ndim = len(np.shape(lhs))
+    if ndim < 2 or len(np.shape(rhs)) != ndim:
+        raise EmberValueError(f"batch_matmul needs operands of one rank >= 2, got shapes "
+                              f"{np.shape(lhs)} and {np.shape(rhs)}")
+    batch = tuple(range(ndim - 2))
+    return dot_general(lhs, rhs, (((ndim - 1,), (ndim - 2,)), (batch, batch)), precision)
 
 
 # --- convolution: dimension numbers and padding -----------------------------------------
@@ -420,6 +440,16 @@ def conv_general_dilated(lhs: Any, rhs: Any, window_strides: Sequence[int], padd
         preferred_element_type=_preferred(preferred_element_type))
 
 
+def conv_with_general_padding(lhs: Any, rhs: Any, window_strides: Sequence[int],
+                              padding: Any, lhs_dilation: Sequence[int] | None,
+                              rhs_dilation: Sequence[int] | None, precision: Any = None,
+                              preferred_element_type: Any = None) -> Any:
+    """``conv_general_dilated`` in the NCHW / OIHW layout, without groups."""
+    return conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
+                                precision=precision,
+                                preferred_element_type=preferred_element_type)
+
+
 def conv(lhs: Any, rhs: Any, window_strides: Sequence[int], padding: Any,
          precision: Any = None, preferred_element_type: Any = None) -> Any:
     """Convolution in the NCHW / OIHW layout with no dilation or groups (``jax.lax.conv``)."""
@@ -552,6 +582,8 @@ def _group_swapped_kernel(w: Any, groups: int) -> Any:
 def _conv_transpose_lhs(ct: Any, lhs: UndefinedPrimal, rhs: Any, **params: Any) -> Any:
     lhs_spec, rhs_spec, out_spec = params["dimension_numbers"]
     g, w = _canonical(ct, out_spec), _canonical(rhs, rhs_spec)
+    if w.dtype != g.dtype:
+        w = convert_element_type(w, g.dtype)
     lhs_shape = tuple(lhs.shape[d] for d in lhs_spec)
     groups = max(params["feature_group_count"], params["batch_group_count"])
     nspatial = len(lhs_shape) - 2

@@ -55,6 +55,35 @@ def test_dot_and_matmul_shapes():
     np.testing.assert_array_equal(np.asarray(lax.dot(a, a.T)), a @ a.T)
 
 
+def test_batch_matmul_and_precision():
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((3, 2, 4)), rng.standard_normal((3, 4, 5))
+    out = lax.batch_matmul(a.astype(np.float32), b.astype(np.float32),
+                           precision=lax.Precision.HIGHEST)
+    np.testing.assert_allclose(np.asarray(out), a @ b, rtol=1e-5, atol=1e-5)
+    with pytest.raises(EmberValueError, match=r"batch_matmul needs operands of one rank"):
+        lax.batch_matmul(a, b[0])
+    with pytest.raises(EmberValueError, match="precision must be one value or a pair"):
+        lax.dot(a[0], b[0], precision=("HIGH",) * 3)
+
+
+def test_graphs_print_and_parse_back():
+    from ember.ir.parser import parse_graph
+    from ember.ir.printer import print_graph
+
+    def f(x, w):
+        y = lax.conv_general_dilated(x, w, (1, 1), "SAME", precision="HIGHEST",
+                                     dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        return lax.dot_general(y, y, (((3,), (3,)), ((0,), (0,))),
+                               preferred_element_type=np.float32)
+
+    graph = ember.jit(f).lower(np.ones((1, 4, 4, 2), np.float32),
+                               np.ones((3, 3, 2, 5), np.float32)).graph
+    text = print_graph(graph)
+    assert "ConvDimensionNumbers(lhs_spec=(0, 3, 1, 2)" in text
+    assert print_graph(parse_graph(text)) == text
+
+
 def test_integer_dot_with_preferred_element_type():
     x = np.full((2, 64), 100, np.int8)
     out = lax.dot_general(x, x, (((1,), (1,)), ((), ())), preferred_element_type=np.int32)
@@ -266,14 +295,30 @@ def test_dot_general_gradients(x64, lhs_shape, rhs_shape, dims):
     check_grads(lambda a, b: lax.dot_general(a, b, dims), (lhs, rhs), order=2)
 
 
-def test_dot_gradient_with_wider_preferred_type(x64):
+def test_gradients_with_a_wider_preferred_type_keep_the_input_dtype():
     rng = np.random.default_rng(1)
-    lhs, rhs = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((4, 2))
-    rhs = rhs.astype(np.float32)
-    grads = ember.grad(lambda a: lax.reduce_sum(
-        lax.dot(a, rhs, preferred_element_type=np.float64), (0, 1)))(lhs)
-    assert grads.dtype == np.float32
-    np.testing.assert_allclose(np.asarray(grads), np.broadcast_to(rhs.sum(1), (3, 4)), rtol=1e-6)
+    lhs, rhs = (rng.standard_normal(s).astype(np.float16) for s in [(1, 2, 5), (3, 2, 2)])
+
+    def total(fn):
+        def summed(a, b):
+            out = fn(a, b)
+            return lax.reduce_sum(out, tuple(range(out.ndim)))
+        return summed
+
+    dot = total(lambda a, b: lax.dot_general(a, b, (((1,), (1,)), ((), ())),
+                                             preferred_element_type=np.float32))
+    conv = total(lambda a, b: lax.conv_general_dilated(a, b, (1,), "VALID",
+                                                       preferred_element_type=np.float32))
+    for fn in (dot, conv):
+        grads = ember.grad(fn, argnums=(0, 1))(lhs, rhs)
+        assert [g.dtype for g in grads] == [np.float16, np.float16]
+    d_lhs, d_rhs = ember.grad(conv, argnums=(0, 1))(lhs, rhs)
+    x, w = lhs.astype(np.float64), rhs.astype(np.float64)
+    expected_rhs = np.stack([[np.convolve(x[0, c], np.ones(4), "valid") for c in range(2)]] * 3)
+    np.testing.assert_allclose(np.asarray(d_rhs), expected_rhs, rtol=1e-2)
+    expected_lhs = np.stack([np.convolve(w[:, c].sum(0)[::-1], np.ones(4), "full")[::-1]
+                             for c in range(2)])[None]
+    np.testing.assert_allclose(np.asarray(d_lhs), expected_lhs, rtol=1e-2)
 
 
 @pytest.mark.parametrize("lhs_shape,rhs_shape,dims", DOT_CASES)
