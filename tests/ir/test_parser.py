@@ -54,6 +54,39 @@ def test_round_trip_of_traced_functions(fun, arg):
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
 
 
+def many_primitives(x, idx, image, kernel):
+    import ember.numpy as jnp
+
+    u32 = lax.iota(np.uint32, 4)
+    return (x[idx], x.at[idx].add(1.0),
+            lax.conv_general_dilated(image, kernel, (1, 1), "SAME"),
+            jnp.fft.rfft(x, axis=-1), lax.sort(x, dimension=0), lax.top_k(x, 2),
+            lax.dot_general(x, x, (((1,), (1,)), ((), ())), preferred_element_type=np.float32),
+            lax.cumsum(x, axis=1), lax.argmax(x, 1, np.int32),
+            lax.pad(x, np.float32(0), [(1, 0, 1), (0, 2, 0)]),
+            lax.dynamic_slice(x, (idx[0], 0), (2, 2)), lax.concatenate([x, x], 0),
+            lax.rev(x, (0,)), lax.threefry2x32(u32, u32, u32, u32),
+            lax.cond(lax.gt(lax.reduce_sum(x, (0, 1)), 0.0), lax.neg, lax.exp, x),
+            lax.scan(lambda c, row: (lax.add(c, row), lax.sin(c)), x[0], x),
+            lax.while_loop(lambda c: lax.lt(c, 10), lambda c: lax.add(c, 3), np.int32(0)))
+
+
+def test_round_trip_of_every_primitive_family():
+    rng = np.random.default_rng(0)
+    args = [rng.normal(size=(4, 5)).astype(np.float32), np.array([1, -2], np.int32),
+            rng.normal(size=(1, 2, 5, 5)).astype(np.float32),
+            rng.normal(size=(3, 2, 3, 3)).astype(np.float32)]
+    graph = ember.make_graph(many_primitives)(*args)
+    text = print_graph(graph)
+    for name in ("GatherDimensionNumbers(", "ScatterDimensionNumbers(", "ConvDimensionNumbers(",
+                 "preferred_element_type=f32", "body=graph(", "branches=(graph("):
+        assert name in text
+    parsed = parse_graph(text)
+    assert print_graph(parsed) == text
+    for want, got in zip(eval_graph(graph, args), eval_graph(parsed, args)):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
 def test_source_locations_round_trip():
     graph = ember.make_graph(lambda x: lax.sin(x))(np.ones(3, np.float32))
     text = print_graph(graph)
