@@ -33,8 +33,8 @@ from ember.transforms.calls import inline_calls
 
 # Calls (custom_jvp/vjp, checkpoint) are inlined first so every later pass sees across
 # them; checkpoint's recomputation stays apart behind its optimization_barrier.
-_OPTIMIZING: list[GraphPass] = [inline_calls, simplify, fold_constants, cse, licm, simplify,
-                                cse, dce]
+_OPTIMIZING: list[GraphPass] = [inline_calls, simplify, fold_constants, cse, licm,
+                                fold_constants, simplify, cse, dce]
 
 GRAPH_PIPELINES: dict[str, list[GraphPass]] = {
     "reference": [dce],

@@ -2,7 +2,7 @@
 
 Programs are random compositions of ember.lax operations (elementwise with broadcasting
 and scalar constants, reductions, reshapes, transposes, slices, dot_general, scan,
-while_loop, cond) on inputs that may hold inf, NaN and -0.0. The only rewrites that are
+while_loop, cond, checkpoint calls) on inputs that may hold inf, NaN and -0.0. The only rewrites that are
 not exact (exp/log pairs, see passes/simplify.py) are never generated back to back.
 """
 from __future__ import annotations
@@ -41,6 +41,7 @@ steps = st.one_of(
     st.tuples(st.just("scan"), index, index, st.sampled_from(UNARY)),
     st.tuples(st.just("while"), index, index),
     st.tuples(st.just("cond"), index),
+    st.tuples(st.just("checkpoint"), index, st.sampled_from(UNARY)),
 )
 
 
@@ -86,8 +87,13 @@ class _Builder:
 
     def _unary(self, name, i):
         x, last = self.pick(i)
-        if last is None or INVERSES.get(name) != last:
+        if self._exact(name, last):
             self.add(_unary(name, x), name)
+
+    @staticmethod
+    def _exact(name, last):
+        """Whether applying ``name`` to a value made by ``last`` rewrites exactly."""
+        return last is None or INVERSES.get(name) != last
 
     def _constant(self, name, i, c, left):
         x, _ = self.pick(i)
@@ -164,6 +170,11 @@ class _Builder:
         x, _ = self.pick(i)
         positive = lax.gt(lax.reduce_sum(x, tuple(range(x.aval.ndim))), 0.0)
         self.add(lax.cond(positive, lambda v: lax.sin(v), lambda v: lax.neg(v), x))
+
+    def _checkpoint(self, i, name):
+        x, last = self.pick(i)
+        if self._exact(name, last):  # the call is inlined: its body meets x's producer
+            self.add(ember.checkpoint(lambda v: lax.mul(_unary(name, v), 2.0))(x))
 
 
 @st.composite
