@@ -216,3 +216,9 @@ def _print_graph(graph: Graph, indent: int, source: bool) -> str:
 def print_graph(graph: Graph, source: bool = True) -> str:
     """The text of ``graph``; ``source=False`` leaves out the source-location comments."""
     return _print_graph(graph, 0, source)
+
+
+def var_names(graph: Graph) -> dict[Var, str]:
+    """The names ``print_graph`` gives ``graph``'s variables, for listings that refer to
+    the printed graph (the CPU backend's schedule in ``compiled.as_text()``)."""
+    return dict(_Namer(graph)._names)
