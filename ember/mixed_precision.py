@@ -20,6 +20,7 @@ import numpy as np
 import ember.numpy as jnp
 from ember.core import dtypes
 from ember.core.pytree import register_dataclass, tree_leaves, tree_map
+from ember.errors import EmberValueError
 
 
 def _cast_floating(tree: Any, dtype: np.dtype) -> Any:
@@ -43,10 +44,14 @@ class Policy:
         if "=" not in spec:
             dtype = dtypes.to_dtype(spec.strip())
             return cls(dtype, dtype, dtype)
-        parts = dict(item.split("=") for item in spec.replace(" ", "").split(","))
-        known = {"params", "compute", "output"}
-        if not set(parts) <= known:
-            raise ValueError(f"unknown policy keys {sorted(set(parts) - known)}; use {sorted(known)}")
+        known = ("params", "compute", "output")
+        parts = {}
+        for item in spec.replace(" ", "").split(","):
+            key, sep, value = item.partition("=")
+            if not sep or key not in known:
+                raise EmberValueError(f"bad policy entry {item!r} in {spec!r}: write "
+                                      "'params=DTYPE,compute=DTYPE,output=DTYPE'")
+            parts[key] = value
         default = dtypes.float32
         return cls(dtypes.to_dtype(parts.get("params", default)),
                    dtypes.to_dtype(parts.get("compute", default)),
