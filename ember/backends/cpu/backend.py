@@ -1,0 +1,174 @@
+"""The native CPU backend: the graph is optimized, fused, lowered to kernel IR, rendered
+as one C module (kernels, BLAS calls, an entry point) and compiled with the system C
+compiler through the persistent compile cache.
+
+Buffers are NumPy arrays in host memory, as with the reference backend, so eager
+operations run the NumPy reference (one primitive at a time gains nothing from code
+generation); ``compile`` is where the speed is.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import os
+import re
+from pathlib import Path
+from typing import Any, Sequence
+
+from ember.backends.base import Backend, Executable
+from ember.backends.cpu import toolchain
+from ember.backends.cpu.executable import CpuExecutable, HostCall, entry_point, literal_result
+from ember.backends.cpu.module import Layout, build_module
+from ember.backends.cpu.policy import cpu_policy
+from ember.backends.cpu.program import LoweredStep, lower_schedule
+from ember.codegen.c import CRenderer
+from ember.config import config
+from ember.core.primitive import Primitive
+from ember.ir.graph import Graph, Literal, Var
+from ember.ir.interpreter import reference_apply
+from ember.passes.fusion import fuse
+from ember.passes.memory import BufferPlan, plan_buffers
+from ember.passes.schedule import Schedule
+
+_EXTRA_FLAGS = ("-fwrapv",)  # integer overflow wraps, as in NumPy
+
+
+class CpuBackend(Backend):
+    name = "cpu"
+
+    def is_available(self) -> bool:
+        return toolchain.find_toolchain() is not None
+
+    def apply_primitive(self, prim: Primitive, buffers: list, params: dict) -> Any:
+        return reference_apply(prim, buffers, params)
+
+    def compile(self, graph: Graph, donated: Sequence[bool] = ()) -> Executable:
+        optimized = optimize(graph)
+        threads = num_threads()
+        renderer = CRenderer(threads, vector_math_functions())
+        schedule = fuse(optimized, cpu_policy(renderer))
+        steps = lower_schedule(schedule, threads)
+        inputs = [*optimized.inputs, *optimized.constvars]
+        donated = [*donated, *[False] * (len(inputs) - len(donated))][:len(inputs)]
+        written = {v for step in steps for v in step.group.writes()}
+        outputs = list(dict.fromkeys(v for v in optimized.outputs
+                                     if isinstance(v, Var) and v in written))
+        plan = plan_buffers([s.step() for s in steps], inputs, donated, outputs)
+        layout = Layout(len(inputs), len(outputs), _host_slots(plan))
+        blas = toolchain.blas()
+        module = build_module(steps, plan, layout, renderer, blas.symbol_prefix if blas else "")
+        name = "ember_" + hashlib.sha256(module.source.encode()).hexdigest()[:12]
+        _dump(schedule, name)
+        path = toolchain.compile_shared_library(module.source, name=name,
+                                                link_blas=module.uses_blas,
+                                                extra_flags=_EXTRA_FLAGS)
+        library = toolchain.load_library(path)
+        if module.uses_blas:
+            _set_blas_threads(library, blas.symbol_prefix, threads)
+        executable = CpuExecutable(
+            graph=graph, optimized=optimized, kernels=module.kernels,
+            cost=_cost(optimized, schedule), memory=_memory(plan, inputs, outputs),
+            schedule_text=schedule.text(_namer(optimized)))
+        return executable.configure(
+            entry=entry_point(library), layout=layout, plan=plan,
+            program=_program(steps, module.segments, plan),
+            constants=optimized.constvals, output_avals=[v.aval for v in outputs],
+            results=_results(optimized, plan), arena_bytes=plan.arena_bytes,
+            library=library)
+
+
+def optimize(graph: Graph) -> Graph:
+    """The CPU pass pipeline, once ``ember.passes.pipeline`` exists (identity before)."""
+    if not config.optimize or importlib.util.find_spec("ember.passes.pipeline") is None:
+        return graph
+    from ember.passes.pipeline import run_pipeline
+
+    return run_pipeline(graph, "cpu")
+
+
+def num_threads() -> int:
+    return max(1, int(config.num_threads or os.cpu_count() or 1))
+
+
+@functools.lru_cache(maxsize=None)
+def _vector_math(header: str) -> frozenset[str]:
+    return frozenset(re.findall(r"\bember_([a-z0-9]+)f\s*\(", header))
+
+
+def vector_math_functions() -> frozenset[str]:
+    """float32 math functions ``ember_math.h`` defines (``ember_expf`` -> 'exp')."""
+    path = Path(toolchain.INCLUDE_DIR) / "ember_math.h"
+    return _vector_math(path.read_text() if path.exists() else "")
+
+
+def _host_slots(plan: BufferPlan) -> int:
+    return sum(1 for loc in plan.locations.values() if loc.kind == "host")
+
+
+def _program(steps: list[LoweredStep], segments: list[list[int]], plan: BufferPlan) -> list:
+    """Segment numbers and host calls in execution order."""
+    segment_of = {index: number for number, segment in enumerate(segments) for index in segment}
+    program: list = []
+    for index, step in enumerate(steps):
+        if step.host:
+            eqn = step.group.host
+            inputs = [literal_result(a) if isinstance(a, Literal) else plan.locations[a]
+                      for a in eqn.inputs]
+            outputs = [plan.locations.get(v) for v in eqn.outputs]
+            program.append(HostCall(eqn, inputs, outputs))
+        elif not program or program[-1] != segment_of[index]:
+            program.append(segment_of[index])
+    return program
+
+
+def _results(graph: Graph, plan: BufferPlan) -> list[tuple[str, Any]]:
+    results = []
+    for atom in graph.outputs:
+        if isinstance(atom, Literal):
+            results.append(("literal", literal_result(atom)))
+        else:
+            results.append(("buffer", (plan.locations[atom], atom)))
+    return results
+
+
+def _cost(graph: Graph, schedule: Schedule) -> dict[str, float]:
+    from ember.passes.analysis import cost_of_graph
+
+    traffic = 0.0
+    for group in schedule.groups:
+        traffic += sum(v.aval.nbytes for v in group.reads())
+        traffic += sum(v.aval.nbytes for v in group.writes())
+    return {"flops": cost_of_graph(graph)["flops"], "bytes accessed": traffic}
+
+
+def _memory(plan: BufferPlan, inputs: list[Var], outputs: list[Var]) -> dict[str, int]:
+    arguments = sum(v.aval.nbytes for v in inputs)
+    aliased = sum(v.aval.nbytes for v, _ in plan.in_place if v in set(outputs)
+                  and plan.locations[v].kind == "input")
+    result = sum(v.aval.nbytes for v in outputs) - aliased
+    host = sum(v.aval.nbytes for v, loc in plan.locations.items() if loc.kind == "host")
+    temp = plan.arena_bytes + host
+    return {"argument_bytes": arguments, "output_bytes": result, "temp_bytes": temp,
+            "alias_bytes": aliased, "peak_bytes": arguments + result + temp}
+
+
+def _namer(graph: Graph):
+    from ember.ir.printer import var_names
+
+    names = var_names(graph)
+    return lambda var: names.get(var, "?")
+
+
+def _dump(schedule: Schedule, name: str) -> None:
+    if not config.dump_dir:
+        return
+    folder = Path(config.dump_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.schedule.txt").write_text(schedule.text(_namer(schedule.graph)) + "\n")
+
+
+def _set_blas_threads(library: Any, prefix: str, threads: int) -> None:
+    setter = getattr(library, f"{prefix}openblas_set_num_threads", None)
+    if setter is not None:
+        setter(threads)

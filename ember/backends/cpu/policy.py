@@ -1,0 +1,60 @@
+"""What the CPU backend computes natively: the fusion policy.
+
+An equation is native when the C tables cover its primitive for its dtypes (complex
+numbers and a few special functions are not covered yet: they run on the host). A
+``dot_general`` over float32 / float64 whose operands BLAS can read runs as a GEMM call
+once it is big enough to be worth the call; smaller or other dtypes become generated
+loops, fused like any reduction.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ember.backends.cpu import toolchain
+from ember.codegen import access
+from ember.codegen import indexing as ix
+from ember.codegen.c import CRenderer
+from ember.codegen.gemm import operand_matrix, operand_syms
+from ember.ir.graph import Eqn
+from ember.passes.fusion import FusionPolicy
+
+MIN_GEMM_FLOPS = 2 * 24 ** 3  # below this, a generated loop beats the BLAS call
+_BLAS_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def cpu_policy(renderer: CRenderer) -> FusionPolicy:
+    return FusionPolicy(native=lambda eqn: native(renderer, eqn), library=library)
+
+
+def native(renderer: CRenderer, eqn: Eqn) -> bool:
+    avals = [a.aval for a in eqn.inputs] + [v.aval for v in eqn.outputs]
+    if any(a.dtype.name not in renderer.compute_types for a in avals):
+        return False
+    name = eqn.prim.name
+    if access.is_view(eqn) or access.is_reduction(eqn) or name == "iota":
+        return True
+    from ember.ops.elementwise import ELEMENTWISE
+
+    if name not in ELEMENTWISE:
+        return False
+    operand = eqn.inputs[1 if name == "select_n" else 0].aval.dtype
+    if name == "integer_pow" and eqn.params["y"] < 0 and operand.kind in "iub":
+        return False
+    return renderer.supports(name, operand)
+
+
+def library(eqn: Eqn) -> bool:
+    """Whether ``eqn`` runs as a BLAS GEMM call."""
+    if eqn.prim.name != "dot_general" or toolchain.blas() is None:
+        return False
+    dtypes = {eqn.inputs[0].aval.dtype, eqn.inputs[1].aval.dtype, eqn.outputs[0].aval.dtype}
+    if len(dtypes) != 1 or dtypes.pop() not in _BLAS_DTYPES:
+        return False
+    for position, operand in enumerate(eqn.inputs):
+        syms = operand_syms(operand.aval.shape, "g")
+        if operand_matrix(eqn, position, operand.aval.shape, ix.identity(syms), syms) is None:
+            return False
+    (contracting, _), _ = eqn.params["dimension_numbers"]
+    lhs = eqn.inputs[0].aval
+    k = int(np.prod([lhs.shape[d] for d in contracting], dtype=np.int64))
+    return 2 * eqn.outputs[0].aval.size * k >= MIN_GEMM_FLOPS

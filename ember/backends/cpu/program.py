@@ -1,0 +1,86 @@
+"""From a schedule to lowered steps: kernel IR for loop groups, GEMM plans for library
+calls, and the buffer traffic of each step (what memory planning needs)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ember.codegen import indexing as ix
+from ember.codegen.gemm import GemmPlan, operand_matrix, plan_gemm
+from ember.codegen.kernel_ir import Buffer, Kernel
+from ember.codegen.lower import LoopGroup, lower_loop_group
+from ember.ir.graph import Eqn, Var
+from ember.passes.memory import Step
+from ember.passes.schedule import Group, Schedule
+
+
+@dataclass
+class LoweredStep:
+    group: Group
+    kernel: Kernel | None = None  # the loop kernel (for a library call: its epilogue)
+    bindings: dict[Var, Buffer] | None = None  # what each kernel parameter holds
+    gemm: GemmPlan | None = None
+    gemm_operands: tuple[Var, Var] | None = None
+
+    @property
+    def host(self) -> bool:
+        return self.group.kind == "host"
+
+    def step(self) -> Step:
+        group = self.group
+        return Step(reads=group.reads(), writes=group.writes(), host=self.host,
+                    inplace=self.in_place_pairs())
+
+    def in_place_pairs(self) -> list[tuple[Var, Var]]:
+        """(output, input) pairs the kernel reads and writes at exactly the same positions."""
+        if self.kernel is None:
+            return []
+        var_of = {buf: var for var, buf in self.bindings.items()}
+        loads: dict[Buffer, set] = {}
+        for load in self.kernel.loads():
+            loads.setdefault(load.buffer, set()).add(load.index)
+        stores: dict[Buffer, list] = {}
+        for store in self.kernel.stores():
+            stores.setdefault(store.buffer, []).append(store.index)
+        pairs = []
+        for out_buf, indices in stores.items():
+            if len(indices) != 1:
+                continue
+            for in_buf, load_indices in loads.items():
+                if in_buf is not out_buf and load_indices == {indices[0]}:
+                    pairs.append((var_of[out_buf], var_of[in_buf]))
+        return pairs
+
+
+def lower_schedule(schedule: Schedule, threads: int) -> list[LoweredStep]:
+    producer = {v: eqn for eqn in schedule.graph.eqns for v in eqn.outputs}
+    return [_lower_group(group, producer, threads) for group in schedule.groups]
+
+
+def _lower_group(group: Group, producer: dict[Var, Eqn], threads: int) -> LoweredStep:
+    if group.kind == "host":
+        return LoweredStep(group)
+    step = LoweredStep(group)
+    if group.library is not None:
+        step.gemm, step.gemm_operands = _plan_library(group)
+    if group.members:
+        loop = LoopGroup({id(e) for e in group.members.values()},
+                         [(r, group.root_index[r]) for r in group.roots
+                          if group.library is None or r is not group.library.outputs[0]],
+                         group.syms, group.outer_rank, producer)
+        if loop.roots:
+            name = f"{group.name}_epilogue" if group.library is not None else group.name
+            step.kernel, step.bindings = lower_loop_group(loop, name, threads)
+    return step
+
+
+def _plan_library(group: Group) -> tuple[GemmPlan, tuple[Var, Var]]:
+    eqn = group.library
+    matrices = []
+    for position, (base, index, syms) in enumerate(group.library_operands):
+        matrix = operand_matrix(eqn, position, base.aval.shape, index, syms)
+        if matrix is None:
+            raise AssertionError(f"internal error: operand {position} of {group.name} does "
+                                 f"not fit BLAS: {ix.linearize(index, base.aval.shape)!r}")
+        matrices.append(matrix)
+    bases = (group.library_operands[0][0], group.library_operands[1][0])
+    return plan_gemm(eqn, matrices[0], matrices[1]), bases

@@ -1,0 +1,177 @@
+"""Where an equation reads its operands: operand index expressions from an output index.
+
+This is the one place that knows how each fusible primitive moves data. Fusion uses it
+to find at which positions a kernel needs each value (and so whether fusing is legal
+and cheap); lowering uses it to build the loads. View primitives (broadcast, transpose,
+reshape, squeeze, slice, rev) cost nothing at run time: they only change indices.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from ember.codegen import indexing as ix
+from ember.codegen.indexing import ZERO, Index, Sym
+from ember.ir.graph import Eqn, Literal
+
+# name -> function(eqn, output index) -> index of operand 0
+_VIEWS: dict[str, Callable[[Eqn, Index], Index]] = {}
+
+
+def _view(name: str):
+    def register(fn: Callable[[Eqn, Index], Index]) -> Callable[[Eqn, Index], Index]:
+        _VIEWS[name] = fn
+        return fn
+
+    return register
+
+
+def _in_shape(eqn: Eqn) -> tuple[int, ...]:
+    return eqn.inputs[0].aval.shape
+
+
+@_view("broadcast_in_dim")
+def _broadcast(eqn: Eqn, out: Index) -> Index:
+    dims = eqn.params["broadcast_dimensions"]
+    return tuple(ZERO if size == 1 else out[d] for size, d in zip(_in_shape(eqn), dims))
+
+
+@_view("transpose")
+def _transpose(eqn: Eqn, out: Index) -> Index:
+    index = [ZERO] * len(out)
+    for k, p in enumerate(eqn.params["permutation"]):
+        index[p] = out[k]
+    return tuple(index)
+
+
+@_view("reshape")
+def _reshape(eqn: Eqn, out: Index) -> Index:
+    flat = ix.linearize(out, eqn.outputs[0].aval.shape)
+    return ix.unravel(flat, _in_shape(eqn))
+
+
+@_view("squeeze")
+def _squeeze(eqn: Eqn, out: Index) -> Index:
+    dropped = set(eqn.params["dimensions"])
+    rest = iter(out)
+    return tuple(ZERO if d in dropped else next(rest) for d in range(len(_in_shape(eqn))))
+
+
+@_view("slice")
+def _slice(eqn: Eqn, out: Index) -> Index:
+    starts, steps = eqn.params["start_indices"], eqn.params["strides"] or (1,) * len(out)
+    return tuple(ix.add(ix.scale(i, step), ix.const(start))
+                 for i, start, step in zip(out, starts, steps))
+
+
+@_view("rev")
+def _rev(eqn: Eqn, out: Index) -> Index:
+    dims = set(eqn.params["dimensions"])
+    shape = _in_shape(eqn)
+    return tuple(ix.add(ix.const(shape[d] - 1), ix.scale(i, -1)) if d in dims else i
+                 for d, i in enumerate(out))
+
+
+VIEW_PRIMITIVES = frozenset(_VIEWS)
+
+
+def is_view(eqn: Eqn) -> bool:
+    return eqn.prim.name in _VIEWS
+
+
+def view_operand_index(eqn: Eqn, out: Index) -> Index:
+    return _VIEWS[eqn.prim.name](eqn, out)
+
+
+def reduced_axes(eqn: Eqn) -> tuple[int, ...]:
+    """The operand axes a reduction (or argmax / argmin) removes."""
+    if "axes" in eqn.params:
+        return tuple(eqn.params["axes"])
+    return (eqn.params["axis"],)
+
+
+def reduction_syms(extents: tuple[int, ...]) -> tuple[Sym, ...]:
+    """Loop variables of a reduction over ``extents``: reductions over equal extents
+    share them, so they can share one loop."""
+    return tuple(Sym(f"r{k}", n) for k, n in enumerate(extents))
+
+
+def is_reduction_sym(sym: Sym) -> bool:
+    return sym.name.startswith("r")
+
+
+def reduction_operand_index(eqn: Eqn, out: Index) -> tuple[Index, tuple[Sym, ...]]:
+    """The operand index of a reduction at output position ``out``, and its loop variables."""
+    axes = reduced_axes(eqn)
+    shape = _in_shape(eqn)
+    syms = reduction_syms(tuple(shape[a] for a in axes))
+    by_axis = dict(zip(axes, syms))
+    rest = iter(out)
+    index = tuple(ix.var(by_axis[d]) if d in by_axis else next(rest) for d in range(len(shape)))
+    return index, syms
+
+
+def dot_free_dims(ndim: int, contracting, batch) -> list[int]:
+    return [d for d in range(ndim) if d not in contracting and d not in batch]
+
+
+def dot_operand_indices(eqn: Eqn, out: Index) -> tuple[Index, Index, tuple[Sym, ...]]:
+    """lhs and rhs indices of ``dot_general`` at output ``out`` (batch, lhs free, rhs free),
+    and the loop variables of the contraction."""
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    lhs_shape, rhs_shape = eqn.inputs[0].aval.shape, eqn.inputs[1].aval.shape
+    syms = reduction_syms(tuple(lhs_shape[d] for d in lc))
+    lfree = dot_free_dims(len(lhs_shape), lc, lb)
+    rfree = dot_free_dims(len(rhs_shape), rc, rb)
+    nb = len(lb)
+
+    def build(ndim, contracting, batch, free, free_offset):
+        index = [ZERO] * ndim
+        for k, d in enumerate(batch):
+            index[d] = out[k]
+        for k, d in enumerate(free):
+            index[d] = out[free_offset + k]
+        for sym, d in zip(syms, contracting):
+            index[d] = ix.var(sym)
+        return tuple(index)
+
+    lhs = build(len(lhs_shape), lc, lb, lfree, nb)
+    rhs = build(len(rhs_shape), rc, rb, rfree, nb + len(lfree))
+    return lhs, rhs, syms
+
+
+def elementwise_operand_index(atom, out: Index) -> Index | None:
+    """Elementwise operands share the output index; scalar operands use ``()``."""
+    if isinstance(atom, Literal):
+        return None
+    return () if atom.aval.shape == () else out
+
+
+def _reduction_names() -> frozenset[str]:
+    from ember.ops.reductions import REDUCTIONS
+
+    return frozenset(REDUCTIONS) | {"argmax", "argmin"}
+
+
+REDUCTION_PRIMITIVES = _reduction_names()
+
+
+def is_reduction(eqn: Eqn) -> bool:
+    """Reductions and contractions: their loop runs over axes their output lacks."""
+    return eqn.prim.name in REDUCTION_PRIMITIVES or eqn.prim.name == "dot_general"
+
+
+def operand_demands(eqn: Eqn, out: Index) -> list[tuple[object, Index]]:
+    """(operand atom, index it is read at) for every array operand, at output ``out``."""
+    if is_view(eqn):
+        return [(eqn.inputs[0], view_operand_index(eqn, out))]
+    if eqn.prim.name == "dot_general":
+        lhs, rhs, _ = dot_operand_indices(eqn, out)
+        return [(eqn.inputs[0], lhs), (eqn.inputs[1], rhs)]
+    if eqn.prim.name in REDUCTION_PRIMITIVES:
+        return [(eqn.inputs[0], reduction_operand_index(eqn, out)[0])]
+    found = []
+    for atom in eqn.inputs:
+        index = elementwise_operand_index(atom, out)
+        if index is not None:
+            found.append((atom, index))
+    return found

@@ -1,0 +1,197 @@
+"""The kernel IR: loops, loads with index expressions, stores and accumulators.
+
+A kernel is straight-line scalar code inside loop nests, written as statements:
+
+- ``Loop(sym, body, parallel, vector, accumulators)``: ``for sym in range(sym.extent)``;
+  ``parallel`` marks iterations that may run on different threads, ``vector`` a loop
+  whose iterations may run in SIMD lanes; ``accumulators`` are reduced across iterations.
+- ``Let(node)``: compute a value node into a scalar temporary. Nodes (``Load``, ``Op``,
+  ``IndexValue``, ``AccValue``) are hash-consed by the builder, so one node is one value;
+  a node's operands are bound by earlier ``Let`` statements in an enclosing block, or are
+  ``Const``.
+- ``Store(buffer, index, node)``, ``AccInit(acc)``, ``AccUpdate(acc, node, position)``
+  (``position`` is the flat reduction index, for argmax / argmin), ``AccFinish(acc)``.
+
+Node dtypes are the *logical* dtypes of the values (float16 stays float16); a renderer
+decides how to hold them (C computes half precision in float). Every renderer consumes
+this IR; none of them re-derives fusion or indexing.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+import numpy as np
+
+from ember.codegen.indexing import Affine, Sym
+
+
+class Buffer:
+    """A kernel parameter: one array in memory, read and/or written by the kernel."""
+
+    __slots__ = ("name", "dtype", "size", "written", "label")
+
+    def __init__(self, name: str, dtype: np.dtype, size: int, label: str = "") -> None:
+        self.name = name
+        self.dtype = np.dtype(dtype)
+        self.size = size
+        self.written = False
+        self.label = label  # what it holds, for comments: "x:f32[8,16]"
+
+    def __repr__(self) -> str:
+        return f"Buffer({self.name})"
+
+
+class Node:
+    """A scalar value in a kernel. Nodes are unique per content (hash-consed)."""
+
+    __slots__ = ("dtype", "id", "source")
+    dtype: np.dtype
+    id: int
+    source: str
+
+    def operands(self) -> tuple["Node", ...]:
+        return ()
+
+
+class Const(Node):
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any, dtype: np.dtype) -> None:
+        self.value = value
+        self.dtype = dtype
+
+
+class Load(Node):
+    __slots__ = ("buffer", "index")
+
+    def __init__(self, buffer: Buffer, index: Affine, dtype: np.dtype) -> None:
+        self.buffer = buffer
+        self.index = index
+        self.dtype = dtype
+
+
+class IndexValue(Node):
+    """The value of an index expression, as a number of ``dtype`` (iota)."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: Affine, dtype: np.dtype) -> None:
+        self.index = index
+        self.dtype = dtype
+
+
+class Op(Node):
+    """An operation on operands; ``op`` names a row of the renderer's op table.
+
+    ``param`` carries what the table needs besides the operands (the target dtype of a
+    conversion, the exponent of integer_pow, the rounding method).
+    """
+
+    __slots__ = ("op", "args", "param")
+
+    def __init__(self, op: str, args: tuple[Node, ...], dtype: np.dtype, param: Any = None):
+        self.op = op
+        self.args = args
+        self.dtype = dtype
+        self.param = param
+
+    def operands(self) -> tuple[Node, ...]:
+        return self.args
+
+
+@dataclass(eq=False)
+class Accumulator:
+    """A reduction in progress: ``kind`` is sum, prod, max, min, and, or, xor, argmax or
+    argmin. ``dtype`` is the accumulation dtype; ``value_dtype`` the reduced operand's."""
+
+    name: str
+    kind: str
+    dtype: np.dtype
+    value_dtype: np.dtype
+    index_dtype: np.dtype | None = None  # argmax / argmin result
+
+
+class AccValue(Node):
+    """The result of an accumulator after its loop (the index for argmax / argmin)."""
+
+    __slots__ = ("acc",)
+
+    def __init__(self, acc: Accumulator) -> None:
+        self.acc = acc
+        self.dtype = acc.index_dtype if acc.index_dtype is not None else acc.dtype
+
+
+class Stmt:
+    __slots__ = ()
+
+
+@dataclass(eq=False)
+class Let(Stmt):
+    node: Node
+
+
+@dataclass(eq=False)
+class Store(Stmt):
+    buffer: Buffer
+    index: Affine
+    value: Node
+
+
+@dataclass(eq=False)
+class AccInit(Stmt):
+    acc: Accumulator
+
+
+@dataclass(eq=False)
+class AccUpdate(Stmt):
+    acc: Accumulator
+    value: Node
+    position: Affine | None = None
+
+
+@dataclass(eq=False)
+class AccFinish(Stmt):
+    acc: Accumulator
+
+
+@dataclass(eq=False)
+class Loop(Stmt):
+    sym: Sym
+    body: list[Stmt]
+    parallel: bool = False
+    vector: bool = False
+    accumulators: list[Accumulator] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class Kernel:
+    """One kernel: parameters in call order and a body."""
+
+    name: str
+    params: list[Buffer]
+    body: list[Stmt]
+    ops: list[str] = field(default_factory=list)  # primitives computed, in order
+    source_lines: list[str] = field(default_factory=list)
+
+    def walk(self) -> Iterator[Stmt]:
+        yield from walk(self.body)
+
+    def loads(self) -> Iterator[Load]:
+        seen: set[int] = set()
+        for stmt in self.walk():
+            if isinstance(stmt, Let) and isinstance(stmt.node, Load) and stmt.node.id not in seen:
+                seen.add(stmt.node.id)
+                yield stmt.node
+
+    def stores(self) -> Iterator[Store]:
+        for stmt in self.walk():
+            if isinstance(stmt, Store):
+                yield stmt
+
+
+def walk(body: list[Stmt]) -> Iterator[Stmt]:
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, Loop):
+            yield from walk(stmt.body)

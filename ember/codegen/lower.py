@@ -1,0 +1,474 @@
+"""Lowering a fused loop group to the kernel IR.
+
+The group's roots are evaluated at their store indices; every member equation becomes
+scalar nodes at the index its consumers read it (``ember.codegen.access``), hash-consed
+so that a value needed twice at one position is computed once. Reductions become
+accumulators filled by their own loops, in phases: a reduction whose operand needs an
+earlier reduction's result runs in a later phase (softmax: max, then sum, then the
+output loop), all inside one loop over the group's outer (row) axes.
+
+Loop structure is chosen from the index expressions: adjacent axes that every access
+walks contiguously are merged into one loop (so an elementwise kernel over a contiguous
+array is a single flat loop), the outermost loop runs in parallel when there is enough
+work, an innermost loop is marked for SIMD when all its accesses are unit-stride, and
+values that do not depend on a loop are hoisted out of it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import numpy as np
+
+from ember.codegen import access
+from ember.codegen import indexing as ix
+from ember.codegen.indexing import Affine, Index, Sym
+from ember.codegen.kernel_ir import (AccFinish, AccInit, Accumulator, AccUpdate, AccValue,
+                                     Buffer, Const, IndexValue, Kernel, Let, Load, Loop, Node,
+                                     Op, Stmt, Store)
+from ember.ir.graph import Eqn, Literal, Var
+
+MIN_PARALLEL_WORK = 1 << 15  # elements (times phases) below which a kernel runs on one thread
+
+# reduction primitive -> accumulator kind
+_ACC_KIND = {
+    "reduce_sum": "sum", "reduce_prod": "prod", "reduce_max": "max", "reduce_min": "min",
+    "reduce_and": "and", "reduce_or": "or", "reduce_xor": "xor", "argmax": "argmax",
+    "argmin": "argmin", "dot_general": "sum",
+}
+
+
+@dataclass
+class LoopGroup:
+    """What a loop kernel computes: member equations, roots with their store indices."""
+
+    members: set[int]  # id() of the member equations
+    roots: list[tuple[Var, Index]]
+    syms: tuple[Sym, ...]
+    outer_rank: int | None
+    producer: dict[Var, Eqn]
+
+
+@dataclass(eq=False)
+class _Reduction:
+    acc: Accumulator
+    body: Node
+    syms: tuple[Sym, ...]  # its loop variables (after merging)
+    position: Affine | None
+    phase: int
+    prim: str
+    result: Node  # the AccValue node
+
+
+@dataclass
+class _NodeInfo:
+    free: frozenset[Sym]
+    phase: int  # number of reduction phases that must finish before it can be computed
+
+
+@dataclass
+class _Scope:
+    syms: frozenset[Sym]
+    stmts: list[Stmt]
+    bound: set[int] = field(default_factory=set)
+
+
+def lower_loop_group(group: LoopGroup, name: str, threads: int) -> tuple[Kernel, dict[Var, Buffer]]:
+    """The kernel IR of one loop group, and the value each kernel parameter holds."""
+    first = _Builder(group, {})
+    first.build()
+    subst, loops = _plan_loops(group, first)
+    second = _Builder(group, subst)
+    second.build()
+    return _Emitter(second, loops, threads).kernel(name), dict(second.params)
+
+
+# --- building nodes -------------------------------------------------------------------
+
+class _Builder:
+    def __init__(self, group: LoopGroup, subst: dict[Sym, Affine]) -> None:
+        self.group = group
+        self.subst = subst
+        self.params: dict[Var, Buffer] = {}
+        self.nodes: dict[tuple, Node] = {}
+        self.info: dict[int, _NodeInfo] = {}
+        self.memo: dict[tuple[Var, Index], Node] = {}
+        self.reductions: dict[tuple, _Reduction] = {}
+        self.stores: list[tuple[Buffer, Affine, Node]] = []
+
+    def build(self) -> None:
+        for var, index in self.group.roots:
+            index = tuple(ix.substitute(i, self.subst) for i in index)
+            node = self.value(var, index)
+            self.stores.append((self.buffer(var), ix.linearize(index, var.aval.shape), node))
+            self.buffer(var).written = True
+
+    def buffer(self, var: Var) -> Buffer:
+        buf = self.params.get(var)
+        if buf is None:
+            buf = Buffer(f"b{len(self.params)}", var.aval.dtype, var.aval.size,
+                         var.aval.str_short())
+            self.params[var] = buf
+        return buf
+
+    # hash-consing
+    def make(self, key: tuple, factory, free: Iterable[Sym] = (), children=(),
+             phase: int | None = None, source: str = "") -> Node:
+        node = self.nodes.get(key)
+        if node is not None:
+            return node
+        node = factory()
+        node.id = len(self.nodes)
+        node.source = source
+        self.nodes[key] = node
+        free_set = frozenset(free)
+        child_phase = 0
+        for child in children:
+            child_info = self.info[child.id]
+            free_set |= child_info.free
+            child_phase = max(child_phase, child_info.phase)
+        self.info[node.id] = _NodeInfo(free_set, child_phase if phase is None else phase)
+        return node
+
+    def const(self, value: Any, dtype: np.dtype) -> Node:
+        value = np.asarray(value, dtype).item()
+        return self.make(("const", repr(value), dtype.str), lambda: Const(value, dtype))
+
+    def load(self, var: Var, index: Index) -> Node:
+        buf = self.buffer(var)
+        flat = ix.linearize(index, var.aval.shape)
+        return self.make(("load", buf.name, flat), lambda: Load(buf, flat, var.aval.dtype),
+                         free=ix.free_syms(flat))
+
+    def op(self, name: str, args: tuple[Node, ...], dtype: np.dtype, param: Any = None,
+           source: str = "") -> Node:
+        key = ("op", name, tuple(a.id for a in args), dtype.str, _hashable(param))
+        return self.make(key, lambda: Op(name, args, dtype, param), children=args,
+                         source=source)
+
+    def value(self, atom, index: Index) -> Node:
+        if isinstance(atom, Literal):
+            return self.const(atom.value, atom.aval.dtype)
+        key = (atom, index)
+        node = self.memo.get(key)
+        if node is None:
+            node = self._compute(atom, index)
+            self.memo[key] = node
+        return node
+
+    def _compute(self, var: Var, index: Index) -> Node:
+        eqn = self.group.producer.get(var)
+        if eqn is None or id(eqn) not in self.group.members:
+            return self.load(var, index)
+        if access.is_view(eqn):
+            return self.value(eqn.inputs[0], access.view_operand_index(eqn, index))
+        if access.is_reduction(eqn):
+            return self.reduction(eqn, index)
+        source = eqn.source.short() if eqn.source is not None else ""
+        dtype = var.aval.dtype
+        if eqn.prim.name == "iota":
+            position = index[eqn.params["dimension"]]
+            return self.make(("iota", position, dtype.str), lambda: IndexValue(position, dtype),
+                             free=ix.free_syms(position), source=source)
+        args = tuple(self.value(atom, operand) if operand is not None
+                     else self.const(atom.value, atom.aval.dtype)
+                     for atom, operand in _elementwise_operands(eqn, index))
+        return self.op(eqn.prim.name, args, dtype, _op_param(eqn), source)
+
+    def _rsyms(self, syms: tuple[Sym, ...]) -> tuple[Index, tuple[Sym, ...]]:
+        """Reduction variables after loop merging, and the index forms replacing them."""
+        forms = tuple(ix.substitute(ix.var(s), self.subst) for s in syms)
+        loop_syms: dict[Sym, None] = {}
+        for form in forms:  # each form uses one loop; runs keep the axes' order
+            for sym in ix.free_syms(form):
+                loop_syms.setdefault(sym)
+        return forms, tuple(loop_syms)
+
+    def reduction(self, eqn: Eqn, index: Index) -> Node:
+        out = eqn.outputs[0]
+        kind = _ACC_KIND[eqn.prim.name]
+        source = eqn.source.short() if eqn.source is not None else ""
+        if eqn.prim.name == "dot_general":
+            body, syms, acc_dtype = self._dot_body(eqn, index, source)
+            position = None
+        else:
+            operand_index, raw_syms = access.reduction_operand_index(eqn, index)
+            forms, syms = self._rsyms(raw_syms)
+            mapping = dict(zip(raw_syms, forms))
+            operand_index = tuple(ix.substitute(i, mapping) for i in operand_index)
+            body = self.value(eqn.inputs[0], operand_index)
+            acc_dtype = _accumulator_dtype(kind, eqn.inputs[0].aval.dtype)
+            position = forms[0] if kind in ("argmax", "argmin") else None
+            if kind in ("sum", "prod") and body.dtype != acc_dtype:
+                body = self.op("convert_element_type", (body,), acc_dtype, acc_dtype, source)
+        key = (kind, body.id, syms, acc_dtype.str)
+        found = self.reductions.get(key)
+        if found is None:
+            index_dtype = out.aval.dtype if kind in ("argmax", "argmin") else None
+            acc = Accumulator(f"acc{len(self.reductions)}", kind, acc_dtype,
+                              eqn.inputs[0].aval.dtype, index_dtype)
+            phase = self.info[body.id].phase
+            result = self.make(("acc", acc.name), lambda: AccValue(acc),
+                               free=self.info[body.id].free - set(syms), phase=phase + 1,
+                               source=source)
+            found = _Reduction(acc, body, syms, position, phase, eqn.prim.name, result)
+            self.reductions[key] = found
+        result = found.result
+        if result.dtype != out.aval.dtype:
+            result = self.op("convert_element_type", (result,), out.aval.dtype,
+                             out.aval.dtype, source)
+        return result
+
+    def _dot_body(self, eqn: Eqn, index: Index, source: str):
+        lhs_index, rhs_index, raw_syms = access.dot_operand_indices(eqn, index)
+        forms, syms = self._rsyms(raw_syms)
+        mapping = dict(zip(raw_syms, forms))
+        lhs_index = tuple(ix.substitute(i, mapping) for i in lhs_index)
+        rhs_index = tuple(ix.substitute(i, mapping) for i in rhs_index)
+        acc_dtype = _accumulator_dtype("sum", eqn.outputs[0].aval.dtype)
+        lhs = self._as(self.value(eqn.inputs[0], lhs_index), acc_dtype, source)
+        rhs = self._as(self.value(eqn.inputs[1], rhs_index), acc_dtype, source)
+        return self.op("mul", (lhs, rhs), acc_dtype, None, source), syms, acc_dtype
+
+    def _as(self, node: Node, dtype: np.dtype, source: str) -> Node:
+        if node.dtype == dtype:
+            return node
+        return self.op("convert_element_type", (node,), dtype, dtype, source)
+
+
+def _elementwise_operands(eqn: Eqn, index: Index):
+    for atom in eqn.inputs:
+        yield atom, access.elementwise_operand_index(atom, index)
+
+
+def _op_param(eqn: Eqn) -> Any:
+    params = eqn.params
+    if "new_dtype" in params:
+        return np.dtype(params["new_dtype"])
+    if "y" in params:
+        return int(params["y"])
+    if "rounding_method" in params:
+        return int(params["rounding_method"])
+    return None
+
+
+def _hashable(param: Any) -> Any:
+    return param.str if isinstance(param, np.dtype) else param
+
+
+def _accumulator_dtype(kind: str, dtype: np.dtype) -> np.dtype:
+    from ember.ops.reductions import accumulator_dtype
+
+    if kind in ("sum", "prod"):
+        return accumulator_dtype(dtype)
+    return dtype
+
+
+# --- choosing loops -------------------------------------------------------------------
+
+@dataclass
+class _LoopPlan:
+    outer: list[Sym]  # outer (row) loops, outermost first
+    inner: list[Sym]  # loops of the final (output) phase
+
+
+def _accesses(builder: _Builder) -> list[Affine]:
+    found = [flat for _, flat, _ in builder.stores]
+    found += [node.index for node in builder.nodes.values() if isinstance(node, Load)]
+    return found
+
+
+def _merge_runs(syms: list[Sym], forms: list[Affine]) -> list[list[Sym]]:
+    """Split ``syms`` (outermost first) into runs that can each be one loop."""
+    runs: list[list[Sym]] = []
+    for sym in syms:
+        if runs and _extends(runs[-1], sym, forms):
+            runs[-1].append(sym)
+        else:
+            runs.append([sym])
+    return runs
+
+
+def _extends(run: list[Sym], sym: Sym, forms: list[Affine]) -> bool:
+    """Whether every access walks ``run + [sym]`` as one contiguous row-major axis."""
+    if sym.extent == 1 or all(member.extent == 1 for member in run):
+        return all(_direct_only(f, s) for f in forms for s in (*run, sym))
+    for form in forms:
+        if not _direct_only(form, sym):
+            return False
+        direct = dict(form.terms)
+        stride = direct.get(sym, 0) * sym.extent
+        for member in reversed(run):
+            if member.extent != 1 and (direct.get(member, 0) != stride
+                                       or not _direct_only(form, member)):
+                return False
+            stride *= member.extent
+    return True
+
+
+def _substitution(runs: list[list[Sym]], prefix: str, subst: dict[Sym, Affine]) -> list[Sym]:
+    """One loop per run; each original variable becomes a form of its run's loop."""
+    loops = []
+    for run in runs:
+        total = int(np.prod([s.extent for s in run], dtype=np.int64))
+        loop = Sym(f"{prefix}{len(loops)}", total)
+        loops.append(loop)
+        stride = total
+        for position, sym in enumerate(run):
+            stride //= max(sym.extent, 1)
+            form = ix.floordiv(ix.var(loop), stride) if stride > 1 else ix.var(loop)
+            subst[sym] = form if position == 0 else ix.mod(form, sym.extent)
+    return loops
+
+
+def _plan_loops(group: LoopGroup, first: _Builder) -> tuple[dict[Sym, Affine], _LoopPlan]:
+    forms = _accesses(first)
+    rank = group.outer_rank if group.outer_rank is not None else 0
+    subst: dict[Sym, Affine] = {}
+    outer = _substitution(_merge_runs(list(group.syms[:rank]), forms), "o", subst)
+    inner = _substitution(_merge_runs(list(group.syms[rank:]), forms), "i", subst)
+    for syms in dict.fromkeys(red.syms for red in first.reductions.values()):
+        _substitution(_merge_runs(list(syms), forms), "k", subst)
+    return subst, _LoopPlan(outer, inner)
+
+
+# --- emitting statements --------------------------------------------------------------
+
+class _Emitter:
+    def __init__(self, builder: _Builder, plan: _LoopPlan, threads: int) -> None:
+        self.b = builder
+        self.plan = plan
+        self.threads = threads
+        self.scopes: list[_Scope] = []
+        self.ops: list[str] = []
+        self.lines: dict[str, None] = {}
+
+    def kernel(self, name: str) -> Kernel:
+        top = _Scope(frozenset(), [])
+        self.scopes = [top]
+        top.stmts.extend(self._nest(self.plan.outer, self._phases, self._parallel_outer()))
+        params = list(self.b.params.values())
+        return Kernel(name, params, top.stmts, self.ops, list(self.lines))
+
+    def _work(self) -> int:
+        total = int(np.prod([s.extent for s in self.plan.outer + self.plan.inner], dtype=np.int64))
+        for syms in {r.syms for r in self.b.reductions.values()}:
+            total += int(np.prod([s.extent for s in self.plan.outer + list(syms)], dtype=np.int64))
+        return total
+
+    def _parallel_outer(self) -> bool:
+        outer = int(np.prod([s.extent for s in self.plan.outer], dtype=np.int64))
+        return (self.threads > 1 and bool(self.plan.outer) and outer >= 4 * self.threads
+                and self._work() >= MIN_PARALLEL_WORK)
+
+    def _parallel_inner(self) -> bool:
+        return (self.threads > 1 and not self._parallel_outer()
+                and self._work() >= MIN_PARALLEL_WORK)
+
+    # loops
+    def _nest(self, syms: list[Sym], fill, parallel: bool, accs: list[Accumulator] = ()):
+        """Statements of a loop nest over ``syms`` whose innermost body ``fill`` emits."""
+        if not syms:
+            fill()
+            return []
+        scope = _Scope(self.scopes[-1].syms | {syms[0]}, [])
+        self.scopes.append(scope)
+        inner = self._nest(syms[1:], fill, False, accs)
+        scope.stmts.extend(inner)
+        self.scopes.pop()
+        loop = Loop(syms[0], scope.stmts, parallel=parallel, accumulators=list(accs))
+        if len(syms) == 1:
+            loop.vector = self._vectorizable(loop)
+        return [loop]
+
+    def _vectorizable(self, loop: Loop) -> bool:
+        from ember.codegen.kernel_ir import walk
+
+        for stmt in walk(loop.body):
+            index = None
+            if isinstance(stmt, Let) and isinstance(stmt.node, (Load, IndexValue)):
+                index = stmt.node.index
+            elif isinstance(stmt, Store):
+                index = stmt.index
+            elif isinstance(stmt, AccUpdate) and stmt.acc.kind in ("argmax", "argmin"):
+                return False
+            if index is not None and (ix.coefficient(index, loop.sym) not in (0, 1)
+                                      or not _direct_only(index, loop.sym)):
+                return False
+        return True
+
+    # phases
+    def _phases(self) -> None:
+        scope = self.scopes[-1]
+        reductions = sorted(self.b.reductions.values(), key=lambda r: r.phase)
+        phases = sorted({r.phase for r in reductions})
+        for phase in phases:
+            batch = [r for r in reductions if r.phase == phase]
+            for syms in dict.fromkeys(r.syms for r in batch):
+                self._reduction_loop([r for r in batch if r.syms == syms])
+        outer_syms = scope.syms
+        final = [(buf, flat, node) for buf, flat, node in self.b.stores]
+        for buf, flat, node in final:
+            if self._free(node) | ix.free_syms(flat) <= outer_syms:
+                self._bind(node)
+                scope.stmts.append(Store(buf, flat, node))
+        inner = [(buf, flat, node) for buf, flat, node in final
+                 if not self._free(node) | ix.free_syms(flat) <= outer_syms]
+        if inner:
+            def fill() -> None:
+                for buf, flat, node in inner:
+                    self._bind(node)
+                    self.scopes[-1].stmts.append(Store(buf, flat, node))
+
+            scope.stmts.extend(self._nest(self.plan.inner, fill, self._parallel_inner()))
+
+    def _reduction_loop(self, batch: list[_Reduction]) -> None:
+        scope = self.scopes[-1]
+        loops = list(batch[0].syms)
+        for red in batch:
+            scope.stmts.append(AccInit(red.acc))
+
+        def fill() -> None:
+            for red in batch:
+                self._bind(red.body)
+                self.scopes[-1].stmts.append(AccUpdate(red.acc, red.body, red.position))
+
+        accs = [r.acc for r in batch]
+        parallel = self._parallel_inner() and not any(
+            a.kind in ("argmax", "argmin") for a in accs)
+        scope.stmts.extend(self._nest(loops, fill, parallel, accs))
+        for red in batch:
+            scope.stmts.append(AccFinish(red.acc))
+            scope.stmts.append(Let(red.result))
+            scope.bound.add(red.result.id)
+            self.ops.append(red.prim)
+            if red.result.source:
+                self.lines.setdefault(red.result.source)
+
+    # values
+    def _free(self, node: Node) -> frozenset[Sym]:
+        return self.b.info[node.id].free
+
+    def _bind(self, node: Node) -> None:
+        """Make ``node`` available in the current scope, computing it in the outermost
+        open scope that has its loop variables."""
+        if isinstance(node, Const) or any(node.id in s.bound for s in self.scopes):
+            return
+        for child in node.operands():
+            self._bind(child)
+        free = self._free(node)
+        target = next(s for s in self.scopes if free <= s.syms)
+        target.stmts.append(Let(node))
+        target.bound.add(node.id)
+        if isinstance(node, Op):
+            self.ops.append(node.op)
+            if node.source:
+                self.lines.setdefault(node.source)
+
+
+def _direct_only(form: Affine, sym: Sym) -> bool:
+    """True when ``sym`` appears only as a plain term, not inside a division or modulo."""
+    for atom, _ in form.terms:
+        if not isinstance(atom, Sym) and sym in ix.free_syms(atom.arg):
+            return False
+    return True

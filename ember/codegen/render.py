@@ -1,0 +1,319 @@
+"""The renderer: kernel IR → source text of a C-family language, driven by tables.
+
+``Renderer`` holds all the logic (walking statements, naming temporaries, composing
+expressions, accumulators); a target is a subclass that fills in tables and a few
+one-line hooks. See ``ember/codegen/__init__.py`` for the contract.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+import numpy as np
+
+from ember.codegen import indexing as ix
+from ember.codegen.indexing import Affine
+from ember.codegen.kernel_ir import (AccFinish, AccInit, Accumulator, AccUpdate, AccValue,
+                                     Buffer, Const, IndexValue, Kernel, Let, Load, Loop, Node,
+                                     Op, Stmt, Store)
+
+# Math functions by generic name: the C name for double; float32 appends 'f'.
+MATH_FUNCTIONS = (
+    "exp", "exp2", "log", "log1p", "expm1", "tanh", "sin", "cos", "tan", "asin", "acos",
+    "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "sqrt", "cbrt", "erf", "erfc",
+    "lgamma", "floor", "ceil", "round", "rint", "fabs", "fmod", "pow", "atan2", "nextafter",
+)
+
+
+def dtype_class(dtype: np.dtype) -> str:
+    """'float', 'int' (signed), 'uint' or 'bool': which template row applies."""
+    if dtype == np.bool_:
+        return "bool"
+    if dtype.kind == "i":
+        return "int"
+    if dtype.kind == "u":
+        return "uint"
+    return "float"
+
+
+class Renderer:
+    """Table-driven kernel renderer (subclasses: C, and later CUDA C and OpenCL C)."""
+
+    # --- tables a target fills in -------------------------------------------------------
+    storage_types: Mapping[str, str] = {}  # dtype name -> type of buffer elements
+    compute_types: Mapping[str, str] = {}  # dtype name -> type of temporaries
+    # op -> template, or {dtype class: template}; {0}, {1} are operands, {T} the compute
+    # type, {U} the unsigned type of the same width, {BITS} the width, {f_<name>} a
+    # math function for the dtype, {MIN} / {MAX} the dtype's limits.
+    op_templates: Mapping[str, Any] = {}
+    conversions: Mapping[tuple[str, str], str] = {}  # (from class, to class) -> template
+    load_templates: Mapping[str, str] = {}  # dtype name -> template of a load ({0}: ref)
+    store_templates: Mapping[str, str] = {}  # dtype name -> template of a stored value
+    index_type = "int64_t"
+    indent_unit = "  "
+
+    # --- hooks a target implements ----------------------------------------------------
+    def kernel_header(self, kernel: Kernel, params: list[tuple[Buffer, bool]]) -> str:
+        raise NotImplementedError
+
+    def loop_header(self, loop: Loop) -> list[str]:
+        raise NotImplementedError
+
+    def math_function(self, name: str, dtype: np.dtype) -> str:
+        raise NotImplementedError
+
+    def float_literal(self, value: float, dtype: np.dtype) -> str:
+        raise NotImplementedError
+
+    def reduction_identity(self, acc: Accumulator) -> str:
+        raise NotImplementedError
+
+    # --- rendering ----------------------------------------------------------------------
+    def render_kernel(self, kernel: Kernel, aliases: Mapping[Buffer, Buffer] = {}) -> str:
+        """Source of ``kernel``. ``aliases`` maps a parameter to another one that holds
+        the same memory (an in-place update): only the target becomes a parameter."""
+        self.names: dict[int, str] = {}
+        written = {b for b in kernel.params if b.written}
+        written |= {aliases[b] for b in written if b in aliases}
+        params = [(b, b in written) for b in kernel.params if b not in aliases]
+        lines = [self.kernel_header(kernel, params) + " {"]
+        for buffer, target in aliases.items():
+            lines.append(self.indent_unit + self.alias_line(buffer, target))
+        lines += self.block(kernel.body, 1)
+        lines.append("}")
+        return "\n".join(lines)
+
+    def alias_line(self, buffer: Buffer, target: Buffer) -> str:
+        ctype = self.storage_types[buffer.dtype.name]
+        return f"{ctype} *{buffer.name} = ({ctype} *){target.name};"
+
+    def block(self, stmts: list[Stmt], depth: int) -> list[str]:
+        pad = self.indent_unit * depth
+        lines: list[str] = []
+        for stmt in stmts:
+            if isinstance(stmt, Loop):
+                lines += [pad + text for text in self.loop_header(stmt)]
+                lines += self.block(stmt.body, depth + 1)
+                lines.append(pad + "}")
+            else:
+                lines += [pad + text for text in self.statement(stmt)]
+        return lines
+
+    def statement(self, stmt: Stmt) -> list[str]:
+        if isinstance(stmt, Let):
+            return [self.let(stmt.node)]
+        if isinstance(stmt, Store):
+            value = self.stored(stmt.value, stmt.buffer.dtype)
+            return [f"{stmt.buffer.name}[{self.index(stmt.index)}] = {value};"]
+        if isinstance(stmt, AccInit):
+            return self.acc_init(stmt.acc)
+        if isinstance(stmt, AccUpdate):
+            return self.acc_update(stmt.acc, self.ref(stmt.value), stmt.position)
+        if isinstance(stmt, AccFinish):
+            return self.acc_finish(stmt.acc)
+        raise TypeError(f"unknown statement {stmt!r}")
+
+    # values
+    def let(self, node: Node) -> str:
+        name = f"t{node.id}"
+        text = f"{self.ctype(node.dtype)} {name} = {self.expression(node)};"
+        self.names[node.id] = name
+        if isinstance(node, Op) and node.source:
+            text += f"  // {node.op} at {_clean(node.source)}"
+        return text
+
+    def ref(self, node: Node) -> str:
+        if isinstance(node, Const):
+            return self.constant(node.value, node.dtype)
+        return self.names[node.id]
+
+    def ctype(self, dtype: np.dtype) -> str:
+        return self.compute_types[dtype.name]
+
+    def expression(self, node: Node) -> str:
+        if isinstance(node, Load):
+            ref = f"{node.buffer.name}[{self.index(node.index)}]"
+            return self.load_templates.get(node.dtype.name, "{0}").format(ref)
+        if isinstance(node, IndexValue):
+            return f"({self.ctype(node.dtype)})({self.index(node.index)})"
+        if isinstance(node, AccValue):
+            return node.acc.name
+        if isinstance(node, Op):
+            return self.operation(node)
+        raise TypeError(f"cannot render {node!r}")
+
+    def stored(self, node: Node, dtype: np.dtype) -> str:
+        return self.store_templates.get(dtype.name, "{0}").format(self.ref(node))
+
+    def index(self, form: Affine) -> str:
+        return render_index(form)
+
+    def constant(self, value: Any, dtype: np.dtype) -> str:
+        cls = dtype_class(dtype)
+        if cls == "bool":
+            return "1" if value else "0"
+        if cls == "float":
+            return self.float_literal(float(value), dtype)
+        suffix = "ULL" if cls == "uint" else "LL"
+        if cls == "int" and value == np.iinfo(dtype).min:
+            return f"(({self.ctype(dtype)})({value + 1}{suffix} - 1))"
+        return f"(({self.ctype(dtype)}){value}{suffix})"
+
+    # operations
+    def template_fields(self, dtype: np.dtype) -> dict[str, Any]:
+        fields: dict[str, Any] = {"T": self.ctype(dtype), "BITS": dtype.itemsize * 8}
+        cls = dtype_class(dtype)
+        if cls in ("int", "uint"):
+            fields["U"] = self.compute_types[f"uint{dtype.itemsize * 8}"]
+            info = np.iinfo(dtype)
+            fields["MIN"] = self.constant(info.min, dtype)
+            fields["MAX"] = self.constant(info.max, dtype)
+        if cls == "float":
+            for name in MATH_FUNCTIONS:
+                fields[f"f_{name}"] = self.math_function(name, dtype)
+        return fields
+
+    def lookup(self, table: Mapping[str, Any], key: str, dtype: np.dtype) -> str:
+        entry = table[key]
+        if isinstance(entry, str):
+            return entry
+        return entry.get(dtype_class(dtype)) or entry["any"]
+
+    def operation(self, node: Op) -> str:
+        args = [self.ref(a) for a in node.args]
+        operand_dtype = node.args[0].dtype if node.args else node.dtype
+        if node.op == "convert_element_type":
+            return self.conversion(args[0], node.args[0].dtype, node.dtype)
+        if node.op == "select_n":
+            return self.select(args, node.args[0].dtype == np.bool_)
+        if node.op == "clamp":
+            low = self.apply("max", [args[1], args[0]], node.dtype)
+            return self.apply("min", [low, args[2]], node.dtype)
+        if node.op == "integer_pow":
+            return self.integer_power(args[0], node.param, node.dtype)
+        if node.op == "round":
+            return self.apply("round" if node.param == 0 else "round_even", args, node.dtype)
+        return self.apply(node.op, args, operand_dtype)
+
+    def apply(self, op: str, args: list[str], dtype: np.dtype) -> str:
+        template = self.lookup(self.op_templates, op, dtype)
+        return template.format(*args, **self.template_fields(dtype))
+
+    def supports(self, op: str, dtype: np.dtype) -> bool:
+        """Whether ``op`` on operands of ``dtype`` has a row in the tables."""
+        if dtype.name not in self.compute_types:
+            return False
+        if op in ("convert_element_type", "select_n", "clamp", "integer_pow"):
+            return True
+        entry = self.op_templates.get(op)
+        if entry is None:
+            return False
+        return isinstance(entry, str) or dtype_class(dtype) in entry or "any" in entry
+
+    def conversion(self, value: str, source: np.dtype, target: np.dtype) -> str:
+        key = (dtype_class(source), dtype_class(target))
+        template = self.conversions.get(key, "(({T}){0})")
+        text = template.format(value, **self.template_fields(target),
+                               S=self.ctype(source))
+        rounding = self.store_templates.get(target.name)
+        if rounding and source.name != target.name and dtype_class(target) == "float":
+            return self.round_to_storage(text, target)
+        return text
+
+    def round_to_storage(self, value: str, dtype: np.dtype) -> str:
+        """A value held in a wider type, rounded to what ``dtype`` can hold."""
+        stored = self.store_templates[dtype.name].format(value)
+        return self.load_templates[dtype.name].format(stored)
+
+    def select(self, args: list[str], boolean: bool) -> str:
+        """``cases[which]``; an integer ``which`` is clamped into range, as the reference."""
+        which, cases = args[0], args[1:]
+        text = cases[-1]
+        for position in range(len(cases) - 2, -1, -1):
+            if boolean:
+                test = f"!({which})"
+            else:
+                test = f"{which} <= 0" if position == 0 else f"{which} == {position}"
+            text = f"({test} ? {cases[position]} : {text})"
+        return text
+
+    def integer_power(self, value: str, exponent: int, dtype: np.dtype) -> str:
+        if exponent == 0:
+            return self.constant(1, dtype)
+        product = _power_expression(value, abs(exponent))
+        if exponent < 0:
+            return f"(({self.ctype(dtype)})1 / {product})"
+        return product
+
+    # accumulators
+    def acc_init(self, acc: Accumulator) -> list[str]:
+        lines = [f"{self.ctype(acc.dtype)} {acc.name}{self.value_suffix(acc)} = "
+                 f"{self.reduction_identity(acc)};"]
+        if acc.kind in ("argmax", "argmin"):
+            lines.append(f"{self.ctype(acc.index_dtype)} {acc.name} = 0;")
+        if self.tracks_nan(acc):
+            lines.append(f"int {acc.name}_nan = 0;")
+        return lines
+
+    def value_suffix(self, acc: Accumulator) -> str:
+        return "_v" if acc.kind in ("argmax", "argmin") else ""
+
+    def tracks_nan(self, acc: Accumulator) -> bool:
+        return acc.kind in ("max", "min") and dtype_class(acc.dtype) == "float"
+
+    def acc_update(self, acc: Accumulator, value: str, position: Affine | None) -> list[str]:
+        name = acc.name
+        if acc.kind == "sum":
+            return [f"{name} += {value};"]
+        if acc.kind == "prod":
+            return [f"{name} *= {value};"]
+        if acc.kind in ("and", "or", "xor"):
+            op = {"and": "&", "or": "|", "xor": "^"}[acc.kind]
+            return [f"{name} {op}= {value};"]
+        if acc.kind in ("max", "min"):
+            better = ">" if acc.kind == "max" else "<"
+            lines = [f"{name} = {value} {better} {name} ? {value} : {name};"]
+            if self.tracks_nan(acc):
+                lines.append(f"{name}_nan |= {value} != {value};")
+            return lines
+        better = ">" if acc.kind == "argmax" else "<"
+        nan = f" || ({value} != {value} && {name}_v == {name}_v)" \
+            if dtype_class(acc.value_dtype) == "float" else ""
+        return [f"if ({value} {better} {name}_v{nan}) {{ {name}_v = {value}; "
+                f"{name} = {self.index(position)}; }}"]
+
+    def acc_finish(self, acc: Accumulator) -> list[str]:
+        if self.tracks_nan(acc):
+            return [f"if ({acc.name}_nan) {acc.name} = {self.float_literal(math.nan, acc.dtype)};"]
+        return []
+
+
+def render_index(form: Affine) -> str:
+    parts = []
+    for atom, coef in form.terms:
+        text = _atom_text(atom)
+        parts.append(text if coef == 1 else f"{coef} * {text}" if coef > 0 else
+                     f"({coef}) * {text}")
+    if form.const or not parts:
+        parts.append(str(form.const))
+    return " + ".join(parts)
+
+
+def _atom_text(atom) -> str:
+    if isinstance(atom, ix.Sym):
+        return atom.name
+    op = "/" if isinstance(atom, ix.FloorDiv) else "%"
+    return f"(({render_index(atom.arg)}) {op} {atom.divisor})"
+
+
+def _power_expression(value: str, exponent: int) -> str:
+    """``value ** exponent`` by repeated squaring, as one expression."""
+    if exponent == 1:
+        return value
+    half = _power_expression(value, exponent // 2)
+    square = f"({half} * {half})"
+    return f"({square} * {value})" if exponent % 2 else square
+
+
+def _clean(text: str) -> str:
+    return text.replace("\n", " ").replace("*/", "* /")

@@ -1,0 +1,328 @@
+"""Operator fusion: decide which values live in buffers and which kernel computes the rest.
+
+Walking the graph from its outputs back to its inputs, every value is either *inlined*
+into the kernels that consume it (computed where and when it is needed, at the index
+each consumer reads it through) or *materialized* as a root of its own kernel. Because
+consumers are placed before their producers, each decision sees every place a value is
+needed, as exact index expressions (``ember.codegen.access``):
+
+- elementwise, view and iota producers are inlined; a value needed by several kernels
+  is recomputed in each when it is cheap, stored once when it is expensive;
+- a reduction is inlined into a consumer that needs it once per iteration of the
+  consumer's leading axes (softmax, layernorm: a row-wise kernel), never recomputed;
+- a value that must be in a buffer anyway (a program output) is stored by the kernel
+  that consumes it, when that kernel visits each of its elements once (multi-output);
+- dot_general runs as a library call (BLAS); the elementwise kernel that consumes its
+  whole result becomes its epilogue; transposes of its operands become BLAS flags;
+- equations without a native lowering run on the host; their operands are stored.
+
+Kernels of the same shape that read a common input are then merged (sibling fusion),
+and unused values are never computed. Every boundary records why it exists.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from ember.codegen import access
+from ember.codegen import indexing as ix
+from ember.codegen.gemm import operand_matrix, operand_syms
+from ember.codegen.indexing import Index, Sym
+from ember.ir.graph import Eqn, Graph, Literal, Var
+from ember.passes.schedule import Group, Schedule
+
+# Elementwise primitives worth storing rather than recomputing in several kernels.
+EXPENSIVE = frozenset({
+    "exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan",
+    "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "cbrt", "erf",
+    "erfc", "erf_inv", "lgamma", "digamma", "pow", "atan2", "rem", "nextafter",
+})
+MAX_DUPLICATES = 4  # a cheap value is recomputed in at most this many kernels
+
+
+@dataclass(frozen=True)
+class FusionPolicy:
+    """What the target can do: ``native(eqn)`` is True when the eqn can be computed in a
+    generated kernel; ``library(eqn)`` when it runs as a library call (GEMM)."""
+
+    native: Callable[[Eqn], bool]
+    library: Callable[[Eqn], bool] = lambda eqn: False
+
+
+def fuse(graph: Graph, policy: FusionPolicy) -> Schedule:
+    """Group the equations of ``graph`` into kernels, library calls and host calls."""
+    return _Fuser(graph, policy).run()
+
+
+def domain_syms(shape: tuple[int, ...]) -> tuple[Sym, ...]:
+    return tuple(Sym(f"d{k}", n) for k, n in enumerate(shape))
+
+
+class _Fuser:
+    def __init__(self, graph: Graph, policy: FusionPolicy) -> None:
+        self.graph = graph
+        self.policy = policy
+        self.producer = {v: eqn for eqn in graph.eqns for v in eqn.outputs}
+        self.demands: dict[Var, dict[Group, set[Index]]] = {}
+        self.needs: dict[Var, str] = {}
+        self.groups: list[Group] = []
+        for atom in graph.outputs:
+            if isinstance(atom, Var):
+                self.needs.setdefault(atom, "program output")
+
+    def run(self) -> Schedule:
+        for eqn in reversed(self.graph.eqns):
+            if not any(v in self.needs or self.demands.get(v) for v in eqn.outputs):
+                continue  # dead: nothing reads it
+            kind = self.kind(eqn)
+            if kind == "host":
+                self.place_host(eqn)
+            elif kind == "library":
+                self.place_library(eqn)
+            else:
+                self.place_value(eqn, kind)
+        groups = _merge_siblings(list(reversed(self.groups)))
+        return Schedule(self.graph, _topological(groups))
+
+    # --- classification -------------------------------------------------------------
+    def kind(self, eqn: Eqn) -> str:
+        if self.policy.library(eqn):
+            return "library"
+        if len(eqn.outputs) != 1 or not self.policy.native(eqn):
+            return "host"
+        if access.is_view(eqn):
+            return "view"
+        if access.is_reduction(eqn):
+            return "reduction"
+        return "elementwise"
+
+    def need(self, var, reason: str) -> None:
+        if isinstance(var, Var):
+            self.needs.setdefault(var, reason)
+
+    def new_group(self, kind: str, shape: tuple[int, ...] = ()) -> Group:
+        group = Group(id=len(self.groups), kind=kind, domain=shape, syms=domain_syms(shape))
+        self.groups.append(group)
+        return group
+
+    # --- host and library calls -----------------------------------------------------
+    def place_host(self, eqn: Eqn) -> None:
+        group = self.new_group("host")
+        group.host = eqn
+        group.reasons.append(f"{eqn.prim.name} runs on the host (no native lowering yet)")
+        for atom in eqn.inputs:
+            self.need(atom, f"input of {eqn.prim.name}, which runs on the host")
+
+    def place_library(self, eqn: Eqn) -> None:
+        out = eqn.outputs[0]
+        group = self._epilogue_for(out)
+        if group is None:
+            group = self.new_group("library", out.aval.shape)
+            group.add_root(out, ix.identity(group.syms), self._reason(out))
+        else:
+            group.kind = "library"
+            if out in self.needs:
+                group.add_root(out, ix.identity(group.syms), self.needs[out])
+        group.library = eqn
+        for position in range(len(eqn.inputs)):
+            base, index, syms = self._fold_operand(eqn, position)
+            group.library_operands.append((base, index, syms))
+            self.need(base, "operand of dot_general (a BLAS call)")
+
+    def _epilogue_for(self, out: Var) -> Group | None:
+        """The consumer kernel that can run as this GEMM's epilogue, if any."""
+        demands = self.demands.get(out, {})
+        if len(demands) != 1:
+            return None
+        (group, index_set), = demands.items()
+        if (group.kind != "loop" or group.outer_rank is not None
+                or group.domain != out.aval.shape
+                or index_set != {ix.identity(group.syms)}):
+            return None
+        return group
+
+    def _fold_operand(self, eqn: Eqn, position: int) -> tuple[Var, Index, tuple[Sym, ...]]:
+        """The deepest buffer BLAS can read this operand from, through a chain of views."""
+        operand = eqn.inputs[position]
+        syms = operand_syms(operand.aval.shape, "g")
+        best = (operand, ix.identity(syms))
+        value, index = operand, ix.identity(syms)
+        while value in self.producer and access.is_view(self.producer[value]) \
+                and self.policy.native(self.producer[value]):
+            view = self.producer[value]
+            index = access.view_operand_index(view, index)
+            value = view.inputs[0]
+            if not isinstance(value, Var):
+                break
+            if operand_matrix(eqn, position, value.aval.shape, index, syms) is not None:
+                best = (value, index)
+        base, base_index = best
+        if base is operand and operand_matrix(eqn, position, operand.aval.shape,
+                                              base_index, syms) is None:
+            raise AssertionError("a contiguous operand always fits BLAS")
+        return base, base_index, syms
+
+    # --- values computed in kernels -------------------------------------------------
+    def place_value(self, eqn: Eqn, kind: str) -> None:
+        out = eqn.outputs[0]
+        demands = self.demands.get(out, {})
+        if out in self.needs:
+            if len(demands) == 1:
+                (group, index_set), = demands.items()
+                if self._can_store_in(out, kind, group, index_set):
+                    self.inline(eqn, kind, group, index_set)
+                    group.add_root(out, next(iter(index_set)), self.needs[out])
+                    return
+            reason = self.needs[out]
+        else:
+            reason = self._try_inline(eqn, kind, demands)
+            if reason is None:
+                return
+        group = self.new_group("loop", out.aval.shape)
+        identity = ix.identity(group.syms)
+        self.inline(eqn, kind, group, {identity})
+        group.add_root(out, identity, reason)
+
+    def _try_inline(self, eqn: Eqn, kind: str, demands: dict[Group, set[Index]]) -> str | None:
+        """Inline into every consumer kernel; or say why the value gets its own kernel."""
+        name = eqn.prim.name
+        for group, index_set in demands.items():
+            why = self._illegal(eqn, kind, group, index_set)
+            if why:
+                return why
+        if len(demands) > 1:
+            if kind == "reduction":
+                return f"{name} result is used by {len(demands)} kernels (never recomputed)"
+            if name in EXPENSIVE or len(demands) > MAX_DUPLICATES:
+                return (f"{name} is used by {len(demands)} kernels; storing it once is "
+                        "cheaper than recomputing it in each")
+        for group, index_set in list(demands.items()):
+            self.inline(eqn, kind, group, index_set)
+        return None
+
+    def _illegal(self, eqn: Eqn, kind: str, group: Group, index_set: set[Index]) -> str | None:
+        name = eqn.prim.name
+        if kind == "reduction":
+            return self._reduction_illegal(name, group, index_set)
+        if name in EXPENSIVE:
+            # Recomputing inside a row-wise kernel's reduction loops is intended (the row
+            # is in cache); needing it at several output positions is not.
+            outside = {i for i in index_set if not any(
+                access.is_reduction_sym(s) for s in ix.index_syms(i))}
+            if len(outside) > 1:
+                return (f"{name} is needed at {len(outside)} different positions by its "
+                        "consumer; storing it is cheaper than recomputing it")
+        return None
+
+    def _reduction_illegal(self, name: str, group: Group, index_set: set[Index]) -> str | None:
+        if len(index_set) > 1:
+            return f"{name} result is needed at several positions by its consumer"
+        free = ix.index_syms(next(iter(index_set)))
+        rank = len(free)
+        if not free <= set(group.syms):
+            return f"{name} result is needed inside another reduction's loop"
+        if free != set(group.syms[:rank]):
+            return (f"the consumer reads the {name} result along axes it iterates inside "
+                    "its rows (e.g. a column reduction used row by row)")
+        if group.outer_rank is not None and group.outer_rank != rank:
+            return (f"the consumer already holds reductions over its last "
+                    f"{len(group.syms) - group.outer_rank} axes; this one leaves "
+                    f"{rank} outer axes")
+        return None
+
+    def _can_store_in(self, out: Var, kind: str, group: Group, index_set: set[Index]) -> bool:
+        """Whether ``group`` may compute ``out`` and also store it (visiting each element once)."""
+        if len(index_set) != 1 or self._illegal(self.producer[out], kind, group, index_set):
+            return False
+        syms = ix.bare_syms(next(iter(index_set)))
+        if syms is None or len(set(syms)) != len(syms):
+            return False
+        rank = group.outer_rank if kind != "reduction" or group.outer_rank is not None \
+            else len(syms)
+        return set(syms) == set(group.syms) or (
+            rank is not None and set(syms) == set(group.syms[:rank]))
+
+    def inline(self, eqn: Eqn, kind: str, group: Group, index_set: set[Index]) -> None:
+        group.add_member(eqn)
+        for index in index_set:
+            if kind == "reduction" and group.outer_rank is None:
+                group.outer_rank = len(ix.index_syms(index))
+            for atom, operand_index in access.operand_demands(eqn, index):
+                if isinstance(atom, Var) and not isinstance(atom, Literal):
+                    self.demands.setdefault(atom, {}).setdefault(group, set()).add(operand_index)
+
+    def _reason(self, var: Var) -> str:
+        if var in self.needs:
+            return self.needs[var]
+        users = len(self.demands.get(var, {}))
+        return f"result used by {users} kernels" if users > 1 else ""
+
+
+# --- sibling fusion and ordering -----------------------------------------------------
+
+def _producers(groups: list[Group]) -> dict[Group, set[Group]]:
+    writer = {v: g for g in groups for v in g.writes()}
+    return {g: {writer[v] for v in g.reads() if v in writer and writer[v] is not g}
+            for g in groups}
+
+
+def _reaches(start: Group, goal: Group, deps: dict[Group, set[Group]]) -> bool:
+    """Whether ``goal`` is (transitively) a producer of ``start``."""
+    stack, seen = [start], set()
+    while stack:
+        group = stack.pop()
+        for dep in deps[group]:
+            if dep is goal:
+                return True
+            if dep not in seen:
+                seen.add(dep)
+                stack.append(dep)
+    return False
+
+
+def _siblings(a: Group, b: Group) -> bool:
+    return (a.kind == b.kind == "loop" and a.domain == b.domain
+            and a.outer_rank == b.outer_rank and bool(set(a.reads()) & set(b.reads())))
+
+
+def _merge_siblings(groups: list[Group]) -> list[Group]:
+    """Merge kernels over the same domain that read a common buffer (multi-output)."""
+    merged = True
+    while merged:
+        merged = False
+        deps = _producers(groups)
+        for i, a in enumerate(groups):
+            partner = next((b for b in groups[i + 1:] if _siblings(a, b)
+                            and not _reaches(a, b, deps) and not _reaches(b, a, deps)), None)
+            if partner is not None:
+                _absorb(a, partner)
+                groups.remove(partner)
+                merged = True
+                break
+    return groups
+
+
+def _absorb(into: Group, other: Group) -> None:
+    for eqn in other.members.values():
+        into.add_member(eqn)
+    for root in other.roots:
+        into.add_root(root, other.root_index[root], "")
+    into.reasons.extend(r for r in other.reasons if r not in into.reasons)
+
+
+def _topological(groups: list[Group]) -> list[Group]:
+    """Groups in an order that respects buffers (ties keep the given order)."""
+    deps = _producers(groups)
+    position = {g: i for i, g in enumerate(groups)}
+    done: set[Group] = set()
+    order: list[Group] = []
+    pending = list(groups)
+    while pending:
+        ready = next(g for g in pending if deps[g] <= done)
+        pending.remove(ready)
+        done.add(ready)
+        order.append(ready)
+    for i, group in enumerate(order):
+        group.id = i
+    del position
+    return order
