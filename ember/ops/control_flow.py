@@ -614,15 +614,17 @@ def _scan_transpose(cts, *operands, body, num_consts, num_carry, length, reverse
     from ember.transforms.transpose import backward_pass
 
     consts, carry, xs = _split(operands, num_consts, num_carry)
-    if not all(is_undefined_primal(c) for c in carry):
-        raise EmberTypeError("internal error: a transposed scan carry must be linear")
+    # The body is linear in every carry. A carry whose initial value is known (a zero
+    # tangent made unknown by the fixpoint above) still flows linearly; its own
+    # cotangent is simply not returned.
+    carry_lin = [is_undefined_primal(c) for c in carry]
     const_lin = [is_undefined_primal(c) for c in consts]
     xs_lin = [is_undefined_primal(x) for x in xs]
     ct_carry, ct_ys = list(cts[:num_carry]), list(cts[num_carry:])
     const_values = [c for c, lin in zip(consts, const_lin) if not lin]
     x_values = [x for x, lin in zip(xs, xs_lin) if not lin]
     lin_const_avals = [c.aval for c, lin in zip(consts, const_lin) if lin]
-    carry_avals = [c.aval for c in carry]
+    carry_avals = [aval_of(c) for c in carry]
     x_lin_avals = [ShapedArray(x.aval.shape[1:], x.aval.dtype) for x, lin in zip(xs, xs_lin)
                    if lin]
 
@@ -645,13 +647,53 @@ def _scan_transpose(cts, *operands, body, num_consts, num_carry, length, reverse
     final, ct_xs = scan(step, init, [*x_values, *ct_ys], length=length, reverse=not reverse,
                         unroll=unroll)
     acc_it, ct_x_it = iter(final[num_carry:]), iter(ct_xs)
-    return [*(next(acc_it) if lin else None for lin in const_lin), *final[:num_carry],
+    return [*(next(acc_it) if lin else None for lin in const_lin),
+            *(ct if lin else None for ct, lin in zip(final[:num_carry], carry_lin)),
             *(next(ct_x_it) if lin else None for lin in xs_lin)]
+
+
+def _while_partial_eval(trace, tracers, *, cond_graph, body_graph, cond_nconsts,
+                        body_nconsts):
+    """Known carries run now in a known loop; the whole loop is staged for the unknown
+    ones (recomputing the known part inside it). The staged loop can be evaluated
+    (forward mode, linearize) but not transposed: reverse mode needs a static trip count."""
+    from ember.transforms.partial_eval import partial_eval_graph
+
+    params = dict(cond_graph=cond_graph, body_graph=body_graph, cond_nconsts=cond_nconsts,
+                  body_nconsts=body_nconsts)
+    cconsts, bconsts, carry = _split(tracers, cond_nconsts, body_nconsts)
+    cconst_uk = [not t.is_known for t in cconsts]
+    bconst_uk = [not t.is_known for t in bconsts]
+    carry_uk = [not t.is_known for t in carry]
+    while True:
+        known_body, _, out_uk, num_res = partial_eval_graph(body_graph, bconst_uk + carry_uk,
+                                                            instantiate=carry_uk)
+        merged = [a or b for a, b in zip(carry_uk, out_uk)]
+        if merged == carry_uk:
+            break
+        carry_uk = merged
+    known_cond, _, cond_uk, cond_res = partial_eval_graph(cond_graph, cconst_uk + carry_uk)
+    if cond_uk[0] or all(carry_uk):
+        return trace.stage(while_p, tracers, params)
+    drop = lambda g, n: hoist_consts(g.replace(outputs=g.outputs[:len(g.outputs) - n]))  # noqa: E731
+    known_body, body_consts = drop(known_body, num_res)
+    known_cond, cond_consts = drop(known_cond, cond_res)
+    known_outs = while_p.bind(
+        *cond_consts, *[t.value for t, uk in zip(cconsts, cconst_uk) if not uk],
+        *body_consts, *[t.value for t, uk in zip(bconsts, bconst_uk) if not uk],
+        *[t.value for t, uk in zip(carry, carry_uk) if not uk],
+        cond_graph=known_cond, body_graph=known_body,
+        cond_nconsts=len(cond_consts) + cconst_uk.count(False),
+        body_nconsts=len(body_consts) + bconst_uk.count(False))
+    staged = trace.stage(while_p, tracers, params)
+    known_it = iter(known_outs)
+    return [s if uk else next(known_it) for s, uk in zip(staged, carry_uk)]
 
 
 def _register_reverse_rules() -> None:
     from ember.transforms.partial_eval import partial_eval_rules
 
+    partial_eval_rules[while_p] = _while_partial_eval
     partial_eval_rules[cond_p] = _cond_partial_eval
     partial_eval_rules[scan_p] = _scan_partial_eval
     cond_p.def_transpose(_cond_transpose)
