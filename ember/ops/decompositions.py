@@ -22,9 +22,10 @@ from ember.ops.linalg import batch_matmul
 from ember.ops.reductions import reduce_sum
 from ember.ops.structural import broadcast_in_dim, broadcasted_iota, transpose
 from ember.transforms.rules import (
-    Zero, batch_size, defjvp2, is_undefined_primal, move_batch_axis)
+    Zero, batch_size, defjvp2, defjvp_zero, is_undefined_primal, move_batch_axis)
 
-__all__ = ["cholesky", "lu", "triangular_solve", "qr", "eigh"]
+__all__ = ["cholesky", "lu", "lu_pivots_to_permutation", "triangular_solve", "qr", "eigh",
+           "svd"]
 
 
 def _check_matrix(name: str, x: ShapedArray, square: bool = True) -> None:
@@ -274,6 +275,84 @@ def eigh(x: Any, *, lower: bool = True, symmetrize_input: bool = True,
     return tuple(eigh_p.bind(x, lower=bool(lower)))
 
 
+# --- SVD -----------------------------------------------------------------------------------
+
+svd_p = Primitive("svd", multiple_results=True)
+
+
+@svd_p.def_abstract_eval
+def _svd_abstract(x: ShapedArray, *, full_matrices: bool, compute_uv: bool) -> list:
+    _check_matrix("svd", x, square=False)
+    batch, (m, n) = x.shape[:-2], x.shape[-2:]
+    k = min(m, n)
+    s = ShapedArray((*batch, k), _real_dtype(x.dtype))
+    if not compute_uv:
+        return [s]
+    rows, cols = (m, n) if full_matrices else (k, k)
+    return [s, ShapedArray((*batch, m, rows), x.dtype), ShapedArray((*batch, cols, n), x.dtype)]
+
+
+@svd_p.def_impl
+def _svd_impl(x: np.ndarray, *, full_matrices: bool, compute_uv: bool) -> list:
+    x = np.asarray(x)
+    out_avals = _svd_abstract(ShapedArray(x.shape, x.dtype), full_matrices=full_matrices,
+                              compute_uv=compute_uv)
+    try:
+        if not compute_uv:
+            return [np.linalg.svd(x, compute_uv=False).astype(out_avals[0].dtype)]
+        u, s, vh = np.linalg.svd(x, full_matrices=full_matrices)
+        outs = [s, u, vh]
+    except np.linalg.LinAlgError:  # non-finite input
+        outs = [np.full(a.shape, np.nan) for a in out_avals]
+    return [o.astype(a.dtype) for o, a in zip(outs, out_avals)]
+
+
+def svd(x: Any, *, full_matrices: bool = True, compute_uv: bool = True,
+        subset_by_index: Any = None, algorithm: Any = None) -> Any:
+    """Singular value decomposition ``x = u @ diag(s) @ vh``, singular values descending:
+    ``(u, s, vh)``, or just ``s`` when ``compute_uv=False``."""
+    if subset_by_index is not None:
+        raise EmberValueError("svd: subset_by_index is not supported")
+    outs = svd_p.bind(x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
+    if not compute_uv:
+        return outs[0]
+    s, u, vh = outs
+    return u, s, vh
+
+
+# --- pivots to permutation ------------------------------------------------------------------
+
+lu_pivots_to_permutation_p = Primitive("lu_pivots_to_permutation")
+
+
+@lu_pivots_to_permutation_p.def_abstract_eval
+def _pivots_abstract(pivots: ShapedArray, *, permutation_size: int) -> ShapedArray:
+    if not dtypes.is_integer(pivots.dtype) or pivots.ndim < 1:
+        raise EmberTypeError(f"lu_pivots_to_permutation needs integer pivots, got "
+                             f"{pivots.dtype}{list(pivots.shape)}")
+    if permutation_size < pivots.shape[-1]:
+        raise EmberValueError(f"lu_pivots_to_permutation: permutation_size {permutation_size} "
+                              f"is smaller than the number of pivots {pivots.shape[-1]}")
+    return ShapedArray((*pivots.shape[:-1], permutation_size), pivots.dtype)
+
+
+@lu_pivots_to_permutation_p.def_impl
+def _pivots_impl(pivots: np.ndarray, *, permutation_size: int) -> np.ndarray:
+    pivots = np.asarray(pivots)
+    flat = pivots.reshape(-1, pivots.shape[-1])
+    perm = np.tile(np.arange(permutation_size, dtype=pivots.dtype), (flat.shape[0], 1))
+    rows = np.arange(flat.shape[0])
+    for i in range(flat.shape[1]):
+        swap = np.clip(flat[:, i], 0, permutation_size - 1)
+        perm[rows, i], perm[rows, swap] = perm[rows, swap], perm[rows, i].copy()
+    return perm.reshape(*pivots.shape[:-1], permutation_size)
+
+
+def lu_pivots_to_permutation(pivots: Any, permutation_size: int) -> Any:
+    """The row permutation that applying the LU row swaps ``pivots`` in order gives."""
+    return lu_pivots_to_permutation_p.bind(pivots, permutation_size=int(permutation_size))
+
+
 # --- transformation rules ------------------------------------------------------------------
 
 def _constant_matrix(values: np.ndarray, like: Any) -> Any:
@@ -388,23 +467,85 @@ def _qr_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, full_matrices: b
     return [q, r], [dq, dr]
 
 
+def _columns(v: Any, shape: tuple[int, ...]) -> Any:
+    """A (..., k) vector broadcast along the rows of a (..., r, k) matrix: entry j in column j."""
+    nd = len(shape)
+    return broadcast_in_dim(v, shape, (*range(nd - 2), nd - 1))
+
+
+def _inverse_gaps(w: Any) -> Any:
+    """(..., k) values -> the (..., k, k) matrix of 1 / (w_j - w_i), zero on the diagonal
+    (the diagonal is never divided by zero, so reverse mode stays finite there)."""
+    shape = (*w.shape, w.shape[-1])
+    nd = len(shape)
+    w_i = broadcast_in_dim(w, shape, tuple(range(nd - 1)))
+    on_diagonal = broadcast_in_dim(np.eye(shape[-1], dtype=bool), shape, (nd - 2, nd - 1))
+    one = broadcast_in_dim(np.ones((), w.dtype), shape, ())
+    zero = broadcast_in_dim(np.zeros((), w.dtype), shape, ())
+    gap = ew.select_n(on_diagonal, ew.sub(_columns(w, shape), w_i), one)
+    return ew.select_n(on_diagonal, ew.div(one, gap), zero)
+
+
+def _safe_reciprocal(s: Any) -> Any:
+    """1 / s, and 0 where s == 0 (never dividing by zero, for reverse mode's sake)."""
+    zero = broadcast_in_dim(np.zeros((), s.dtype), s.shape, ())
+    one = broadcast_in_dim(np.ones((), s.dtype), s.shape, ())
+    is_zero = ew.eq(s, zero)
+    return ew.select_n(is_zero, ew.div(one, ew.select_n(is_zero, s, one)), zero)
+
+
+def _real_diagonal(x: Any) -> Any:
+    diagonal = reduce_sum(ew.mul(x, _eye_like(x)), (x.ndim - 1,))
+    return ew.real(diagonal) if dtypes.is_complex(x.dtype) else diagonal
+
+
 def _eigh_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, lower: bool):
     """dw = diag(vᴴ dA v), dv = v (F ∘ vᴴ dA v) with F_ij = 1 / (w_j - w_i) off the diagonal."""
     (x,), (t,) = primals, tangents
     v, w = eigh_p.bind(x, lower=lower)
     projected = batch_matmul(_adjoint(v), batch_matmul(_hermitian_from_triangle(t, lower), v))
-    nd = x.ndim
-    w_j = broadcast_in_dim(w, x.shape, (*range(nd - 2), nd - 1))
-    w_i = broadcast_in_dim(w, x.shape, tuple(range(nd - 1)))
-    on_diagonal = broadcast_in_dim(np.eye(x.shape[-1], dtype=bool), x.shape, (nd - 2, nd - 1))
-    gap = ew.sub(w_j, w_i)
-    one = broadcast_in_dim(np.ones((), gap.dtype), gap.shape, ())
-    zero = broadcast_in_dim(np.zeros((), gap.dtype), gap.shape, ())
-    inverse_gap = ew.select_n(on_diagonal, ew.div(one, ew.select_n(on_diagonal, gap, one)), zero)
-    weighted = ew.mul(projected, ew.convert_element_type(inverse_gap, x.dtype))
-    diagonal = reduce_sum(ew.mul(projected, _eye_like(projected)), (nd - 1,))
-    dw = ew.real(diagonal) if dtypes.is_complex(x.dtype) else diagonal
-    return [v, w], [batch_matmul(v, weighted), dw]
+    weighted = ew.mul(projected, ew.convert_element_type(_inverse_gaps(w), x.dtype))
+    return [v, w], [batch_matmul(v, weighted), _real_diagonal(projected)]
+
+
+def _svd_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, full_matrices: bool,
+             compute_uv: bool):
+    """With P = uᴴ dA v (reduced factors) and F_ij = 1 / (s_j² - s_i²):
+    ds = Re diag(P); du = u (F ∘ (P S + S Pᴴ) + i Im(diag P) / S) + (I - u uᴴ) dA v / S;
+    dv = v (F ∘ (S P + Pᴴ S)) + (I - v vᴴ) dAᴴ u / S."""
+    (x,), (t,) = primals, tangents
+    m, n = x.shape[-2:]
+    if compute_uv and full_matrices and m != n:
+        raise EmberValueError(f"svd: derivatives of full_matrices=True factors of non-square "
+                              f"matrices are not implemented (shape {x.shape}); use "
+                              "full_matrices=False")
+    s, u, vh = svd_p.bind(x, full_matrices=False, compute_uv=True)
+    v = _adjoint(vh)
+    p = batch_matmul(_adjoint(u), batch_matmul(t, v))
+    ds = _real_diagonal(p)
+    if not compute_uv:
+        return [s], [ds]
+    s_c = ew.convert_element_type(s, x.dtype)
+    s_cols = _columns(s_c, p.shape)                       # S on the right: P S
+    s_rows = _swap_last(s_cols)                            # S on the left: S P
+    gaps = ew.convert_element_type(_inverse_gaps(ew.mul(s, s)), x.dtype)
+    p_s, s_p = ew.mul(p, s_cols), ew.mul(s_rows, p)
+    du_core = ew.mul(gaps, ew.add(p_s, _adjoint(p_s)))
+    if dtypes.is_complex(x.dtype):  # the common phase of u and v columns: keep it out of v
+        inverse_s = ew.convert_element_type(_safe_reciprocal(s), x.dtype)
+        on_diagonal = ew.mul(_columns(inverse_s, p.shape), _eye_like(p))
+        du_core = ew.add(du_core, ew.mul(ew.mul(ew.sub(p, _adjoint(p)), 0.5), on_diagonal))
+    du = batch_matmul(u, du_core)
+    dv = batch_matmul(v, ew.mul(gaps, ew.add(s_p, _adjoint(s_p))))
+    if m > n:
+        dav = batch_matmul(t, v)
+        rest = ew.sub(dav, batch_matmul(u, batch_matmul(_adjoint(u), dav)))
+        du = ew.add(du, ew.div(rest, _columns(s_c, rest.shape)))
+    if n > m:
+        dahu = batch_matmul(_adjoint(t), u)
+        rest = ew.sub(dahu, batch_matmul(v, batch_matmul(vh, dahu)))
+        dv = ew.add(dv, ew.div(rest, _columns(s_c, rest.shape)))
+    return [s, u, vh], [ds, du, _adjoint(dv)]
 
 
 def _batch_leading(prim: Primitive, values: Sequence[Any], dims: Sequence[int | None],
@@ -420,10 +561,13 @@ cholesky_p.def_jvp(_cholesky_jvp)
 lu_p.def_jvp(_lu_jvp)
 qr_p.def_jvp(_qr_jvp)
 eigh_p.def_jvp(_eigh_jvp)
+svd_p.def_jvp(_svd_jvp)
+defjvp_zero(lu_pivots_to_permutation_p)  # integer-valued
 defjvp2(triangular_solve_p, _triangular_solve_jvp_a,
         lambda t, out, a, b, **params: triangular_solve_p.bind(a, t, **params))
 triangular_solve_p.def_transpose(_triangular_solve_transpose)
-for _prim in (cholesky_p, lu_p, qr_p, eigh_p):
+for _prim in (cholesky_p, lu_p, qr_p, eigh_p, svd_p, lu_pivots_to_permutation_p):
     _prim.waive("transpose", "not linear")
-for _prim in (cholesky_p, lu_p, triangular_solve_p, qr_p, eigh_p):
+for _prim in (cholesky_p, lu_p, triangular_solve_p, qr_p, eigh_p, svd_p,
+              lu_pivots_to_permutation_p):
     _prim.def_batch(functools.partial(_batch_leading, _prim))

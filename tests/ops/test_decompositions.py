@@ -248,3 +248,62 @@ def test_triangular_solve_vmap_matches_loop(in_axes):
     args = [a if ax is None else np.stack([a, 2 * a], axis=ax) for a, ax in zip(args, in_axes)]
     check_vmap(lambda x, y: linalg.triangular_solve(x, y, left_side=True, lower=True),
                args, in_axes, rtol=1e-10, atol=1e-10)
+
+
+# --- svd and lu_pivots_to_permutation --------------------------------------------------------
+
+@given(BATCH, st.integers(1, 5), st.integers(1, 5), st.booleans(), st.integers(0, 99),
+       st.sampled_from([np.float64, np.complex128]))
+def test_svd_reconstructs(batch, m, n, full, seed, dtype):
+    x = random(seed, (*batch, m, n), dtype)
+    with ember.config.override(enable_x64=True):
+        u, s, vh = map(np.asarray, linalg.svd(x, full_matrices=full))
+        values = np.asarray(linalg.svd(x, compute_uv=False))
+    k = min(m, n)
+    assert u.shape == (*batch, m, m if full else k) and vh.shape == (*batch, n if full else k, n)
+    assert s.dtype == np.float64 and (np.diff(s, axis=-1) <= 1e-12).all()
+    close(u[..., :k] * s[..., None, :] @ vh[..., :k, :], x)
+    close(values, s)
+
+
+def _sv_projections(full=False):
+    def f(x):
+        u, s, vh = linalg.svd(x, full_matrices=full)
+        return s, _weighted_projection(u), _weighted_projection(_adjoint(vh))
+    return f
+
+
+def _adjoint(x):
+    xt = lax.transpose(x, (*range(x.ndim - 2), x.ndim - 1, x.ndim - 2))
+    return lax.conj(xt) if np.issubdtype(x.dtype, np.complexfloating) else xt
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(4, 4), (5, 3), (2, 3, 5)])
+def test_svd_gradients(x64, dtype, shape):
+    x = random(0, shape, dtype)
+    check_grads(_sv_projections(), (x,), order=1)
+    check_grads(lambda v: linalg.svd(v, compute_uv=False), (x,), order=2)
+
+
+def test_svd_gradient_of_full_factors_needs_a_square_matrix(x64):
+    check_grads(_sv_projections(full=True), (random(0, (3, 3)),), order=1)
+    with pytest.raises(EmberValueError, match=r"full_matrices=True .* \(4, 3\)"):
+        ember.jvp(lambda v: linalg.svd(v)[0], (np.ones((4, 3)),), (np.ones((4, 3)),))
+
+
+def test_svd_vmap_matches_loop():
+    check_vmap(linalg.svd, (random(0, (3, 4, 2)),), 1, rtol=1e-10, atol=1e-10)
+
+
+def test_lu_pivots_to_permutation_matches_lu():
+    x = random(3, (2, 5, 5)).astype(np.float32)
+    _, pivots, perm = linalg.lu(x)
+    np.testing.assert_array_equal(np.asarray(linalg.lu_pivots_to_permutation(pivots, 5)),
+                                  np.asarray(perm))
+    extended = linalg.lu_pivots_to_permutation(np.array([1, 1], np.int32), 4)
+    np.testing.assert_array_equal(np.asarray(extended), [1, 0, 2, 3])
+    check_vmap(lambda p: linalg.lu_pivots_to_permutation(p, 5), (np.asarray(pivots),), 0)
+    with pytest.raises(EmberValueError, match="permutation_size 1 is smaller than the number "
+                                              "of pivots 2"):
+        linalg.lu_pivots_to_permutation(np.array([1, 1], np.int32), 1)
