@@ -58,7 +58,7 @@ class CpuExecutable(Executable):
         self._layout = layout
         self._plan = plan
         self._program = program
-        self._constants = [np.ascontiguousarray(c) for c in constants]
+        self._constants = [np.asarray(c, order="C") for c in constants]
         self._output_avals = list(output_avals)
         self._results = results
         self._arena_bytes = max(arena_bytes, 64)
@@ -107,7 +107,7 @@ class CpuExecutable(Executable):
         for var, value, location in zip(eqn.outputs, results, host.outputs):
             if location is None:
                 continue
-            array = np.ascontiguousarray(as_numpy(value, var.aval.dtype))
+            array = np.asarray(as_numpy(value, var.aval.dtype), order="C")
             if np.may_share_memory(array, call.arena):
                 array = array.copy()
             if location.kind == "host":
@@ -129,7 +129,7 @@ class CpuExecutable(Executable):
 def _contiguous(buffer: Any) -> np.ndarray:
     array = np.asarray(buffer)
     if not array.flags.c_contiguous:
-        array = np.ascontiguousarray(array)
+        array = np.asarray(array, order="C")
     return array
 
 
