@@ -32,8 +32,8 @@ from ember.passes.rewrite import in_subgraphs, substitute_inputs, substitute_out
 FOLD_LIMIT = 1024  # most elements of a constant that folding reads or materializes
 
 # Primitives whose output is a splat whenever their first operand is one.
-SPLAT_PRESERVING = frozenset({"broadcast_in_dim", "reshape", "transpose", "squeeze",
-                              "expand_dims", "rev", "slice", "dynamic_slice"})
+SPLAT_PRESERVING = frozenset({"broadcast_in_dim", "reshape", "transpose", "squeeze", "rev",
+                              "slice", "dynamic_slice"})
 
 
 def fold_constants(graph: Graph) -> Graph:

@@ -47,7 +47,8 @@ _program_numbers = itertools.count(1)
 
 
 def run_pipeline(graph: Graph, backend_name: str, program_name: str | None = None) -> Graph:
-    """``graph`` after the passes of ``GRAPH_PIPELINES[backend_name]``.
+    """``graph`` after the passes of ``GRAPH_PIPELINES[backend_name]`` (none while
+    ``config.optimize`` is off: the graph is then returned as traced).
 
     ``program_name`` names the dump folder (default: the user function of the first
     equation with a source location).
@@ -58,7 +59,8 @@ def run_pipeline(graph: Graph, backend_name: str, program_name: str | None = Non
     dump = _dump_folder(graph, backend_name, program_name)
     _check(graph, "the input graph")
     _write(dump, 0, "input", graph)
-    for step, graph_pass in enumerate(GRAPH_PIPELINES[backend_name], start=1):
+    passes = GRAPH_PIPELINES[backend_name] if config.optimize else []
+    for step, graph_pass in enumerate(passes, start=1):
         start = time.perf_counter()
         graph = graph_pass(graph)
         elapsed = time.perf_counter() - start

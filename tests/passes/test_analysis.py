@@ -63,3 +63,41 @@ def test_cost_counts_every_equation():
       return (c)
     }""")
     assert cost_of_graph(graph) == {"flops": 8.0, "bytes accessed": 16.0 * 5}
+
+
+def test_peak_memory_adds_what_a_loop_body_needs_while_it_runs():
+    graph = parse_graph("""
+    graph(a:f32[10], xs:f32[5,10]) {
+      c:f32[10] = scan[body=graph(u:f32[10], x:f32[10]) {
+        p:f32[10] = sin x
+        q:f32[10] = cos p
+        r:f32[10] = add u q
+        return (r)
+      }, length=5, num_carry=1, num_consts=0, reverse=False, unroll=1] a xs
+      return (c)
+    }""")
+    body = peak_memory(graph.eqns[0].params["body"])
+    assert body["temp_bytes"] == 80  # p and q live together; r is the body's output
+    memory = peak_memory(graph)
+    assert memory["argument_bytes"] == 240 and memory["output_bytes"] == 40
+    assert memory["peak_bytes"] == 240 + 40 + 80 + 40
+
+
+def test_checkpoint_lowers_the_peak_memory_of_a_gradient():
+    import ember.numpy as jnp
+
+    def loss(checkpointed):
+        def layer(w, x):
+            return jnp.tanh(x @ w)
+
+        def f(ws, x):
+            for w in ws:
+                x = (ember.checkpoint(layer) if checkpointed else layer)(w, x)
+            return jnp.sum(x)
+        return f
+
+    ws = [np.full((32, 32), 0.01, np.float32)] * 6
+    x = np.ones((64, 32), np.float32)
+    peaks = [ember.jit(ember.grad(loss(c)), backend="reference").lower(ws, x).compile()
+             .memory_analysis()["peak_bytes"] for c in (False, True)]
+    assert peaks[1] < peaks[0]

@@ -74,6 +74,13 @@ def test_verifier_names_the_pass_that_broke_the_graph(monkeypatch):
         run_pipeline(_graph(), "reference")
 
 
+def test_optimize_off_returns_the_traced_graph(tmp_path):
+    graph = _graph()
+    with ember.config.override(optimize=False, dump_dir=str(tmp_path)):
+        assert run_pipeline(graph, "cpu") is graph
+    assert [p.name for p in next(tmp_path.iterdir()).iterdir()] == ["0000-input.txt"]
+
+
 def test_unknown_backend():
     with pytest.raises(KeyError, match="no graph pipeline for backend 'tpu'"):
         run_pipeline(_graph(), "tpu")

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ember.backends.base import Backend, Executable
-from ember.config import config
 from ember.core.primitive import Primitive
 from ember.ir.graph import Graph
 from ember.ir.interpreter import eval_graph, reference_apply
@@ -26,6 +25,6 @@ class ReferenceBackend(Backend):
         from ember.passes.analysis import cost_of_graph, peak_memory
         from ember.passes.pipeline import run_pipeline
 
-        optimized = run_pipeline(graph, self.name) if config.optimize else graph
+        optimized = run_pipeline(graph, self.name)
         return ReferenceExecutable(graph=graph, optimized=optimized,
                                    cost=cost_of_graph(optimized), memory=peak_memory(optimized))
