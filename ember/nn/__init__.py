@@ -1,3 +1,21 @@
 """``ember.nn``: activation functions (as ``jax.nn``), initializers and layers."""
 from ember.nn import initializers  # noqa: F401
 from ember.nn.activations import *  # noqa: F401,F403
+from ember.nn.layers import (  # noqa: F401
+    MLP,
+    AvgPool2d,
+    BatchNorm,
+    CausalSelfAttention,
+    Conv2d,
+    Dropout,
+    Embedding,
+    Lambda,
+    LayerNorm,
+    Linear,
+    MaxPool2d,
+    RMSNorm,
+    Sequential,
+    avg_pool,
+    dot_product_attention,
+    max_pool,
+)

@@ -2,8 +2,14 @@
 
 Each layer is a frozen dataclass registered as a pytree, so ``ember.jit``, ``ember.grad``
 and ``ember.vmap`` take layers (and trees of layers) directly, and a checkpoint is just
-the tree's leaves. Build one with ``Layer.init(key, ...)``; call it like a function.
-Layers that keep running state (BatchNorm) return ``(output, updated_layer)``.
+the tree's leaves. Layers with random parameters are built with ``Layer.init(key, ...)``,
+the others with ``Layer.init(...)`` (norms) or their constructor (Dropout, pools, Lambda).
+Call a layer like a function. BatchNorm, the one layer with running state, returns
+``(output, updated_layer)``.
+
+Layers compute in the dtype of the arrays they are given: for mixed precision, cast
+the model with ``Policy.cast_to_compute(model)`` (``ember.mixed_precision``). Norms
+compute their statistics in float32 whatever the input dtype.
 """
 from __future__ import annotations
 
@@ -11,10 +17,17 @@ import dataclasses
 import math
 from typing import Any, Callable, Sequence
 
+import ember
 import ember.numpy as jnp
 from ember import lax, random
 from ember.core.pytree import register_dataclass
+from ember.errors import EmberValueError
 from ember.nn import activations, initializers
+
+__all__ = ["Linear", "Embedding", "LayerNorm", "RMSNorm", "Dropout", "MLP",
+           "CausalSelfAttention", "Conv2d", "MaxPool2d", "AvgPool2d", "BatchNorm",
+           "Sequential", "Lambda", "dot_product_attention", "max_pool", "avg_pool",
+           "layer", "static"]
 
 
 def static(default: Any = dataclasses.MISSING) -> Any:
@@ -27,30 +40,38 @@ def layer(cls: type) -> type:
     return register_dataclass(dataclasses.dataclass(frozen=True)(cls))
 
 
+def _pair(value: int | Sequence[int]) -> tuple[int, int]:
+    return (value, value) if isinstance(value, int) else tuple(value)
+
+
 @layer
 class Linear:
-    weight: Any  # (in_features, out_features)
-    bias: Any    # (out_features,) or None
+    """``x @ weight + bias`` with a (in_features, out_features) weight."""
+
+    weight: Any
+    bias: Any  # (out_features,) or None
 
     @classmethod
     def init(cls, key: Any, in_features: int, out_features: int, use_bias: bool = True,
              dtype: Any = jnp.float32,
              kernel_init: Callable = initializers.lecun_normal()) -> "Linear":
         weight = kernel_init(key, (in_features, out_features), dtype)
-        bias = jnp.zeros((out_features,), dtype) if use_bias else None
-        return cls(weight, bias)
+        return cls(weight, jnp.zeros((out_features,), dtype) if use_bias else None)
 
     def __call__(self, x: Any) -> Any:
-        y = jnp.matmul(x, self.weight.astype(x.dtype))
-        return y if self.bias is None else y + self.bias.astype(x.dtype)
+        y = jnp.matmul(x, self.weight)
+        return y if self.bias is None else y + self.bias
 
 
 @layer
 class Embedding:
-    table: Any  # (num_embeddings, features)
+    """A (num_embeddings, features) table looked up by integer ids."""
+
+    table: Any
 
     @classmethod
-    def init(cls, key: Any, num_embeddings: int, features: int, dtype: Any = jnp.float32) -> "Embedding":
+    def init(cls, key: Any, num_embeddings: int, features: int,
+             dtype: Any = jnp.float32) -> "Embedding":
         return cls(initializers.normal(1.0)(key, (num_embeddings, features), dtype))
 
     def __call__(self, ids: Any) -> Any:
@@ -58,11 +79,13 @@ class Embedding:
 
     def attend(self, x: Any) -> Any:
         """Logits against every embedding (weight tying for language models)."""
-        return jnp.matmul(x, self.table.astype(x.dtype).T)
+        return jnp.matmul(x, self.table.T)
 
 
 @layer
 class LayerNorm:
+    """Normalize the last axis to zero mean and unit variance, then scale and shift."""
+
     scale: Any
     bias: Any
     eps: float = static(1e-5)
@@ -73,15 +96,16 @@ class LayerNorm:
 
     def __call__(self, x: Any) -> Any:
         x32 = x.astype(jnp.float32)
-        mean = jnp.mean(x32, axis=-1, keepdims=True)
-        centered = x32 - mean
-        var = jnp.mean(centered * centered, axis=-1, keepdims=True)
+        centered = x32 - jnp.mean(x32, axis=-1, keepdims=True)
+        var = jnp.mean(jnp.square(centered), axis=-1, keepdims=True)
         y = centered * lax.rsqrt(var + self.eps)
         return (y * self.scale + self.bias).astype(x.dtype)
 
 
 @layer
 class RMSNorm:
+    """Divide the last axis by its root mean square, then scale (no centering)."""
+
     scale: Any
     eps: float = static(1e-6)
 
@@ -91,25 +115,34 @@ class RMSNorm:
 
     def __call__(self, x: Any) -> Any:
         x32 = x.astype(jnp.float32)
-        y = x32 * lax.rsqrt(jnp.mean(x32 * x32, axis=-1, keepdims=True) + self.eps)
+        y = x32 * lax.rsqrt(jnp.mean(jnp.square(x32), axis=-1, keepdims=True) + self.eps)
         return (y * self.scale).astype(x.dtype)
 
 
 @layer
 class Dropout:
+    """Zero each element with probability ``rate`` in training, scaling the rest up."""
+
     rate: float = static(0.1)
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.rate < 1.0:
+            raise EmberValueError(f"Dropout rate must be in [0, 1), got {self.rate}")
 
     def __call__(self, x: Any, key: Any = None, train: bool = True) -> Any:
         if not train or self.rate == 0.0:
             return x
         if key is None:
-            raise ValueError("Dropout in training needs a key: dropout(x, key=..., train=True)")
+            raise EmberValueError("Dropout in training needs a key: dropout(x, key=..., "
+                                  "train=True), or train=False for evaluation")
         keep = random.bernoulli(key, 1.0 - self.rate, x.shape)
         return jnp.where(keep, x / (1.0 - self.rate), jnp.zeros_like(x))
 
 
 @layer
 class MLP:
+    """``fc2(activation(fc1(x)))``; ``activation`` names a function of ``ember.nn``."""
+
     fc1: Linear
     fc2: Linear
     activation: str = static("gelu")
@@ -117,6 +150,9 @@ class MLP:
     @classmethod
     def init(cls, key: Any, features: int, hidden: int, activation: str = "gelu",
              dtype: Any = jnp.float32) -> "MLP":
+        if not callable(getattr(activations, activation, None)):
+            raise EmberValueError(f"unknown activation {activation!r}; use a function name "
+                                  "from ember.nn such as 'gelu' or 'relu'")
         k1, k2 = random.split(key)
         return cls(Linear.init(k1, features, hidden, dtype=dtype),
                    Linear.init(k2, hidden, features, dtype=dtype), activation)
@@ -125,101 +161,118 @@ class MLP:
         return self.fc2(getattr(activations, self.activation)(self.fc1(x)))
 
 
-def causal_mask(length: int) -> Any:
-    return jnp.tril(jnp.ones((length, length), dtype=bool))
+def dot_product_attention(query: Any, key: Any, value: Any, mask: Any = None, *,
+                          scale: float | None = None, is_causal: bool = False) -> Any:
+    """Scaled dot-product attention as ``jax.nn.dot_product_attention``.
 
-
-def dot_product_attention(q: Any, k: Any, v: Any, mask: Any = None) -> Any:
-    """softmax(q kᵀ / sqrt(d)) v over (..., heads, length, head_dim) arrays."""
-    scores = jnp.matmul(q, jnp.swapaxes(k, -1, -2)) * (1.0 / math.sqrt(q.shape[-1]))
+    ``query`` is (..., T, N, H) (T positions, N heads, H features per head), ``key`` and
+    ``value`` are (..., S, N, H); ``mask`` (True = attend) broadcasts to (..., N, T, S).
+    The softmax runs in float32 whatever the input dtype. Returns (..., T, N, H).
+    """
+    if query.shape[-2:] != key.shape[-2:] or key.shape != value.shape:
+        raise EmberValueError(f"dot_product_attention needs query (..., T, N, H) and key / "
+                              f"value (..., S, N, H) with equal N and H; got query "
+                              f"{query.shape}, key {key.shape}, value {value.shape}")
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    scores = jnp.einsum("...qnh,...knh->...nqk", query, key).astype(jnp.float32) * scale
+    if is_causal:
+        causal = jnp.tril(jnp.ones((query.shape[-3], key.shape[-3]), dtype=bool))
+        mask = causal if mask is None else jnp.logical_and(mask, causal)
     if mask is not None:
-        scores = jnp.where(mask, scores, jnp.asarray(-1e9, scores.dtype))
-    weights = activations.softmax(scores.astype(jnp.float32), axis=-1).astype(v.dtype)
-    return jnp.matmul(weights, v)
+        scores = jnp.where(mask, scores, jnp.finfo(jnp.float32).min)
+    weights = activations.softmax(scores, axis=-1).astype(value.dtype)
+    return jnp.einsum("...nqk,...knh->...qnh", weights, value)
 
 
 @layer
 class CausalSelfAttention:
+    """Multi-head self-attention where position t sees positions <= t; x is (..., T, F)."""
+
     qkv: Linear
     proj: Linear
     num_heads: int = static(1)
 
     @classmethod
-    def init(cls, key: Any, features: int, num_heads: int, dtype: Any = jnp.float32):
+    def init(cls, key: Any, features: int, num_heads: int,
+             dtype: Any = jnp.float32) -> "CausalSelfAttention":
         if features % num_heads:
-            raise ValueError(f"features ({features}) must be divisible by num_heads ({num_heads})")
+            raise EmberValueError(f"features ({features}) must be divisible by num_heads "
+                                  f"({num_heads})")
         k1, k2 = random.split(key)
         return cls(Linear.init(k1, features, 3 * features, dtype=dtype),
                    Linear.init(k2, features, features, dtype=dtype), num_heads)
 
     def __call__(self, x: Any) -> Any:
-        *batch, length, features = x.shape
-        head_dim = features // self.num_heads
-        qkv = self.qkv(x).reshape(*batch, length, 3, self.num_heads, head_dim)
-        qkv = jnp.moveaxis(qkv, -3, 0)  # (3, ..., length, heads, head_dim)
-        q, k, v = (jnp.swapaxes(qkv[i], -2, -3) for i in range(3))  # (..., heads, length, hd)
-        out = dot_product_attention(q, k, v, causal_mask(length))
-        out = jnp.swapaxes(out, -2, -3).reshape(*batch, length, features)
-        return self.proj(out)
+        *lead, length, features = x.shape
+        qkv = self.qkv(x).reshape(*lead, length, 3, self.num_heads, features // self.num_heads)
+        q, k, v = (qkv[..., i, :, :] for i in range(3))
+        out = dot_product_attention(q, k, v, is_causal=True)
+        return self.proj(out.reshape(*lead, length, features))
 
 
 @layer
 class Conv2d:
-    """2-D convolution over NCHW inputs with an OIHW kernel."""
+    """2-D convolution of NCHW inputs with an OIHW kernel (PyTorch's layout)."""
 
     weight: Any
-    bias: Any
+    bias: Any  # (out_channels,) or None
     stride: tuple[int, int] = static((1, 1))
-    padding: Any = static("SAME")
+    padding: Any = static("SAME")  # "SAME", "VALID" or ((top, bottom), (left, right))
 
     @classmethod
-    def init(cls, key: Any, in_channels: int, out_channels: int, kernel_size: int | Sequence[int],
-             stride: int | Sequence[int] = 1, padding: Any = "SAME", use_bias: bool = True,
-             dtype: Any = jnp.float32) -> "Conv2d":
-        kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else kernel_size
-        init = initializers.variance_scaling(2.0, "fan_in", "truncated_normal", in_axis=1, out_axis=0)
-        weight = init(key, (out_channels, in_channels, kh, kw), dtype)
+    def init(cls, key: Any, in_channels: int, out_channels: int,
+             kernel_size: int | Sequence[int], stride: int | Sequence[int] = 1,
+             padding: Any = "SAME", use_bias: bool = True, dtype: Any = jnp.float32) -> "Conv2d":
+        init = initializers.he_normal(in_axis=1, out_axis=0)
+        weight = init(key, (out_channels, in_channels, *_pair(kernel_size)), dtype)
         bias = jnp.zeros((out_channels,), dtype) if use_bias else None
-        stride = (stride, stride) if isinstance(stride, int) else tuple(stride)
-        return cls(weight, bias, stride, padding)
+        if not isinstance(padding, str):
+            padding = tuple(tuple(p) for p in padding)
+        return cls(weight, bias, _pair(stride), padding)
 
     def __call__(self, x: Any) -> Any:
-        y = lax.conv_general_dilated(x, self.weight.astype(x.dtype), self.stride, self.padding,
+        y = lax.conv_general_dilated(x, self.weight, self.stride, self.padding,
                                      dimension_numbers=("NCHW", "OIHW", "NCHW"))
-        return y if self.bias is None else y + self.bias.astype(x.dtype)[:, None, None]
+        return y if self.bias is None else y + self.bias[:, None, None]
 
 
-def _pool(x: Any, window: Sequence[int], strides: Sequence[int], reduce: Callable) -> Any:
-    """Pool the last two axes (NCHW) with 'VALID' windows, via strided slices."""
-    kh, kw = window
-    sh, sw = strides
+def _pool(x: Any, window: Sequence[int], strides: Sequence[int], combine: Callable) -> Any:
+    """Combine the ``window`` of every output position over the last two axes ('VALID'
+    windows), one strided slice per window offset."""
+    (kh, kw), (sh, sw) = _pair(window), _pair(strides)
     height, width = x.shape[-2:]
+    if kh > height or kw > width:
+        raise EmberValueError(f"pooling window {(kh, kw)} is larger than the input's last two "
+                              f"axes {(height, width)} (input shape {x.shape})")
     out_h, out_w = (height - kh) // sh + 1, (width - kw) // sw + 1
-    lead = x.shape[:-2]
-    pieces = []
+    lead = tuple(x.shape[:-2])
+    result = None
     for i in range(kh):
         for j in range(kw):
-            start = (0,) * len(lead) + (i, j)
-            limit = lead + (i + sh * (out_h - 1) + 1, j + sw * (out_w - 1) + 1)
-            pieces.append(lax.slice(x, start, limit, (1,) * len(lead) + (sh, sw)))
-    result = pieces[0]
-    for piece in pieces[1:]:
-        result = reduce(result, piece)
+            piece = lax.slice(x, (0,) * len(lead) + (i, j),
+                              lead + (i + sh * (out_h - 1) + 1, j + sw * (out_w - 1) + 1),
+                              (1,) * len(lead) + (sh, sw))
+            result = piece if result is None else combine(result, piece)
     return result
 
 
-def max_pool(x: Any, window: Sequence[int] = (2, 2), strides: Sequence[int] | None = None) -> Any:
-    return _pool(x, window, strides or window, jnp.maximum)
+def max_pool(x: Any, window: int | Sequence[int] = 2,
+             strides: int | Sequence[int] | None = None) -> Any:
+    """Maximum over windows of the last two axes (stride defaults to the window)."""
+    return _pool(x, window, window if strides is None else strides, jnp.maximum)
 
 
-def avg_pool(x: Any, window: Sequence[int] = (2, 2), strides: Sequence[int] | None = None) -> Any:
-    return _pool(x, window, strides or window, jnp.add) / float(window[0] * window[1])
+def avg_pool(x: Any, window: int | Sequence[int] = 2,
+             strides: int | Sequence[int] | None = None) -> Any:
+    """Mean over windows of the last two axes (stride defaults to the window)."""
+    kh, kw = _pair(window)
+    return _pool(x, window, window if strides is None else strides, jnp.add) / float(kh * kw)
 
 
 @layer
 class MaxPool2d:
-    window: tuple[int, int] = static((2, 2))
-    strides: tuple[int, int] | None = static(None)
+    window: Any = static(2)
+    strides: Any = static(None)
 
     def __call__(self, x: Any) -> Any:
         return max_pool(x, self.window, self.strides)
@@ -227,8 +280,8 @@ class MaxPool2d:
 
 @layer
 class AvgPool2d:
-    window: tuple[int, int] = static((2, 2))
-    strides: tuple[int, int] | None = static(None)
+    window: Any = static(2)
+    strides: Any = static(None)
 
     def __call__(self, x: Any) -> Any:
         return avg_pool(x, self.window, self.strides)
@@ -236,7 +289,12 @@ class AvgPool2d:
 
 @layer
 class BatchNorm:
-    """Batch normalization over all axes but ``axis`` (channels), with running statistics."""
+    """Batch normalization over every axis but ``axis`` (the channels).
+
+    In training it normalizes with the batch's mean and (biased) variance and returns the
+    layer with updated running statistics, ``running = momentum * running + (1 -
+    momentum) * batch``; in evaluation it uses the running statistics.
+    """
 
     scale: Any
     bias: Any
@@ -256,17 +314,15 @@ class BatchNorm:
     def __call__(self, x: Any, train: bool = True) -> tuple[Any, "BatchNorm"]:
         axis = self.axis % x.ndim
         reduce_axes = tuple(a for a in range(x.ndim) if a != axis)
-        shape = [1] * x.ndim
-        shape[axis] = x.shape[axis]
+        shape = tuple(x.shape[axis] if a == axis else 1 for a in range(x.ndim))
         x32 = x.astype(jnp.float32)
         if train:
-            mean = jnp.mean(x32, axis=reduce_axes)
-            var = jnp.var(x32, axis=reduce_axes)
+            mean, var = jnp.mean(x32, axis=reduce_axes), jnp.var(x32, axis=reduce_axes)
             m = self.momentum
             updated = dataclasses.replace(
                 self,
-                running_mean=m * self.running_mean + (1 - m) * lax.stop_gradient(mean),
-                running_var=m * self.running_var + (1 - m) * lax.stop_gradient(var))
+                running_mean=m * self.running_mean + (1 - m) * ember.stop_gradient(mean),
+                running_var=m * self.running_var + (1 - m) * ember.stop_gradient(var))
         else:
             mean, var, updated = self.running_mean, self.running_var, self
         y = (x32 - mean.reshape(shape)) * lax.rsqrt(var.reshape(shape) + self.eps)
@@ -286,6 +342,8 @@ class Lambda:
 
 @layer
 class Sequential:
+    """Layers applied in order (stateless ones: BatchNorm's state needs explicit code)."""
+
     layers: tuple
 
     def __call__(self, x: Any) -> Any:
