@@ -93,7 +93,8 @@ def _scalar(text: str, dtype: np.dtype) -> Any:
         return np.asarray(complex(text), dtype)
     if dtypes.is_integer(dtype) or dtypes.is_bool(dtype):
         return np.asarray(int(text), dtype)
-    return np.asarray(float(text), dtype)
+    with np.errstate(over="ignore"):  # out of the dtype's range: inf, as a cast gives
+        return np.asarray(float(text), dtype)
 
 
 class _Parser:

@@ -4,9 +4,11 @@ import enum
 import math
 from typing import NamedTuple
 
+import hypothesis.strategies as st
 import ml_dtypes
 import numpy as np
 import pytest
+from hypothesis import given
 
 import ember
 import ember.lax as lax
@@ -244,3 +246,11 @@ def test_literal_values_are_scalars_of_their_dtype():
     graph = parse_graph("graph() {\n  return (3:u8, True:bool)\n}")
     assert all(isinstance(lit, Literal) for lit in graph.outputs)
     assert graph.outputs[0].value.dtype == np.uint8 and graph.outputs[1].value.dtype == bool
+
+
+@given(st.floats(width=32, allow_nan=False) | st.floats(width=64, allow_nan=False),
+       st.sampled_from(["f16", "bf16", "f32", "f64"]))
+def test_every_float_literal_round_trips_bit_for_bit(value, dtype):
+    literal = parse_graph(f"graph() {{\n  return ({value!r}:{dtype})\n}}").outputs[0].value
+    again = _round_trip(Graph([], [Literal(literal, ShapedArray((), literal.dtype))], []))
+    assert again.outputs[0].value.tobytes() == literal.tobytes()
