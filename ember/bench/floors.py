@@ -78,7 +78,12 @@ def _openblas32_sgemm() -> Callable[[np.ndarray, np.ndarray, np.ndarray], None]:
 
 
 def measure_sgemm(settings: Settings) -> dict:
-    """GFLOP/s of a square float32 matmul, the two BLAS libraries taking turns."""
+    """GFLOP/s of a square float32 matmul through each BLAS.
+
+    Unlike the frameworks, the two BLAS libraries are timed one after the other, each in
+    a block: two OpenBLAS thread pools taking turns call by call slow each other down
+    (the workers of one spin while the other runs; seen here: 128^3 at 1 GFLOP/s).
+    """
     n = QUICK_SGEMM_N if settings.quick else SGEMM_N
     rng = np.random.default_rng(0)
     a = rng.standard_normal((n, n), dtype=np.float32)
@@ -93,21 +98,18 @@ def measure_sgemm(settings: Settings) -> dict:
         status = "n/a" if isinstance(error, Unavailable) else "error"
         result["blas"]["scipy_openblas32"] = {"status": status, "reason": describe_error(error)}
 
-    outputs = {name: np.zeros((n, n), np.float32) for name in impls}
-    samples: dict[str, list[float]] = {name: [] for name in impls}
-    for repeat in range(settings.warmup + settings.repeats):
-        for name, matmul in impls.items():
-            time.sleep(settings.settle_s)
-            seconds = _seconds(lambda: matmul(a, b, outputs[name]))
-            if repeat >= settings.warmup:
-                samples[name].append(seconds)
-    for name in impls:
-        error = np.abs(outputs[name] - expected).max() / np.abs(expected).max()
+    for name, matmul in impls.items():
+        out = np.zeros((n, n), np.float32)
+        time.sleep(settings.settle_s)
+        for _ in range(settings.warmup):
+            matmul(a, b, out)
+        samples = [_seconds(lambda: matmul(a, b, out)) for _ in range(settings.repeats)]
+        error = np.abs(out - expected).max() / np.abs(expected).max()
         if not error <= 1e-4:
             result["blas"][name] = {"status": "wrong", "reason": f"max relative error {error:.1e}"}
             continue
-        median = statistics.median(samples[name])
-        result["blas"][name] = {"status": "ok", "median_s": median, "samples_s": samples[name],
+        median = statistics.median(samples)
+        result["blas"][name] = {"status": "ok", "median_s": median, "samples_s": samples,
                                 "gflops": flops / median / 1e9}
     return result
 
