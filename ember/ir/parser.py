@@ -85,7 +85,7 @@ def _is_param_type(cls: type) -> bool:
             or (issubclass(cls, tuple) and hasattr(cls, "_fields")))
 
 
-def _scalar(text: str, dtype: np.dtype) -> Any:
+def _scalar_value(text: str, dtype: np.dtype) -> np.ndarray:
     """A scalar token's value converted to ``dtype``."""
     if text in ("True", "False"):
         return np.asarray(text == "True", dtype)
@@ -178,13 +178,20 @@ class _Parser:
             return self._next()
         raise self._error("expected a number, True/False or a complex (re+imj)")
 
+    def _scalar(self, token: _Token, dtype: np.dtype) -> np.ndarray:
+        try:
+            return _scalar_value(token.text, dtype)
+        except (ValueError, OverflowError, TypeError):
+            raise self._error(f"{token.text} is not a value of dtype "
+                              f"{dtypes.short_name(dtype)}", token) from None
+
     def _atom(self, scope: dict[str, Var]) -> Atom:
         token = self._peek()
         if self._peek(1).text == ":":
             self._scalar_token()
             self._expect(":")
             dtype = self._dtype()
-            return Literal(_scalar(token.text, dtype), ShapedArray((), dtype))
+            return Literal(self._scalar(token, dtype), ShapedArray((), dtype))
         name = self._expect_kind("NAME", "a variable or a literal value:dtype").text
         if name not in scope:
             raise self._error(f"variable {name!r} is used before it is defined", token)
@@ -235,7 +242,7 @@ class _Parser:
         if len(tokens) != aval.size:
             raise self._error(f"{aval.str_short()} needs {aval.size} values, the text has "
                               f"{len(tokens)}", start)
-        flat = [_scalar(t.text, aval.dtype) for t in tokens]
+        flat = [self._scalar(t, aval.dtype) for t in tokens]
         return np.array(flat, dtype=aval.dtype).reshape(aval.shape)
 
     def _eqn(self, scope: dict[str, Var]) -> Eqn:

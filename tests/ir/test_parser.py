@@ -226,6 +226,8 @@ def test_fresh_names_skip_words_the_parser_reserves():
     ("graph(a:f32[]) {\n  b:f32[] = sin[k=Nope(x=1)] a\n  return (b)\n}", "unknown param type"),
     ("graph(a:f32[]) {\n  return (a)\n} extra", "unexpected text after the graph"),
     ("graph() consts(w:f32[2]=[1.0]) {\n  return (w)\n}", "needs 2 values"),
+    ("graph() {\n  return (300:i8)\n}", "300 is not a value of dtype i8"),
+    ("graph() {\n  return (1.5:i32)\n}", "1.5 is not a value of dtype i32"),
     ("graph(a:f32[]) {\n  b:f32[] = sin a $\n}", "line 2, column 19: unexpected character"),
 ])
 def test_parse_errors_say_where_and_what(text, message):
