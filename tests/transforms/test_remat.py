@@ -37,7 +37,7 @@ def _count(graph, name):
     return sum(e.prim.name == name for e in graph.eqns)
 
 
-def test_checkpoint_gives_the_same_gradients(mlp):
+def test_checkpoint_gives_the_same_gradients(mlp, backend):
     ws, x = mlp
     expected = ember.grad(deep_loss)(ws, x, "off")
     for remat in (None, policies.dots_saveable, policies.everything_saveable):
@@ -48,8 +48,9 @@ def test_checkpoint_gives_the_same_gradients(mlp):
 
 def test_checkpoint_lowers_peak_memory_of_the_compiled_gradient(mlp):
     ws, x = mlp
-    plain = _grad_graph(ws, x, "off").compile().memory_analysis()["peak_bytes"]
-    remat = _grad_graph(ws, x, None).compile().memory_analysis()["peak_bytes"]
+    with ember.config.override(backend="reference"):
+        plain = _grad_graph(ws, x, "off").compile().memory_analysis()["peak_bytes"]
+        remat = _grad_graph(ws, x, None).compile().memory_analysis()["peak_bytes"]
     activation = x.nbytes
     # Without remat every layer keeps its tanh output and its derivative alive until the
     # backward pass; with it, only the layer inputs: about one activation less per layer.
