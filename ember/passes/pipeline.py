@@ -57,7 +57,7 @@ def run_pipeline(graph: Graph, backend_name: str, program_name: str | None = Non
         raise KeyError(f"no graph pipeline for backend {backend_name!r}; pipelines: "
                        f"{sorted(GRAPH_PIPELINES)}")
     dump = _dump_folder(graph, backend_name, program_name)
-    _check(graph, "the input graph")
+    _check(graph, "in the graph given to the pipeline")
     _write(dump, 0, "input", graph)
     passes = GRAPH_PIPELINES[backend_name] if config.optimize else []
     for step, graph_pass in enumerate(passes, start=1):
@@ -67,7 +67,7 @@ def run_pipeline(graph: Graph, backend_name: str, program_name: str | None = Non
         if config.log_enabled("compile"):
             print(f"ember: pass {graph_pass.__name__} ({backend_name}) in {elapsed:.4f} s, "
                   f"{len(graph.eqns)} equations")
-        _check(graph, f"pass {step} ({graph_pass.__name__})")
+        _check(graph, f"after pass {step} ({graph_pass.__name__})")
         _write(dump, step, f"after-{graph_pass.__name__}", graph)
     return graph
 
@@ -78,7 +78,7 @@ def _check(graph: Graph, what: str) -> None:
     try:
         verify(graph)
     except VerificationError as error:
-        raise VerificationError(f"after {what}: {error}") from None
+        raise VerificationError(f"{what}: {error}") from None
 
 
 def _dump_folder(graph: Graph, backend_name: str, program_name: str | None) -> Path | None:
