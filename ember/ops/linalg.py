@@ -27,7 +27,8 @@ from ember.transforms.rules import (
 
 __all__ = [
     "dot_general", "dot", "batch_matmul", "conv_general_dilated", "conv",
-    "conv_with_general_padding", "ConvDimensionNumbers", "conv_dimension_numbers", "Precision",
+    "conv_with_general_padding", "conv_transpose", "ConvDimensionNumbers",
+    "conv_dimension_numbers", "Precision",
 ]
 
 DotDimensionNumbers = tuple[tuple[tuple[int, ...], tuple[int, ...]],
@@ -454,6 +455,56 @@ def conv(lhs: Any, rhs: Any, window_strides: Sequence[int], padding: Any,
          precision: Any = None, preferred_element_type: Any = None) -> Any:
     """Convolution in the NCHW / OIHW layout with no dilation or groups (``jax.lax.conv``)."""
     return conv_general_dilated(lhs, rhs, window_strides, padding, precision=precision,
+                                preferred_element_type=preferred_element_type)
+
+
+def _transposed_padding(padding: str, window: int, stride: int) -> tuple[int, int]:
+    """Padding of the input-dilated convolution that transposes a forward convolution with
+    ``padding`` ('SAME' or 'VALID'), ``window`` (dilated kernel size) and ``stride``:
+    the output has ``in * stride`` ('SAME') or ``in * stride + max(window - stride, 0)``
+    ('VALID') elements, and the forward low padding p becomes ``window - 1 - p``."""
+    mode = padding.upper()
+    if mode not in ("SAME", "VALID"):
+        raise EmberValueError(f"conv_transpose: padding must be 'SAME', 'VALID' or (low, high) "
+                              f"pairs, got {padding!r}")
+    overlap = max(window - stride, 0)
+    forward_low = overlap // 2 if mode == "SAME" else 0
+    total = window + stride - 2 + (overlap if mode == "VALID" else 0)
+    low = window - 1 - forward_low
+    return low, total - low
+
+
+def _channels_last(ndim: int) -> tuple[str, str, str]:
+    spatial = "HWD"[:ndim - 2]
+    if ndim - 2 > len("HWD"):
+        raise EmberValueError(f"conv_transpose: no default dimension_numbers for rank {ndim}; "
+                              "pass them explicitly")
+    return f"N{spatial}C", f"{spatial}IO", f"N{spatial}C"
+
+
+def conv_transpose(lhs: Any, rhs: Any, strides: Sequence[int], padding: Any,
+                   rhs_dilation: Sequence[int] | None = None, dimension_numbers: Any = None,
+                   transpose_kernel: bool = False, precision: Any = None,
+                   preferred_element_type: Any = None) -> Any:
+    """Transposed ("fractionally strided") convolution, as ``jax.lax.conv_transpose``:
+    the input is dilated by ``strides``. Layouts default to channels-last (NHWC / HWIO).
+    With ``transpose_kernel`` the kernel's spatial axes are flipped and its feature axes
+    swapped, which makes this the gradient of a forward convolution with that kernel."""
+    ndim = len(np.shape(lhs))
+    dnums = conv_dimension_numbers(np.shape(lhs), np.shape(rhs), _channels_last(ndim)
+                                   if dimension_numbers is None else dimension_numbers)
+    strides = _ints("strides", strides, ndim - 2)
+    rhs_dilation = _ints("rhs_dilation", rhs_dilation, ndim - 2)
+    if isinstance(padding, str):
+        windows = [_dilated(np.shape(rhs)[d], r) for d, r in zip(dnums.rhs_spec[2:], rhs_dilation)]
+        padding = tuple(_transposed_padding(padding, w, s) for w, s in zip(windows, strides))
+    if transpose_kernel:
+        out_axis, in_axis = dnums.rhs_spec[:2]
+        perm = list(range(ndim))
+        perm[out_axis], perm[in_axis] = in_axis, out_axis
+        rhs = transpose(rev(rhs, dnums.rhs_spec[2:]), perm)
+    return conv_general_dilated(lhs, rhs, (1,) * (ndim - 2), padding, strides, rhs_dilation,
+                                dnums, precision=precision,
                                 preferred_element_type=preferred_element_type)
 
 

@@ -235,6 +235,37 @@ def test_conv_dimension_numbers_parsing():
     assert conv_dimension_numbers((1, 2, 3), (1, 2, 3), None) == ((0, 1, 2),) * 3
 
 
+@pytest.mark.parametrize("padding", ["SAME", "VALID"])
+@pytest.mark.parametrize("stride,kernel", [(1, 3), (2, 3), (3, 2), (2, 4)])
+def test_conv_transpose_is_the_gradient_of_a_strided_conv(x64, padding, stride, kernel):
+    rng = np.random.default_rng(stride * 10 + kernel)
+    w = rng.standard_normal((kernel, kernel, 2, 3))  # HWIO: 2 features in, 3 out
+    y = rng.standard_normal((1, 3, 2, 3))            # what the forward conv produced
+    out = lax.conv_transpose(y, w, (stride, stride), padding, transpose_kernel=True)
+    if padding == "SAME":
+        assert out.shape[1:3] == (3 * stride, 2 * stride)
+    else:
+        extra = max(kernel - stride, 0)
+        assert out.shape[1:3] == (3 * stride + extra, 2 * stride + extra)
+    x = np.zeros((1, *out.shape[1:3], 2))
+
+    def forward(v):
+        return lax.conv_general_dilated(v, w, (stride, stride), padding,
+                                        dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+    (expected,) = ember.vjp(forward, x)[1](y)
+    np.testing.assert_allclose(np.asarray(out), np.asarray(expected), rtol=1e-10, atol=1e-10)
+
+
+def test_conv_transpose_explicit_padding_and_errors():
+    x = np.ones((1, 4, 1), np.float32)   # NHC
+    w = np.ones((3, 1, 1), np.float32)   # HIO
+    out = lax.conv_transpose(x, w, (2,), [(0, 0)])  # windows over 1 0 1 0 1 0 1
+    np.testing.assert_array_equal(np.asarray(out)[0, :, 0], [2, 1, 2, 1, 2])
+    with pytest.raises(EmberValueError, match="'FULL'"):
+        lax.conv_transpose(x, w, (2,), "FULL")
+
+
 def test_conv_integer_and_preferred_type_and_jit():
     x = np.ones((1, 2, 6), np.int8)
     w = np.full((1, 2, 3), 100, np.int8)
