@@ -14,11 +14,13 @@ import numpy as np
 from ember.core import dtypes
 from ember.core.abstract import ShapedArray, aval_of
 from ember.core.primitive import Primitive
+from ember.core.pytree import tree_map
 from ember.core.trace import Trace, Tracer, full_lower, new_main
 from ember.errors import EmberTypeError
 from ember.transforms.rules import Zero, defjvp_zero, instantiate
 
-__all__ = ["JVPTrace", "JVPTracer", "jvp_flat", "stop_gradient_p", "not_differentiable"]
+__all__ = ["JVPTrace", "JVPTracer", "jvp_flat", "stop_gradient", "stop_gradient_p",
+           "not_differentiable"]
 
 
 class JVPTracer(Tracer):
@@ -124,3 +126,11 @@ stop_gradient_p.def_impl(lambda x: x)
 defjvp_zero(stop_gradient_p)
 stop_gradient_p.def_batch(lambda values, dims: (stop_gradient_p.bind(values[0]), dims[0]))
 stop_gradient_p.waive("transpose", "its tangent is zero, so it never appears in a linear graph")
+
+
+def stop_gradient(x: Any) -> Any:
+    """``x`` itself, but with zero derivative (applies to every inexact leaf of a pytree)."""
+    def stop(leaf: Any) -> Any:
+        return stop_gradient_p.bind(leaf) if has_tangent(aval_of(leaf)) else leaf
+
+    return tree_map(stop, x)
