@@ -13,9 +13,10 @@ except the two marked *approximate*:
 - ``integer_pow(x, 2)`` → ``x * x``; ``integer_pow(x, 1)`` → ``x``; ``integer_pow(x, 0)``
   → ``1``;
 - transpose of transpose → one transpose (or none); a chain of reshapes (``reshape``,
-  ``squeeze``, ``broadcast_in_dim`` that only inserts size-1 axes) → one reshape (or
-  none); broadcast of broadcast → one broadcast; identity transposes, reshapes and
-  broadcasts and ``convert_element_type`` to the same dtype → their operand;
+  ``squeeze``, ``broadcast_in_dim`` that only inserts size-1 axes, ``transpose`` that
+  only moves size-1 axes) → one ``reshape`` (or none); broadcast of broadcast → one
+  broadcast; identity transposes, reshapes and broadcasts and ``convert_element_type``
+  to the same dtype → their operand;
 - ``select_n`` with equal cases or a constant predicate → the chosen case;
 - *approximate*: ``log(exp(x))`` → ``x`` (real floats), and ``exp(log(x))`` → ``x`` where
   ``x`` is known non-negative (made by ``exp``, ``exp2``, ``abs``, ``logistic``,
@@ -247,8 +248,9 @@ def _transpose(eqn: Eqn, ctx: _Context) -> Atom | None:
     if inner is not None:
         x, first = inner.inputs[0], inner.params["permutation"]
         permutation = tuple(first[p] for p in permutation)
-    if permutation == tuple(range(len(permutation))):
-        return x
+    moved = [p for p in permutation if x.aval.shape[p] != 1]
+    if moved == sorted(moved):  # only size-1 axes move: the identity or a reshape
+        return _reshaped(x, eqn.outputs[0].aval.shape, ctx)
     return ctx.emit("transpose", [x], permutation=permutation) if inner is not None else None
 
 
@@ -269,18 +271,25 @@ def _is_reshape(eqn: Eqn) -> bool:
     return x.size == out.size > 0
 
 
+def _reshaped(x: Atom, shape: tuple[int, ...], ctx: _Context) -> Atom:
+    """``x`` reshaped (row-major) to ``shape``, reading past the reshapes that made it."""
+    source = _reshape_source(x, ctx) or x
+    if source.aval.shape == shape:
+        return source
+    return ctx.emit("reshape", [source], new_sizes=shape)
+
+
 @_rule("reshape", "squeeze")
 def _reshape(eqn: Eqn, ctx: _Context) -> Atom | None:
     return _collapse_reshapes(eqn, ctx)
 
 
 def _collapse_reshapes(eqn: Eqn, ctx: _Context) -> Atom | None:
-    out = eqn.outputs[0].aval
-    source = _reshape_source(eqn.inputs[0], ctx)
-    x = eqn.inputs[0] if source is None else source
-    if x.aval.shape == out.shape:
-        return x
-    return ctx.emit("reshape", [x], new_sizes=out.shape) if source is not None else None
+    """One reshape (or none) for a chain; squeezes and unit broadcasts become reshapes."""
+    x, shape = eqn.inputs[0], eqn.outputs[0].aval.shape
+    if eqn.prim.name == "reshape" and x.aval.shape != shape and _reshape_source(x, ctx) is None:
+        return None  # already a single reshape
+    return _reshaped(x, shape, ctx)
 
 
 @_rule("broadcast_in_dim")

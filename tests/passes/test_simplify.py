@@ -133,6 +133,25 @@ def test_reshape_chains_collapse(rewrites):
     }""")
 
 
+def test_transposes_of_unit_axes_are_reshapes(rewrites):
+    rewrites(simplify_and_clean, """
+    graph(x:f32[3]) {
+      a:f32[1,3] = broadcast_in_dim[broadcast_dimensions=(1,), shape=(1, 3)] x
+      b:f32[3,1] = transpose[permutation=(1, 0)] a
+      c:f32[1,3,2] = broadcast_in_dim[broadcast_dimensions=(1,), shape=(1, 3, 2)] x
+      d:f32[3,1,2] = transpose[permutation=(1, 0, 2)] c
+      e:f32[2,3,1] = transpose[permutation=(2, 1, 0)] c
+      return (b, d, e)
+    }""", """
+    graph(x:f32[3]) {
+      a:f32[3,1] = reshape[new_sizes=(3, 1)] x
+      c:f32[1,3,2] = broadcast_in_dim[broadcast_dimensions=(1,), shape=(1, 3, 2)] x
+      b:f32[3,1,2] = reshape[new_sizes=(3, 1, 2)] c
+      e:f32[2,3,1] = transpose[permutation=(2, 1, 0)] c
+      return (a, b, e)
+    }""")
+
+
 def test_broadcasts_compose(rewrites):
     rewrites(simplify_and_clean, """
     graph(x:f32[3]) {
