@@ -1,0 +1,104 @@
+"""The differential runner: one program, its variants, every target, against the oracle.
+
+Outcomes per (variant, target):
+- the oracle raises an Ember error: the variant is *rejected* (the program asks for
+  something Ember documents as unsupported); nothing is compared;
+- the oracle raises anything else: a ``crash`` of the reference;
+- a target raises an Ember error where the oracle did not: an ``error``;
+- a target raises anything else: a ``crash`` (a bare Python or NumPy error escaped);
+- a target's values differ (see ``ember.fuzz.compare``): a ``mismatch``.
+"""
+from __future__ import annotations
+
+import traceback
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from ember.errors import EmberError
+from ember.fuzz.compare import differences
+from ember.fuzz.program import Program, compile_source
+from ember.fuzz.targets import ORACLE, Target, all_targets, host_leaves, scope
+from ember.fuzz.variants import VARIANTS, Variant, make_variant
+
+
+@dataclass(frozen=True)
+class Failure:
+    program: Program
+    variant: str
+    target: str
+    kind: str  # 'mismatch', 'error' or 'crash'
+    detail: str
+    error_type: str = ""
+
+    def signature(self) -> tuple[str, str, str, str]:
+        """What must stay the same while shrinking: where and how it fails."""
+        return self.variant, self.target, self.kind, self.error_type
+
+    def headline(self) -> str:
+        return f"{self.kind} in {self.variant} on {self.target}: {self.detail.splitlines()[0]}"
+
+
+@dataclass
+class Report:
+    failures: list[Failure] = field(default_factory=list)
+    rejected: list[tuple[str, str]] = field(default_factory=list)  # (variant, reason)
+    runs: int = 0
+
+
+def _describe(error: BaseException) -> str:
+    frames = traceback.extract_tb(error.__traceback__)
+    where = f" (raised at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    return f"{type(error).__name__}: {error}{where}"
+
+
+def _evaluate(code: str, variant_scope: dict, args: Sequence[Any]) -> list:
+    env = {**scope(), **variant_scope, "args": list(args)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return host_leaves(eval(code, env))
+
+
+def run_variant(program: Program, variant: Variant, targets: Sequence[Target],
+                report: Report) -> None:
+    variant_scope = compile_source(variant.source)
+    try:
+        expected = _evaluate(ORACLE.code, variant_scope, variant.args)
+    except EmberError as error:
+        report.rejected.append((variant.name, str(error).splitlines()[0]))
+        return
+    except Exception as error:  # noqa: BLE001 - a crash of the oracle is a finding
+        report.failures.append(Failure(program, variant.name, ORACLE.name, "crash",
+                                       _describe(error), type(error).__name__))
+        return
+    for target in targets:
+        report.runs += 1
+        try:
+            actual = _evaluate(target.code, variant_scope, variant.args)
+        except Exception as error:  # noqa: BLE001 - every escape is a finding
+            kind = "error" if isinstance(error, EmberError) else "crash"
+            report.failures.append(Failure(program, variant.name, target.name, kind,
+                                           _describe(error), type(error).__name__))
+            continue
+        found = differences(actual, expected)
+        if found is not None:
+            report.failures.append(Failure(program, variant.name, target.name, "mismatch", found))
+
+
+def check(program: Program, variants: Sequence[str] = VARIANTS,
+          targets: Sequence[Target] | None = None, report: Report | None = None) -> Report:
+    """Run ``program``'s variants on ``targets`` (default: all) against the oracle."""
+    report = report if report is not None else Report()
+    targets = all_targets() if targets is None else targets
+    for name in variants:
+        variant = make_variant(program, name)
+        if variant is not None:
+            run_variant(program, variant, targets, report)
+    return report
+
+
+def still_fails(program: Program, failure: Failure) -> bool:
+    """Whether ``program`` fails the way ``failure`` did (same variant, target and kind)."""
+    targets = [t for t in all_targets() if t.name == failure.target]
+    report = check(program, [failure.variant], targets)
+    return any(f.signature() == failure.signature() for f in report.failures)
