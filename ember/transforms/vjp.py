@@ -63,17 +63,12 @@ def linearize_flat(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],
         return [*primals_out, *(t for t in tangents_out if not isinstance(t, Zero))]
 
     tangent_avals = [a for a, keep in zip(in_avals, in_tangent) if keep]
-    n_out = _count_outputs_later(found)
-    known, graph, _ = trace_partial(fun_jvp, tangent_avals, instantiate=n_out)
-    primals_out = known[:found["n"]]
-    return primals_out, Linearized(graph, in_avals, found["out_avals"], in_tangent,
-                                   found["nonzero"])
-
-
-def _count_outputs_later(found: dict[str, Any]) -> Callable[[int], list[bool]]:
-    """Instantiate flags decided once the outputs are known: primals stay known,
-    tangents are forced unknown (so even constant tangents land in the graph)."""
-    return lambda count: [i >= found["n"] for i in range(count)]
+    # Primal outputs stay known; tangents are forced unknown, so that even a constant
+    # tangent is an output of the linear graph.
+    tangents_unknown = lambda count: [i >= found["n"] for i in range(count)]  # noqa: E731
+    known, graph, _ = trace_partial(fun_jvp, tangent_avals, instantiate=tangents_unknown)
+    return known[:found["n"]], Linearized(graph, in_avals, found["out_avals"], in_tangent,
+                                          found["nonzero"])
 
 
 def vjp_flat(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],
