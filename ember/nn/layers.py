@@ -9,7 +9,7 @@ Call a layer like a function. BatchNorm, the one layer with running state, retur
 
 Layers compute in the dtype of the arrays they are given: for mixed precision, cast
 the model with ``Policy.cast_to_compute(model)`` (``ember.mixed_precision``). Norms
-compute their statistics in float32 whatever the input dtype.
+compute their statistics (and attention its softmax) in float32 at least.
 """
 from __future__ import annotations
 
@@ -38,6 +38,12 @@ def static(default: Any = dataclasses.MISSING) -> Any:
 def layer(cls: type) -> type:
     """Make ``cls`` a frozen dataclass and a pytree (static fields via ``static()``)."""
     return register_dataclass(dataclasses.dataclass(frozen=True)(cls))
+
+
+def _at_least_float32(x: Any) -> Any:
+    """``x`` in float32, or wider if it already is (statistics and softmax in low precision
+    lose too much)."""
+    return x.astype(jnp.promote_types(x.dtype, jnp.float32))
 
 
 def _pair(value: int | Sequence[int]) -> tuple[int, int]:
@@ -95,8 +101,8 @@ class LayerNorm:
         return cls(jnp.ones((features,), dtype), jnp.zeros((features,), dtype), eps)
 
     def __call__(self, x: Any) -> Any:
-        x32 = x.astype(jnp.float32)
-        centered = x32 - jnp.mean(x32, axis=-1, keepdims=True)
+        wide = _at_least_float32(x)
+        centered = wide - jnp.mean(wide, axis=-1, keepdims=True)
         var = jnp.mean(jnp.square(centered), axis=-1, keepdims=True)
         y = centered * lax.rsqrt(var + self.eps)
         return (y * self.scale + self.bias).astype(x.dtype)
@@ -114,8 +120,8 @@ class RMSNorm:
         return cls(jnp.ones((features,), dtype), eps)
 
     def __call__(self, x: Any) -> Any:
-        x32 = x.astype(jnp.float32)
-        y = x32 * lax.rsqrt(jnp.mean(jnp.square(x32), axis=-1, keepdims=True) + self.eps)
+        wide = _at_least_float32(x)
+        y = wide * lax.rsqrt(jnp.mean(jnp.square(wide), axis=-1, keepdims=True) + self.eps)
         return (y * self.scale).astype(x.dtype)
 
 
@@ -167,19 +173,19 @@ def dot_product_attention(query: Any, key: Any, value: Any, mask: Any = None, *,
 
     ``query`` is (..., T, N, H) (T positions, N heads, H features per head), ``key`` and
     ``value`` are (..., S, N, H); ``mask`` (True = attend) broadcasts to (..., N, T, S).
-    The softmax runs in float32 whatever the input dtype. Returns (..., T, N, H).
+    The softmax runs in float32 at least. Returns (..., T, N, H).
     """
     if query.shape[-2:] != key.shape[-2:] or key.shape != value.shape:
         raise EmberValueError(f"dot_product_attention needs query (..., T, N, H) and key / "
                               f"value (..., S, N, H) with equal N and H; got query "
                               f"{query.shape}, key {key.shape}, value {value.shape}")
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
-    scores = jnp.einsum("...qnh,...knh->...nqk", query, key).astype(jnp.float32) * scale
+    scores = _at_least_float32(jnp.einsum("...qnh,...knh->...nqk", query, key)) * scale
     if is_causal:
         causal = jnp.tril(jnp.ones((query.shape[-3], key.shape[-3]), dtype=bool))
         mask = causal if mask is None else jnp.logical_and(mask, causal)
     if mask is not None:
-        scores = jnp.where(mask, scores, jnp.finfo(jnp.float32).min)
+        scores = jnp.where(mask, scores, jnp.finfo(scores.dtype).min)
     weights = activations.softmax(scores, axis=-1).astype(value.dtype)
     return jnp.einsum("...nqk,...knh->...qnh", weights, value)
 
@@ -307,17 +313,18 @@ class BatchNorm:
     @classmethod
     def init(cls, features: int, momentum: float = 0.9, eps: float = 1e-5, axis: int = 1,
              dtype: Any = jnp.float32) -> "BatchNorm":
+        stats = jnp.promote_types(dtype, jnp.float32)
         return cls(jnp.ones((features,), dtype), jnp.zeros((features,), dtype),
-                   jnp.zeros((features,), jnp.float32), jnp.ones((features,), jnp.float32),
+                   jnp.zeros((features,), stats), jnp.ones((features,), stats),
                    momentum, eps, axis)
 
     def __call__(self, x: Any, train: bool = True) -> tuple[Any, "BatchNorm"]:
         axis = self.axis % x.ndim
         reduce_axes = tuple(a for a in range(x.ndim) if a != axis)
         shape = tuple(x.shape[axis] if a == axis else 1 for a in range(x.ndim))
-        x32 = x.astype(jnp.float32)
+        wide = _at_least_float32(x)
         if train:
-            mean, var = jnp.mean(x32, axis=reduce_axes), jnp.var(x32, axis=reduce_axes)
+            mean, var = jnp.mean(wide, axis=reduce_axes), jnp.var(wide, axis=reduce_axes)
             m = self.momentum
             updated = dataclasses.replace(
                 self,
@@ -325,7 +332,7 @@ class BatchNorm:
                 running_var=m * self.running_var + (1 - m) * ember.stop_gradient(var))
         else:
             mean, var, updated = self.running_mean, self.running_var, self
-        y = (x32 - mean.reshape(shape)) * lax.rsqrt(var.reshape(shape) + self.eps)
+        y = (wide - mean.reshape(shape)) * lax.rsqrt(var.reshape(shape) + self.eps)
         y = y * self.scale.reshape(shape) + self.bias.reshape(shape)
         return y.astype(x.dtype), updated
 
