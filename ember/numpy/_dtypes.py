@@ -49,9 +49,6 @@ class _ScalarMeta(type):
         except TypeError:
             return False
 
-    def __ne__(cls, other: Any) -> bool:
-        return not cls.__eq__(other)
-
     def __call__(cls, value: Any):
         from ember.numpy._creation import asarray
 

@@ -346,7 +346,7 @@ def hypot(x1: Any, x2: Any, /):
     safe = _select(lax.eq(larger, _const(0, larger)), _const(1, larger), larger)
     ratio = lax.div(smaller, safe)
     out = lax.mul(larger, lax.sqrt(lax.add(_const(1, ratio), lax.mul(ratio, ratio))))
-    return _select(_isinf(larger), larger, out)
+    return _select(lax.bitwise_or(_isinf(x), _isinf(y)), _const(np.inf, out), out)
 
 
 def _scaled(name: str, factor: float):
