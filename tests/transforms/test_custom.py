@@ -131,3 +131,15 @@ def test_missing_rules_are_reported():
     f = ember.custom_jvp(lambda x: x)
     with pytest.raises(TypeError, match="defjvp"):
         ember.jit(f)(np.ones(2))
+
+
+def test_custom_vjp_with_nondiff_argnums(x64):
+    def scaled(scale, x):
+        return x * scale
+
+    f = ember.custom_vjp(scaled, nondiff_argnums=(0,))
+    f.defvjp(lambda scale, x: (x * scale, None),
+             lambda scale, res, ct: (ct * scale * 10.0,))
+    assert float(ember.grad(lambda x: f(3.0, x))(np.array(1.0))) == 30.0
+    np.testing.assert_allclose(ember.jit(ember.vmap(ember.grad(lambda x: f(2.0, x))))(
+        np.ones(3)), np.full(3, 20.0))
