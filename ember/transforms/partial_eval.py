@@ -20,8 +20,9 @@ predicate, the loop-invariant part of a ``scan``) registers a rule::
 ``tracer.is_known``, ``tracer.value`` (for known ones) and ``tracer.aval`` describe the
 operands. The rule computes the known part by binding primitives on known values (they
 go to the interpreters below), and stages the unknown part with
-``trace.stage(prim, tracers, params)`` (which returns unknown tracers). Known outputs
-may be returned as plain values. ``partial_eval_graph`` splits a Graph into its known
+``trace.stage(prim, tracers, params)`` (which returns unknown tracers); values computed
+by the known part that the staged equation reads (residuals) are passed to it boxed as
+``trace.pure(value)``. Known outputs may be returned as plain values. ``partial_eval_graph`` splits a Graph into its known
 and unknown parts (using these rules for nested primitives), which is what a rule
 usually needs to do to its body. The unknown equation must then have a ``transpose``
 rule (its residual operands arrive as values, its linear operands as
