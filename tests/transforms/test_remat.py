@@ -43,7 +43,9 @@ def test_checkpoint_gives_the_same_gradients(mlp, backend):
     for remat in (None, policies.dots_saveable, policies.everything_saveable):
         for got, want in zip(ember.jit(ember.grad(deep_loss), static_argnums=2)(ws, x, remat),
                              expected):
-            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+            # float32 sums over 256 examples, in another order on compiled backends
+            scale = np.abs(np.asarray(want)).max()
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * scale)
 
 
 def test_checkpoint_lowers_peak_memory_of_the_compiled_gradient(mlp):
