@@ -401,7 +401,7 @@ def _cholesky_jvp(primals: Sequence[Any], tangents: Sequence[Any]):
 
 
 def _lu_jvp(primals: Sequence[Any], tangents: Sequence[Any]):
-    """With P x = L U: L⁻¹ P dx U⁻¹ splits into L⁻¹ dL (strictly lower) and dU U⁻¹ (upper)."""
+    """With P x = L U, L⁻¹ P dx U⁻¹ splits into L⁻¹ dL (strictly lower) and dU U⁻¹ (upper)."""
     (x,), (t,) = primals, tangents
     packed, pivots, perm = lu_p.bind(x)
     if x.shape[-1] != x.shape[-2]:
@@ -500,7 +500,7 @@ def _real_diagonal(x: Any) -> Any:
 
 
 def _eigh_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, lower: bool):
-    """dw = diag(vᴴ dA v), dv = v (F ∘ vᴴ dA v) with F_ij = 1 / (w_j - w_i) off the diagonal."""
+    """dw = diag(vᴴ dA v), dv = v (F ∘ vᴴ dA v), F_ij = 1 / (w_j - w_i) off the diagonal."""
     (x,), (t,) = primals, tangents
     v, w = eigh_p.bind(x, lower=lower)
     projected = batch_matmul(_adjoint(v), batch_matmul(_hermitian_from_triangle(t, lower), v))

@@ -690,36 +690,53 @@ def _batched_canonical(x: Any, bdim: int, spec: Sequence[int]) -> Any:
     return transpose(x, (bdim, *(d + (d >= bdim) for d in spec)))
 
 
+def _vmapped_lhs(x: Any, w: Any, params: dict) -> Any:
+    """x (V, N, C, ...): V joins the batch inside each batch group, (B, V, N/B)."""
+    size, batch_groups = np.shape(x)[0], params["batch_group_count"]
+    x = _merge_axes(_move_axis(_split_axis(x, 1, batch_groups), 1, 0), 0)
+    out = _conv_canonical_bind(_merge_axes(x, 0), w, params)
+    return _split_axis(out, 0, size)
+
+
+def _vmapped_rhs(x: Any, w: Any, params: dict) -> Any:
+    """w (V, O, I, ...): V joins the output features inside each group, (G, V, O/G)."""
+    size = np.shape(w)[0]
+    groups = params["feature_group_count"] * params["batch_group_count"]
+    w = _merge_axes(_merge_axes(_move_axis(_split_axis(w, 1, groups), 1, 0), 0), 0)
+    out = _conv_canonical_bind(x, w, params)
+    out = _split_axis(_split_axis(out, 1, groups), 2, size)   # (N/B, G, V, O/G, ...)
+    return _merge_axes(_move_axis(out, 2, 0), 2)
+
+
+def _vmapped_both(x: Any, w: Any, params: dict) -> Any:
+    """Each of the V examples becomes its own group: batch groups if the convolution
+    already has them (they own the lhs batch), feature groups otherwise."""
+    size = np.shape(x)[0]
+    w = _merge_axes(w, 0)                                      # (V*O, I, ...)
+    if params["batch_group_count"] > 1:
+        out = _conv_canonical_bind(_merge_axes(x, 0), w, params,
+                                   batch_group_count=size * params["batch_group_count"])
+    else:
+        out = _conv_canonical_bind(_merge_axes(_move_axis(x, 0, 1), 1), w, params,
+                                   feature_group_count=size * params["feature_group_count"])
+    return _move_axis(_split_axis(out, 1, size), 1, 0)
+
+
 def _conv_batch(values: Sequence[Any], dims: Sequence[int | None], **params: Any):
-    """Fold the vmapped axis into the batch (lhs only), the output features (rhs only) or
-    the feature / batch groups (both), as XLA's grouped convolutions allow."""
+    """Fold the vmapped axis into the lhs batch, the rhs output features, or the groups,
+    working in the canonical layout with the vmapped axis first."""
     (lhs, rhs), (ldim, rdim) = values, dims
     lhs_spec, rhs_spec, out_spec = params["dimension_numbers"]
-    batch_groups = params["batch_group_count"]
-    groups = params["feature_group_count"] * batch_groups
     if rdim is None:
-        x = _batched_canonical(lhs, ldim, lhs_spec)                  # (V, N, C, ...)
-        x = _merge_axes(_move_axis(_split_axis(x, 1, batch_groups), 1, 0), 0)
-        out = _conv_canonical_bind(_merge_axes(x, 0), _canonical(rhs, rhs_spec), params)
-        out = _split_axis(out, 0, np.shape(lhs)[ldim])               # (V, N/B, O, ...)
+        out = _vmapped_lhs(_batched_canonical(lhs, ldim, lhs_spec), _canonical(rhs, rhs_spec),
+                           params)
     elif ldim is None:
-        w = _batched_canonical(rhs, rdim, rhs_spec)                  # (V, O, I, ...)
-        size = np.shape(w)[0]
-        w = _merge_axes(_merge_axes(_move_axis(_split_axis(w, 1, groups), 1, 0), 0), 0)
-        out = _conv_canonical_bind(_canonical(lhs, lhs_spec), w, params)
-        out = _split_axis(_split_axis(out, 1, groups), 2, size)      # (N/B, G, V, O/G, ...)
-        out = _merge_axes(_move_axis(out, 2, 0), 2)                   # (V, N/B, O, ...)
+        out = _vmapped_rhs(_canonical(lhs, lhs_spec), _batched_canonical(rhs, rdim, rhs_spec),
+                           params)
     else:
-        x = _batched_canonical(lhs, ldim, lhs_spec)
-        w = _merge_axes(_batched_canonical(rhs, rdim, rhs_spec), 0)  # (V*O, I, ...)
-        size = np.shape(x)[0]
-        if batch_groups > 1:
-            out = _conv_canonical_bind(_merge_axes(x, 0), w, params,
-                                       batch_group_count=size * batch_groups)
-        else:
-            out = _conv_canonical_bind(_merge_axes(_move_axis(x, 0, 1), 1), w, params,
-                                       feature_group_count=size * groups)
-        out = _move_axis(_split_axis(out, 1, size), 1, 0)           # (V, N/B, O, ...)
+        out = _vmapped_both(_batched_canonical(lhs, ldim, lhs_spec),
+                            _batched_canonical(rhs, rdim, rhs_spec), params)
+    # out is (V, N/B, O, ...); put each example's dimensions in the user's output layout
     return transpose(out, (0, *(1 + p for p in np.argsort(out_spec)))), 0
 
 

@@ -240,12 +240,12 @@ def _bind_index_reduction(prim: Primitive, operand: Any, axis: int, index_dtype:
 
 
 def argmax(operand: Any, axis: int, index_dtype: Any) -> Any:
-    """Index of the largest value along ``axis`` (the first one on ties; NaN counts as largest)."""
+    """Index of the largest value along ``axis`` (the first on ties; NaN counts as largest)."""
     return _bind_index_reduction(argmax_p, operand, axis, index_dtype)
 
 
 def argmin(operand: Any, axis: int, index_dtype: Any) -> Any:
-    """Index of the smallest value along ``axis`` (the first one on ties; NaN counts as smallest)."""
+    """Index of the smallest value along ``axis`` (the first on ties; NaN counts as smallest)."""
     return _bind_index_reduction(argmin_p, operand, axis, index_dtype)
 
 

@@ -212,7 +212,8 @@ def test_same_padding_keeps_size_and_strides_ceil():
     upper = lax.conv_general_dilated(x, w, (1, 1), "SAME")
     assert lower.shape == upper.shape
     # the one padded column sits left for SAME_LOWER, right for SAME
-    assert float(np.asarray(lower)[0, 0, 3, 0]) == 3.0 and float(np.asarray(upper)[0, 0, 3, 0]) == 6.0
+    assert float(np.asarray(lower)[0, 0, 3, 0]) == 3.0
+    assert float(np.asarray(upper)[0, 0, 3, 0]) == 6.0
 
 
 def test_layout_strings_match_canonical_layout():
