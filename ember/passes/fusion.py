@@ -65,6 +65,7 @@ class _Fuser:
         self.producer = {v: eqn for eqn in graph.eqns for v in eqn.outputs}
         self.demands: dict[Var, dict[Group, set[Index]]] = {}
         self.needs: dict[Var, str] = {}
+        self.loaded_by_calls: set[Var] = set()  # operands of library and host calls
         self.groups: list[Group] = []
         for atom in graph.outputs:
             if isinstance(atom, Var):
@@ -112,6 +113,7 @@ class _Fuser:
         group.reasons.append(f"{eqn.prim.name} runs on the host (no native lowering yet)")
         for atom in eqn.inputs:
             self.need(atom, f"input of {eqn.prim.name}, which runs on the host")
+            self.loaded_by_calls.add(atom)
 
     def place_library(self, eqn: Eqn) -> None:
         out = eqn.outputs[0]
@@ -128,11 +130,12 @@ class _Fuser:
             base, index, syms = self._fold_operand(eqn, position)
             group.library_operands.append((base, index, syms))
             self.need(base, "operand of dot_general (a BLAS call)")
+            self.loaded_by_calls.add(base)
 
     def _epilogue_for(self, out: Var) -> Group | None:
         """The consumer kernel that can run as this GEMM's epilogue, if any."""
         demands = self.demands.get(out, {})
-        if len(demands) != 1:
+        if len(demands) != 1 or out in self.loaded_by_calls:
             return None
         (group, index_set), = demands.items()
         if (group.kind != "loop" or group.outer_rank is not None
@@ -167,7 +170,9 @@ class _Fuser:
         out = eqn.outputs[0]
         demands = self.demands.get(out, {})
         if out in self.needs:
-            if len(demands) == 1:
+            # Stored by its consumer kernel only when no call reads the buffer: a call
+            # would have to run after that kernel, which may itself need the call.
+            if len(demands) == 1 and out not in self.loaded_by_calls:
                 (group, index_set), = demands.items()
                 if self._can_store_in(out, kind, group, index_set):
                     self.inline(eqn, kind, group, index_set)

@@ -98,8 +98,15 @@ def plan_buffers(steps: Sequence[Step], inputs: Sequence[Var], donated: Sequence
     donated_outputs = 0
     host_slots = 0
     for index, step in enumerate(steps):
-        for var in step.writes:
+        fresh: set[Var] = set()  # written here into memory that held nothing live
+        for var in _placement_order(step, last_use, index):
             if var in locations:
+                continue
+            shared = _sibling_target(var, step, fresh)
+            if shared is not None:  # a temporary of this step, updated in place by it
+                locations[var] = locations[shared]
+                fresh.discard(shared)
+                in_place.append((shared, var))
                 continue
             partner = _in_place_partner(var, index, step, locations, last_use, owner,
                                         reusable_inputs)
@@ -113,6 +120,7 @@ def plan_buffers(steps: Sequence[Step], inputs: Sequence[Var], donated: Sequence
                     donated_outputs += 1
                 else:
                     locations[var] = Location("output", output_slot[var])
+                    fresh.add(var)
             elif step.host:
                 locations[var] = Location("host", host_slots)
                 host_slots += 1
@@ -127,9 +135,28 @@ def plan_buffers(steps: Sequence[Step], inputs: Sequence[Var], donated: Sequence
                 offset = arena.allocate(var.aval.nbytes)
                 owner[var] = offset
                 locations[var] = Location("arena", 0, offset)
+                fresh.add(var)
         for var in [v for v in owner if last_use.get(v, index) <= index]:
             arena.release(owner.pop(var), var.aval.nbytes)
     return BufferPlan(locations, _high_water(arena, locations), in_place, donated_outputs)
+
+
+def _placement_order(step: Step, last_use: dict[Var, int], index: int) -> list[Var]:
+    """Writes in placement order: a value that only lives inside this step (a GEMM result
+    its epilogue updates in place) comes after the value that takes over its buffer."""
+    internal = {source for out, source in step.inplace
+                if source in step.writes and last_use.get(source) == index}
+    return [v for v in step.writes if v not in internal] + [v for v in step.writes
+                                                           if v in internal]
+
+
+def _sibling_target(var: Var, step: Step, fresh: set[Var]) -> Var | None:
+    """A value written by this step into fresh memory that may also hold ``var`` first."""
+    for out, source in step.inplace:
+        if source is var and out in fresh and \
+                out.aval.nbytes == var.aval.nbytes and out.aval.dtype == var.aval.dtype:
+            return out
+    return None
 
 
 def _high_water(arena: _Arena, locations: dict[Var, Location]) -> int:
