@@ -99,7 +99,7 @@ def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = 
     x = concatenate(parts, axis) if len(parts) > 1 else x
     for _ in range(n):
         size = x.shape[axis]
-        upper = lax.slice_in_dim(x, 1, size, axis=axis)
+        upper = lax.slice_in_dim(x, min(1, size), size, axis=axis)
         lower = lax.slice_in_dim(x, 0, max(size - 1, 0), axis=axis)
         x = lax.ne(upper, lower) if dtypes.is_bool(x.dtype) else lax.sub(upper, lower)
     return x
