@@ -144,3 +144,11 @@ def test_vmap_matches_loop(name, in_axis):
     x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
     for axis in (0, 1):
         check_vmap(lambda v: getattr(lax, name)(v, axis, True), (x,), in_axis, rtol=1e-6)
+
+
+def test_compositions_jit_of_grad_and_vmap_of_grad():
+    x = np.array([[1.0, 0.0, 3.0, 2.0], [2.0, 1.0, 1.0, 0.5]], np.float32)
+    f = lambda v: lax.reduce_sum(lax.cumprod(v), (0,))  # noqa: E731
+    expected = np.array([[1.0, 10.0, 0.0, 0.0], [3.5, 5.0, 3.0, 2.0]], np.float32)
+    np.testing.assert_allclose(np.asarray(ember.jit(ember.grad(f))(x[0])), expected[0])
+    np.testing.assert_allclose(np.asarray(ember.jit(ember.vmap(ember.grad(f)))(x)), expected)

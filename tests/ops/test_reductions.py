@@ -183,3 +183,10 @@ def test_index_vmap_matches_loop(name, in_axis):
     x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
     for axis in (0, 1):
         check_vmap(lambda v: getattr(lax, name)(v, axis, np.int32), (x,), in_axis)
+
+
+def test_hessian_of_prod_is_the_product_of_the_other_pairs(x64):
+    x = np.array([1.0, 0.0, 3.0, 2.0])
+    hessian = np.asarray(ember.jit(ember.hessian(lambda v: lax.reduce_prod(v, (0,))))(x))
+    expected = np.array([[0, 6, 0, 0], [6, 0, 2, 3], [0, 2, 0, 0], [0, 3, 0, 0]], float)
+    np.testing.assert_array_equal(hessian, expected)
