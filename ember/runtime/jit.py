@@ -75,6 +75,8 @@ class Jitted:
 
     def __init__(self, fun: Callable, static_argnums=(), static_argnames=(),
                  donate_argnums=(), backend: str | None = None) -> None:
+        # First: update_wrapper copies fun.__dict__, which must not clobber our fields.
+        functools.update_wrapper(self, fun)
         self.fun = fun
         self.static_argnums = _normalize_argnums(static_argnums)
         self.static_argnames = (static_argnames,) if isinstance(static_argnames, str) \
@@ -83,7 +85,6 @@ class Jitted:
         self.backend_name = backend
         self._cache: dict[_Signature, "Compiled"] = {}
         self._signature = _safe_signature(fun)
-        functools.update_wrapper(self, fun)
 
     # --- splitting arguments into static and traced --------------------------------
     def _split(self, args: tuple, kwargs: dict):
