@@ -24,7 +24,10 @@ def _load(name: str) -> Backend | None:
     module_name, _, class_name = _BACKENDS[name].partition(":")
     try:
         module = importlib.import_module(module_name)
-    except ImportError:
+    except ModuleNotFoundError as error:
+        missing = error.name or ""
+        if missing.startswith("ember.") and not module_name.startswith(missing):
+            raise  # a missing Ember module is a bug, not an absent optional dependency
         return None
     backend = getattr(module, class_name)()
     return backend if backend.is_available() else None
