@@ -27,7 +27,7 @@ class Choices(Protocol):
 class RandomChoices:
     """Seeded random answers; ``recorded`` keeps them (as offsets) for replay."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int | str) -> None:
         self._random = random.Random(seed)
         self.recorded: list[int] = []
 

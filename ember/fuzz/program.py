@@ -160,10 +160,9 @@ def input_values(program: Program, salt: int = 0) -> list[np.ndarray]:
 
 def array_source(value: np.ndarray) -> str:
     """Exact Python text for an array (bit pattern kept: NaN payloads, -0.0)."""
-    value = np.ascontiguousarray(value)
-    data = value.tobytes().hex()
-    shape = "(" + "".join(f"{d}, " for d in value.shape) + ")"
-    return f"np.frombuffer(bytes.fromhex({data!r}), dtype={dtype_source(value.dtype)}).reshape({shape})"
+    data = np.asarray(value).tobytes(order="C").hex()
+    return (f"np.frombuffer(bytes.fromhex({data!r}), dtype={dtype_source(value.dtype)})"
+            f".reshape({tuple(value.shape)!r})")
 
 
 def values_source(name: str, values: Sequence[np.ndarray]) -> str:

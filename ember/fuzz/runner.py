@@ -97,8 +97,9 @@ def check(program: Program, variants: Sequence[str] = VARIANTS,
     return report
 
 
-def still_fails(program: Program, failure: Failure) -> bool:
-    """Whether ``program`` fails the way ``failure`` did (same variant, target and kind)."""
+def reproduce(program: Program, failure: Failure) -> Failure | None:
+    """How ``program`` fails the way ``failure`` did (same variant, target, kind and
+    error type), or None if it does not."""
     targets = [t for t in all_targets() if t.name == failure.target]
     report = check(program, [failure.variant], targets)
-    return any(f.signature() == failure.signature() for f in report.failures)
+    return next((f for f in report.failures if f.signature() == failure.signature()), None)
