@@ -56,8 +56,8 @@ def _as_index_array(value: Any) -> Any:
     array = value if is_array(value) else np.asarray(value)
     if array.dtype == object or not (dtypes.is_integer(np.dtype(array.dtype)) or
                                      dtypes.is_bool(np.dtype(array.dtype))):
-        if isinstance(value, list) and len(value) == 0:
-            return np.zeros(0, np.int32)
+        if isinstance(array, np.ndarray) and array.size == 0:  # [] is an empty int index
+            return array.astype(np.int32)
         raise EmberIndexError(f"arrays used as indices must be of integer or boolean type, "
                               f"got {array.dtype}")
     return array
@@ -277,7 +277,7 @@ def _scatter(x: Any, index: Any, values: Any, scatter_fn: Callable, mode: str | 
     flat_positions = lax.reshape(lax.iota(dtypes.default_int(), x.size), x.shape)
     positions = getitem(flat_positions, index, mode=read_mode, fill_value=x.size)
     updates = ensure_array(values, x.dtype)
-    if broadcast_shapes(updates.shape, positions.shape) != positions.shape:
+    if not _broadcasts_to(updates.shape, positions.shape):
         raise EmberValueError(f"cannot broadcast update values of shape {updates.shape} to the "
                               f"indexed shape {positions.shape}")
     updates = broadcast_to_shape(updates, positions.shape)
@@ -287,6 +287,13 @@ def _scatter(x: Any, index: Any, values: Any, scatter_fn: Callable, mode: str | 
                      lax.reshape(updates, (positions.size,)), dnums,
                      mode="clip" if mode == "clip" else "fill")
     return lax.reshape(out, x.shape)
+
+
+def _broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    try:
+        return broadcast_shapes(shape, target) == target
+    except EmberValueError:
+        return False
 
 
 class IndexUpdateRef:
