@@ -185,9 +185,9 @@ def _c_div(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     x, y = np.asarray(x), np.asarray(y)
     if dtypes.is_integer(x.dtype):
         safe = np.where(y == 0, 1, y)
-        quotient = np.abs(x) // np.abs(safe)
-        quotient = np.where((x < 0) != (y < 0), -quotient, quotient) if dtypes.is_signed(
-            x.dtype) else quotient
+        floored = x // safe  # (np.abs would overflow on the most negative integer)
+        inexact = (floored * safe != x) & ((x < 0) != (safe < 0))
+        quotient = floored + inexact.astype(x.dtype)
         return np.where(y == 0, -1 if dtypes.is_signed(x.dtype) else np.iinfo(x.dtype).max,
                         quotient).astype(x.dtype)
     return np.true_divide(x, y)
