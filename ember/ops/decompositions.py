@@ -83,7 +83,10 @@ def _per_matrix(fn, x: np.ndarray, nan_on: type[Exception]) -> np.ndarray:
 @cholesky_p.def_impl
 def _cholesky_impl(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x)
-    return _per_matrix(np.linalg.cholesky, x, np.linalg.LinAlgError)
+    try:  # the whole stack at once; one failing matrix makes NumPy reject all of them
+        return np.linalg.cholesky(x)
+    except np.linalg.LinAlgError:
+        return _per_matrix(np.linalg.cholesky, x, np.linalg.LinAlgError)
 
 
 def cholesky(x: Any, *, symmetrize_input: bool = True) -> Any:
