@@ -396,6 +396,9 @@ def _convert_impl(x: np.ndarray, *, new_dtype: np.dtype) -> np.ndarray:
         info = np.iinfo(new_dtype)
         with np.errstate(invalid="ignore"):
             x = np.where(np.isnan(x), 0, np.clip(np.trunc(x), info.min, info.max))
+        with np.errstate(all="ignore"):
+            # info.max may round up in x's float type (2**31 in float32): saturate it too.
+            return np.where(x >= info.max, info.max, x.astype(new_dtype)).astype(new_dtype)
     with np.errstate(all="ignore"):
         return x.astype(new_dtype)
 
