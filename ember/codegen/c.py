@@ -36,6 +36,10 @@ OP_TEMPLATES = {
     "is_finite": {"float": "(({0} - {0}) == 0)"},
     "logistic": {"float": "(({T})1 / (({T})1 + {f_exp}(-{0})))"},
     "rsqrt": {"float": "(({T})1 / {f_sqrt}({0}))"},
+    "lgamma": {"float": "({0} < 0 && {0} - {0} != 0 ? {0} : {f_lgamma}({0}))"},  # -inf: -inf
+    "real": {"float": "{0}"},
+    "imag": {"float": "(({T})0)"},
+    "conj": {"float": "{0}"},
     "abs": {"float": "{f_fabs}({0})", "int": "({0} < 0 ? ({T})-{0} : {0})", "uint": "{0}"},
     "not": {"bool": "(!{0})", "int": "(({T})~{0})", "uint": "(({T})~{0})"},
     "square": {"any": "({0} * {0})"},
@@ -57,7 +61,8 @@ OP_TEMPLATES = {
     "max": {"any": "(({0} >= {1} || {0} != {0}) ? {0} : {1})"},
     "min": {"any": "(({0} <= {1} || {0} != {0}) ? {0} : {1})"},
     "atan2": {"float": "{f_atan2}({0}, {1})"},
-    "nextafter": {"float": "{f_nextafter}({0}, {1})"},
+    # (half precision would need the next 16-bit value: not covered)
+    "nextafter": {"float32": "{f_nextafter}({0}, {1})", "float64": "{f_nextafter}({0}, {1})"},
     "and": {"bool": "({0} & {1})", "int": "({0} & {1})", "uint": "({0} & {1})"},
     "or": {"bool": "({0} | {1})", "int": "({0} | {1})", "uint": "({0} | {1})"},
     "xor": {"bool": "({0} ^ {1})", "int": "({0} ^ {1})", "uint": "({0} ^ {1})"},
@@ -73,7 +78,7 @@ OP_TEMPLATES = {
 }
 for _name in ("exp", "exp2", "log", "log1p", "expm1", "tanh", "sin", "cos", "tan", "asin",
               "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "sqrt", "cbrt",
-              "erf", "erfc", "lgamma"):
+              "erf", "erfc"):
     OP_TEMPLATES[_name] = {"float": f"{{f_{_name}}}({{0}})"}
 
 CONVERSIONS = {

@@ -42,7 +42,7 @@ class Renderer:
     # --- tables a target fills in -------------------------------------------------------
     storage_types: Mapping[str, str] = {}  # dtype name -> type of buffer elements
     compute_types: Mapping[str, str] = {}  # dtype name -> type of temporaries
-    # op -> template, or {dtype class: template}; {0}, {1} are operands, {T} the compute
+    # op -> template, or {dtype name or class: template}; {0}, {1} are operands, {T} the compute
     # type, {U} the unsigned type of the same width, {BITS} the width, {f_<name>} a
     # math function for the dtype, {MIN} / {MAX} the dtype's limits.
     op_templates: Mapping[str, Any] = {}
@@ -174,10 +174,11 @@ class Renderer:
         return fields
 
     def lookup(self, table: Mapping[str, Any], key: str, dtype: np.dtype) -> str:
+        """A template row: by dtype name, else by dtype class, else 'any'."""
         entry = table[key]
         if isinstance(entry, str):
             return entry
-        return entry.get(dtype_class(dtype)) or entry["any"]
+        return entry.get(dtype.name) or entry.get(dtype_class(dtype)) or entry["any"]
 
     def operation(self, node: Op) -> str:
         args = [self.ref(a) for a in node.args]
@@ -208,7 +209,7 @@ class Renderer:
         entry = self.op_templates.get(op)
         if entry is None:
             return False
-        return isinstance(entry, str) or dtype_class(dtype) in entry or "any" in entry
+        return isinstance(entry, str) or any(k in entry for k in (dtype.name, dtype_class(dtype), "any"))
 
     def conversion(self, value: str, source: np.dtype, target: np.dtype) -> str:
         key = (dtype_class(source), dtype_class(target))
