@@ -35,7 +35,7 @@ from ember.numpy._reductions import max as max_
 from ember.numpy._reductions import min as min_
 from ember.numpy._reductions import prod, sum as sum_
 from ember.numpy._ufuncs import abs as abs_
-from ember.numpy._ufuncs import conj, log, sqrt
+from ember.numpy._ufuncs import conj, log, multiply, sqrt
 
 __all__ = [
     "matmul", "tensordot", "vecdot", "outer", "matrix_transpose", "trace", "diagonal", "cross",
@@ -296,8 +296,7 @@ def pinv(a: Any, /, *, rtol: Any = None, hermitian: bool = False):
     keep = lax.gt(s, broadcast_to_shape(_gram_cutoff(s, rows, cols, rtol), s.shape))
     inverse_w = where(keep, lax.div(broadcast_to_shape(np.ones((), w.dtype), w.shape),
                                     where(keep, w, 1)), 0)
-    scaled = lax.mul(v, lax.convert_element_type(lax.expand_dims(inverse_w, (w.ndim - 1,)),
-                                                 v.dtype))
+    scaled = multiply(v, lax.expand_dims(inverse_w, (w.ndim - 1,)))
     gram_pinv = matmul(scaled, _conj_transpose(v))
     return matmul(adjoint, gram_pinv) if wide else matmul(gram_pinv, adjoint)
 

@@ -1,0 +1,166 @@
+"""ember.numpy.linalg against numpy.linalg on generated stacks of matrices."""
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ember
+import ember.numpy as enp
+from ember.errors import EmberValueError
+
+la = enp.linalg
+BATCH = st.lists(st.integers(1, 3), max_size=2).map(tuple)
+
+
+def _close(actual, expected, rtol=2e-3, atol=2e-4):
+    actual = np.asarray(actual)
+    assert actual.shape == np.shape(expected)
+    np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol)
+
+
+def _well_conditioned(seed, batch, n):
+    rng = np.random.default_rng(seed)
+    return (rng.normal(size=(*batch, n, n)) + 3 * np.eye(n)).astype(np.float32)
+
+
+def _spd(seed, batch, n):
+    a = np.random.default_rng(seed).normal(size=(*batch, n, n))
+    return (a @ np.swapaxes(a, -1, -2) + n * np.eye(n)).astype(np.float32)
+
+
+@given(batch=BATCH, n=st.integers(1, 4), seed=st.integers(0, 999))
+def test_inv_det_slogdet_solve(batch, n, seed):
+    a = _well_conditioned(seed, batch, n)
+    _close(la.inv(a), np.linalg.inv(a))
+    _close(la.det(a), np.linalg.det(a), rtol=1e-3, atol=1e-3)
+    sign, logabsdet = la.slogdet(a)
+    expected = np.linalg.slogdet(a)
+    _close(sign, expected.sign)
+    _close(logabsdet, expected.logabsdet, atol=1e-3)
+    b = np.random.default_rng(seed + 1).normal(size=(*batch, n, 2)).astype(np.float32)
+    _close(la.solve(a, b), np.linalg.solve(a, b))
+    vector = b[(0,) * len(batch)][:, 0]
+    _close(la.solve(a, vector), np.linalg.solve(a, vector[..., None])[..., 0])
+
+
+def test_solve_broadcasts_batches_and_det_of_singular():
+    a = _well_conditioned(0, (2, 1), 3)
+    b = np.ones((4, 3, 1), np.float32)
+    _close(la.solve(a, b), np.linalg.solve(a, b))
+    assert float(la.det(np.ones((3, 3)))) == 0.0
+    sign, logabsdet = la.slogdet(np.zeros((2, 2)))
+    assert float(sign) == 0.0 and float(logabsdet) == -math.inf
+    _close(la.det(np.array([[0.0, 1.0], [1.0, 0.0]])), -1.0)  # one row swap
+
+
+def test_complex_det_and_solve():
+    rng = np.random.default_rng(3)
+    a = (rng.normal(size=(3, 3)) + 1j * rng.normal(size=(3, 3)) + 3 * np.eye(3)).astype(
+        np.complex64)
+    _close(la.det(a), np.linalg.det(a), rtol=1e-3)
+    sign, logabsdet = la.slogdet(a)
+    _close(sign, np.linalg.slogdet(a).sign, rtol=1e-3)
+    _close(la.inv(a), np.linalg.inv(a), rtol=1e-3)
+
+
+@given(batch=BATCH, n=st.integers(1, 4), seed=st.integers(0, 999))
+def test_cholesky_eigh_qr(batch, n, seed):
+    a = _spd(seed, batch, n)
+    _close(la.cholesky(a), np.linalg.cholesky(a), rtol=1e-3)
+    _close(la.cholesky(a, upper=True), np.swapaxes(np.linalg.cholesky(a), -1, -2), rtol=1e-3)
+    w, v = la.eigh(a)
+    _close(w, np.linalg.eigvalsh(a), rtol=1e-3, atol=1e-3)
+    _close(np.asarray(v) * np.asarray(w)[..., None, :], a @ np.asarray(v), rtol=1e-2, atol=1e-2)
+    _close(la.eigvalsh(a), np.linalg.eigvalsh(a), rtol=1e-3, atol=1e-3)
+    m = np.random.default_rng(seed).normal(size=(*batch, n + 1, n)).astype(np.float32)
+    q, r = la.qr(m)
+    _close(np.asarray(q) @ np.asarray(r), m, atol=1e-4)
+    assert q.shape == (*batch, n + 1, n)
+    assert la.qr(m, mode="complete").Q.shape == (*batch, n + 1, n + 1)
+    _close(np.abs(np.asarray(la.qr(m, mode="r"))), np.abs(np.linalg.qr(m, mode="r")), atol=1e-4)
+
+
+VECTOR_ORDS = [None, 1, 2, 3, 0.5, np.inf, -np.inf, 0]
+MATRIX_ORDS = [None, "fro", "nuc", 1, -1, 2, -2, np.inf, -np.inf]
+
+
+@settings(max_examples=15)
+@given(seed=st.integers(0, 999), rows=st.integers(1, 4), cols=st.integers(1, 4))
+def test_norms_match_numpy(seed, rows, cols):
+    a = np.random.default_rng(seed).normal(size=(2, rows, cols)).astype(np.float32)
+    for ord in VECTOR_ORDS:
+        _close(la.norm(a[0, 0], ord), np.linalg.norm(a[0, 0], ord), rtol=1e-4)
+        _close(la.norm(a, ord, axis=1), np.linalg.norm(a, ord, axis=1), rtol=1e-4)
+    for ord in MATRIX_ORDS:
+        _close(la.norm(a, ord, axis=(1, 2)), np.linalg.norm(a, ord, axis=(1, 2)), rtol=1e-3)
+        _close(la.norm(a[0], ord), np.linalg.norm(a[0], ord), rtol=1e-3)
+        _close(la.norm(a, ord, axis=(2, 1), keepdims=True),
+               np.linalg.norm(a, ord, axis=(2, 1), keepdims=True), rtol=1e-3)
+    _close(la.norm(a), np.linalg.norm(a), rtol=1e-4)
+    _close(la.vector_norm(a, axis=(0, 2), ord=3), np.sum(np.abs(a) ** 3, axis=(0, 2)) ** (1 / 3),
+           rtol=1e-4)
+    _close(la.matrix_norm(a, ord="nuc", keepdims=True),
+           np.linalg.norm(a, "nuc", axis=(1, 2), keepdims=True), rtol=1e-3)
+    _close(la.svdvals(a), np.linalg.svd(a, compute_uv=False), rtol=1e-3, atol=1e-3)
+
+
+def test_matrix_rank_and_pinv():
+    rng = np.random.default_rng(0)
+    low_rank = (rng.normal(size=(5, 2)) @ rng.normal(size=(2, 4))).astype(np.float32)
+    assert int(la.matrix_rank(low_rank)) == 2
+    assert int(la.matrix_rank(np.eye(3))) == 3
+    _close(la.pinv(low_rank), np.linalg.pinv(low_rank.astype(np.float64), rcond=1e-4),
+           rtol=1e-2, atol=1e-3)
+    full = rng.normal(size=(4, 3)).astype(np.float32)
+    _close(la.pinv(full), np.linalg.pinv(full), rtol=1e-3, atol=1e-4)
+    _close(la.pinv(full.T), np.linalg.pinv(full.T), rtol=1e-3, atol=1e-4)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 5, -1, -3])
+def test_matrix_power(n):
+    a = _well_conditioned(1, (2,), 3)
+    _close(la.matrix_power(a, n), np.linalg.matrix_power(a, n), rtol=1e-3, atol=1e-3)
+
+
+def test_array_api_aliases_and_multi_dot():
+    a, b, c = (np.random.default_rng(i).normal(size=s).astype(np.float32)
+               for i, s in enumerate([(2, 3), (3, 4), (4, 2)]))
+    _close(la.multi_dot([a, b, c]), np.linalg.multi_dot([a, b, c]))
+    _close(la.matmul(a, b), a @ b)
+    _close(la.tensordot(a, b, 1), a @ b)
+    _close(la.vecdot(a, a), np.sum(a * a, -1))
+    _close(la.outer(a[0], b[0]), np.outer(a[0], b[0]))
+    _close(la.matrix_transpose(a), a.T)
+    _close(la.cross(np.eye(3), np.ones((3, 3))), np.cross(np.eye(3), np.ones((3, 3))))
+
+
+def test_integer_input_becomes_float():
+    out = la.inv(np.array([[2, 0], [0, 4]]))
+    assert out.dtype == np.float32
+    _close(out, [[0.5, 0], [0, 0.25]])
+
+
+def test_linalg_errors():
+    with pytest.raises(EmberValueError, match=r"inv needs square matrices, got shape \(2, 3\)"):
+        la.inv(np.ones((2, 3)))
+    with pytest.raises(EmberValueError, match=r"det needs a matrix .or a stack of them., got "
+                                              r"shape \(3,\)"):
+        la.det(np.ones(3))
+    with pytest.raises(EmberValueError, match="do not match .3 unknowns."):
+        la.solve(np.eye(3), np.ones(2))
+    with pytest.raises(EmberValueError, match="unsupported ord 'max'"):
+        la.matrix_norm(np.eye(2), ord="max")
+    with pytest.raises(EmberValueError, match="mode must be 'reduced', 'complete' or 'r'"):
+        la.qr(np.eye(2), mode="full")
+
+
+def test_linalg_under_jit_matches_eager():
+    def f(a, b):
+        return la.solve(a, b), la.det(a), la.inv(a), la.norm(a, 2), la.cholesky(a @ a.T)
+
+    a, b = _well_conditioned(0, (), 3), np.ones((3, 2), np.float32)
+    with ember.config.override(backend="reference"):
+        for eager, jitted in zip(f(a, b), ember.jit(f)(a, b)):
+            np.testing.assert_allclose(np.asarray(eager), np.asarray(jitted), rtol=1e-6)
