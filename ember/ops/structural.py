@@ -370,10 +370,12 @@ deflinear(pad_p, _pad_transpose)
 def pad(x: Any, padding_value: Any, padding_config: Sequence[Sequence[int]]) -> Any:
     """Pad each axis with ``(lo, hi, interior)`` copies of ``padding_value``: ``lo`` before,
     ``hi`` after (negative values remove elements) and ``interior`` between elements."""
-    from ember.ops.elementwise import _match_scalars
+    from ember.core import dtypes
 
     config = tuple((int(lo), int(hi), int(i)) for lo, hi, i in padding_config)
-    padding_value, x = _match_scalars(padding_value, x)
+    if dtypes.is_weak_scalar(padding_value):  # a Python scalar takes x's dtype, stays 0-d
+        padding_value = np.asarray(padding_value, dtype=np.asarray(x).dtype
+                                   if not hasattr(x, "aval") else x.aval.dtype)
     return pad_p.bind(x, padding_value, padding_config=config)
 
 
