@@ -371,11 +371,11 @@ def pad(x: Any, padding_value: Any, padding_config: Sequence[Sequence[int]]) -> 
     """Pad each axis with ``(lo, hi, interior)`` copies of ``padding_value``: ``lo`` before,
     ``hi`` after (negative values remove elements) and ``interior`` between elements."""
     from ember.core import dtypes
+    from ember.core.abstract import aval_of
 
     config = tuple((int(lo), int(hi), int(i)) for lo, hi, i in padding_config)
     if dtypes.is_weak_scalar(padding_value):  # a Python scalar takes x's dtype, stays 0-d
-        padding_value = np.asarray(padding_value, dtype=np.asarray(x).dtype
-                                   if not hasattr(x, "aval") else x.aval.dtype)
+        padding_value = np.asarray(padding_value, dtype=aval_of(x).dtype)
     return pad_p.bind(x, padding_value, padding_config=config)
 
 
