@@ -3,10 +3,11 @@
 
 Every function maps over leading (batch) axes. As in JAX, failures do not raise: a
 singular matrix gives inf / NaN entries, a matrix that is not positive definite a NaN
-Cholesky factor. There is no SVD primitive yet: ``svdvals``, the spectral and nuclear
-norms, ``matrix_rank`` and ``pinv`` use the eigenvalues of the Gram matrix ``A^H A``,
-which resolves singular values only down to about ``sqrt(eps)`` times the largest
-(smaller ones count as zero); ``svd`` itself, ``eig``, ``eigvals`` and ``lstsq`` are
+Cholesky factor. There is no SVD primitive yet: singular values and vectors come from
+``eigh`` of the Hermitian matrix ``[[0, A], [A^H, 0]]``, whose eigenvalues are the
+``+-`` singular values (as accurate as an SVD's); ``svdvals``, the spectral and nuclear
+norms, ``matrix_rank`` and ``pinv`` use it. ``svd`` itself (the singular vectors of zero
+singular values are not determined that way), ``eig``, ``eigvals`` and ``lstsq`` are
 missing.
 """
 from __future__ import annotations
@@ -22,9 +23,10 @@ from ember.lax import linalg as lax_linalg
 from ember.core import dtypes
 from ember.errors import EmberValueError
 from ember.numpy._axes import canonicalize_axes
-from ember.numpy._creation import eye
+from ember.numpy._creation import eye, zeros
+from ember.numpy._joining import concatenate
 from ember.numpy._manipulation import matrix_transpose, moveaxis
-from ember.numpy._math import where
+from ember.numpy._math import true_divide, where
 from ember.numpy._products import cross as _cross
 from ember.numpy._products import diagonal as _diagonal
 from ember.numpy._products import matmul, outer, tensordot, vecdot
@@ -35,7 +37,7 @@ from ember.numpy._reductions import max as max_
 from ember.numpy._reductions import min as min_
 from ember.numpy._reductions import prod, sum as sum_
 from ember.numpy._ufuncs import abs as abs_
-from ember.numpy._ufuncs import conj, log, multiply, sqrt
+from ember.numpy._ufuncs import conj, greater, log, multiply, sqrt
 
 __all__ = [
     "matmul", "tensordot", "vecdot", "outer", "matrix_transpose", "trace", "diagonal", "cross",
@@ -188,14 +190,26 @@ def eigvalsh(a: Any, /, UPLO: str = "L"):
     return eigh(a, UPLO).eigenvalues
 
 
-def svdvals(x: Any, /):
-    """Singular values, descending, from the Gram matrix (see the module docstring)."""
-    m = _matrices(x, "svdvals", square=False)
+def _singular_triplets(m: Any) -> tuple[Any, Any, Any]:
+    """Singular values (descending) with left and right singular vectors (columns), for
+    the ``min(rows, cols)`` largest singular values, from the augmented eigenproblem."""
     rows, cols = m.shape[-2:]
-    gram = matmul(_conj_transpose(m), m) if rows >= cols else matmul(m, _conj_transpose(m))
-    w = eigh(gram).eigenvalues
-    return lax.rev(sqrt(lax.max(w, broadcast_to_shape(np.zeros((), w.dtype), w.shape))),
-                   (w.ndim - 1,))
+    k = min(rows, cols)
+    batch = m.shape[:-2]
+    top = concatenate([zeros((*batch, rows, rows), m.dtype), m], -1)
+    bottom = concatenate([_conj_transpose(m), zeros((*batch, cols, cols), m.dtype)], -1)
+    w, v = eigh(concatenate([top, bottom], -2))
+    s = lax.rev(lax.slice_in_dim(w, rows + cols - k, rows + cols, axis=-1), (w.ndim - 1,))
+    vectors = lax.rev(lax.slice_in_dim(v, rows + cols - k, rows + cols, axis=-1), (v.ndim - 1,))
+    vectors = lax.mul(vectors, math.sqrt(2))
+    left = lax.slice_in_dim(vectors, 0, rows, axis=-2)
+    right = lax.slice_in_dim(vectors, rows, rows + cols, axis=-2)
+    return lax.max(s, 0.0), left, right
+
+
+def svdvals(x: Any, /):
+    """Singular values, descending (see the module docstring)."""
+    return _singular_triplets(_matrices(x, "svdvals", square=False))[0]
 
 
 def vector_norm(x: Any, /, *, axis: int | Sequence[int] | None = None, keepdims: bool = False,
@@ -267,38 +281,30 @@ def norm(x: Any, ord: Any = None, axis: int | Sequence[int] | None = None,
     raise EmberValueError(f"norm: axis must name 1 or 2 axes, got {axis!r}")
 
 
-def _gram_cutoff(s: Any, rows: int, cols: int, rtol: Any) -> Any:
-    """Singular values at or below this count as zero (never below the Gram noise level)."""
-    eps = dtypes.finfo(s.dtype).eps
-    default = max(rows, cols) * eps
-    relative = max(default if rtol is None else float(rtol), math.sqrt(eps) * 4)
-    return lax.mul(max_(s, axis=-1, keepdims=True), broadcast_to_shape(
-        np.asarray(relative, s.dtype), (*s.shape[:-1], 1)))
+def _cutoff(s: Any, rows: int, cols: int, rtol: Any) -> Any:
+    """Singular values at or below this count as zero: ``rtol`` times the largest one
+    (default ``max(rows, cols) * eps``, as NumPy 2 and the Array API)."""
+    relative = max(rows, cols) * dtypes.finfo(s.dtype).eps if rtol is None else rtol
+    return multiply(max_(s, axis=-1, keepdims=True), relative)
 
 
 def matrix_rank(A: Any, /, *, rtol: Any = None, tol: Any = None):
-    """Number of singular values above the tolerance (see the module docstring)."""
+    """Number of singular values above the tolerance (``tol`` absolute or ``rtol``)."""
     m = _matrices(A, "matrix_rank", square=False)
     s = svdvals(m)
-    cutoff = _gram_cutoff(s, *m.shape[-2:], rtol) if tol is None else tol
-    return sum_(lax.gt(s, broadcast_to_shape(ensure_array(cutoff, s.dtype), s.shape)), axis=-1)
+    cutoff = _cutoff(s, *m.shape[-2:], rtol) if tol is None else tol
+    return sum_(greater(s, cutoff), axis=-1)
 
 
 def pinv(a: Any, /, *, rtol: Any = None, hermitian: bool = False):
-    """Moore-Penrose pseudo-inverse ``V diag(1/s^2) V^H A^H`` (see the module docstring)."""
+    """Moore-Penrose pseudo-inverse: ``V diag(1/s) U^H`` over the singular values above
+    ``rtol`` times the largest."""
     m = _matrices(a, "pinv", square=False)
-    rows, cols = m.shape[-2:]
-    adjoint = _conj_transpose(m)
-    wide = rows < cols
-    gram = matmul(m, adjoint) if wide else matmul(adjoint, m)
-    w, v = eigh(gram)
-    s = sqrt(lax.max(w, broadcast_to_shape(np.zeros((), w.dtype), w.shape)))
-    keep = lax.gt(s, broadcast_to_shape(_gram_cutoff(s, rows, cols, rtol), s.shape))
-    inverse_w = where(keep, lax.div(broadcast_to_shape(np.ones((), w.dtype), w.shape),
-                                    where(keep, w, 1)), 0)
-    scaled = multiply(v, lax.expand_dims(inverse_w, (w.ndim - 1,)))
-    gram_pinv = matmul(scaled, _conj_transpose(v))
-    return matmul(adjoint, gram_pinv) if wide else matmul(gram_pinv, adjoint)
+    s, left, right = _singular_triplets(m)
+    keep = greater(s, _cutoff(s, *m.shape[-2:], rtol))
+    inverse_s = where(keep, true_divide(1, where(keep, s, 1)), 0)
+    return matmul(multiply(right, lax.expand_dims(inverse_s, (s.ndim - 1,))),
+                  _conj_transpose(left))
 
 
 def matrix_power(a: Any, n: int):

@@ -111,8 +111,11 @@ def test_matrix_rank_and_pinv():
     low_rank = (rng.normal(size=(5, 2)) @ rng.normal(size=(2, 4))).astype(np.float32)
     assert int(la.matrix_rank(low_rank)) == 2
     assert int(la.matrix_rank(np.eye(3))) == 3
-    _close(la.pinv(low_rank), np.linalg.pinv(low_rank.astype(np.float64), rcond=1e-4),
-           rtol=1e-2, atol=1e-3)
+    _close(la.pinv(low_rank), np.linalg.pinv(low_rank.astype(np.float64), rcond=1e-5),
+           rtol=1e-3, atol=1e-4)
+    small = np.diag(np.array([1.0, 1e-3, 1e-5], np.float32))
+    _close(la.svdvals(small), [1.0, 1e-3, 1e-5], rtol=1e-3, atol=1e-7)
+    assert int(la.matrix_rank(small)) == 3 and int(la.matrix_rank(small, rtol=1e-4)) == 2
     full = rng.normal(size=(4, 3)).astype(np.float32)
     _close(la.pinv(full), np.linalg.pinv(full), rtol=1e-3, atol=1e-4)
     _close(la.pinv(full.T), np.linalg.pinv(full.T), rtol=1e-3, atol=1e-4)
