@@ -76,6 +76,7 @@ class Config:
     def __init__(self) -> None:
         self._values: dict[str, Any] = {}
         self._listeners: list[Callable[[str, Any], None]] = []
+        self._snapshot: tuple | None = None
         for flag in FLAGS.values():
             raw = os.environ.get(flag.env_var)
             self._values[flag.name] = flag.default if raw is None else flag.parse(raw)
@@ -93,6 +94,7 @@ class Config:
         if isinstance(value, str) and not isinstance(FLAGS[name].default, str):
             value = FLAGS[name].parse(value)
         self._values[name] = value
+        self._snapshot = None
         for listener in self._listeners:
             listener(name, value)
 
@@ -119,7 +121,10 @@ class Config:
 
     def snapshot(self) -> tuple:
         """The flags that change what a traced or compiled program means (part of cache keys)."""
-        return (self.enable_x64, self.optimize, self.debug_nans, self.sanitize, self.cflags)
+        if self._snapshot is None:
+            self._snapshot = (self.enable_x64, self.optimize, self.debug_nans, self.sanitize,
+                              self.cflags)
+        return self._snapshot
 
 
 config = Config()

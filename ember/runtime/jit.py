@@ -84,6 +84,7 @@ class Jitted:
         self.donate_argnums = _normalize_argnums(donate_argnums)
         self.backend_name = backend
         self._cache: dict[_Signature, "Compiled"] = {}
+        self._fast_cache: dict[tuple, "Compiled"] = {}
         self._signature = _safe_signature(fun)
 
     # --- splitting arguments into static and traced --------------------------------
@@ -121,10 +122,23 @@ class Jitted:
 
     # --- calling --------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if is_tracing() or _has_tracer(args, kwargs):
+        # Fast path: positional Ember arrays only, a signature seen before. This skips
+        # pytree flattening, which dominates the cost of calling a small function.
+        if not kwargs and not self.static_argnums and not is_tracing():
+            key = _fast_key(args)
+            if key is not None:
+                compiled = self._fast_cache.get((key, config.backend, config.snapshot()))
+                if compiled is not None:
+                    return compiled._call_arrays(args)
+        return self._call_general(args, kwargs)
+
+    def _call_general(self, args: tuple, kwargs: dict) -> Any:
+        if is_tracing():
             return self.fun(*args, **kwargs)
         statics, dynamic = self._split(args, kwargs)
         leaves, treedef = tree_flatten(dynamic)
+        if any(isinstance(leaf, Tracer) for leaf in leaves):
+            return self.fun(*args, **kwargs)
         avals = tuple(_leaf_aval(leaf) for leaf in leaves)
         backend = get_backend(self.backend_name)
         key = _Signature(treedef, avals, statics, backend.name, config.snapshot())
@@ -132,6 +146,9 @@ class Jitted:
         if compiled is None:
             compiled = self._lower(statics, treedef, avals, backend).compile()
             self._cache[key] = compiled
+        fast = _fast_key(args) if not kwargs and not statics else None
+        if fast is not None:
+            self._fast_cache[(fast, config.backend, config.snapshot())] = compiled
         return compiled._call_flat(leaves)
 
     def lower(self, *args: Any, **kwargs: Any) -> "Lowered":
@@ -176,6 +193,7 @@ class Jitted:
 
     def clear_cache(self) -> None:
         self._cache.clear()
+        self._fast_cache.clear()
 
     def _cache_size(self) -> int:
         return len(self._cache)
@@ -188,9 +206,14 @@ def _safe_signature(fun: Callable):
         return None
 
 
-def _has_tracer(args: tuple, kwargs: dict) -> bool:
-    leaves, _ = tree_flatten((args, kwargs))
-    return any(isinstance(leaf, Tracer) for leaf in leaves)
+def _fast_key(args: tuple) -> tuple | None:
+    """The avals of ``args`` if every one is a concrete Ember Array, else None."""
+    avals = []
+    for arg in args:
+        if type(arg) is not Array:
+            return None
+        avals.append(arg.aval)
+    return tuple(avals)
 
 
 def _check_output(leaf: Any, fun: Callable) -> None:
@@ -247,6 +270,7 @@ class Compiled:
         self.device = device
         self.donated = donated
         self._out_avals = executable.graph.out_avals
+        self._single_output = out_tree.node_type is None
         self._in_avals = executable.graph.in_avals
 
     @property
@@ -275,6 +299,17 @@ class Compiled:
                 raise EmberTypeError(f"compiled for {aval.str_short()}, called with "
                                      f"{_leaf_aval(leaf).str_short()}")
         return self._call_flat(leaves)
+
+    def _call_arrays(self, args: tuple) -> Any:
+        """Call with Ember Arrays already known to match the compiled signature."""
+        device = self.device
+        if config.debug_nans or any(a._device != device for a in args):
+            return self._call_flat(list(args))
+        outs = self.executable.run([a._buffer for a in args])
+        arrays = [Array(buf, aval, device) for buf, aval in zip(outs, self._out_avals)]
+        if self._single_output:
+            return arrays[0]
+        return tree_unflatten(self.out_tree, arrays)
 
     def _call_flat(self, leaves: list[Any]) -> Any:
         device = self.device
