@@ -3,18 +3,17 @@
 The corpus is the Python standard library's own source code (no download). The whole
 train step (forward, backward, AdamW update) is one ``ember.jit``-compiled program.
 The demo reports loss and tokens/s, compares the compiled step with the same step run
-eagerly, writes a loss-curve PNG and prints a sample from the trained model.
+eagerly (op by op), writes a loss-curve PNG and prints a sample from the trained model.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import math
-import os
 import sysconfig
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -23,19 +22,27 @@ import ember.numpy as jnp
 from ember import nn, optim, random
 from ember.nn.layers import layer
 
+Batch = tuple[np.ndarray, np.ndarray]
+
 
 @dataclasses.dataclass(frozen=True)
 class GPTConfig:
     vocab: int = 256  # bytes
     length: int = 64
-    d_model: int = 128
+    width: int = 128
     heads: int = 4
     layers: int = 2
     batch: int = 16
 
+    @property
+    def tokens_per_step(self) -> int:
+        return self.batch * self.length
+
 
 @layer
 class Block:
+    """Pre-norm transformer block: attention then MLP, each added to the residual."""
+
     ln1: nn.LayerNorm
     attn: nn.CausalSelfAttention
     ln2: nn.LayerNorm
@@ -44,10 +51,10 @@ class Block:
     @classmethod
     def init(cls, key: Any, cfg: GPTConfig) -> "Block":
         k1, k2 = random.split(key)
-        return cls(nn.LayerNorm.init(cfg.d_model),
-                   nn.CausalSelfAttention.init(k1, cfg.d_model, cfg.heads),
-                   nn.LayerNorm.init(cfg.d_model),
-                   nn.MLP.init(k2, cfg.d_model, 4 * cfg.d_model))
+        return cls(nn.LayerNorm.init(cfg.width),
+                   nn.CausalSelfAttention.init(k1, cfg.width, cfg.heads),
+                   nn.LayerNorm.init(cfg.width),
+                   nn.MLP.init(k2, cfg.width, 4 * cfg.width))
 
     def __call__(self, x: Any) -> Any:
         x = x + self.attn(self.ln1(x))
@@ -64,26 +71,26 @@ class GPT:
     @classmethod
     def init(cls, key: Any, cfg: GPTConfig) -> "GPT":
         keys = random.split(key, cfg.layers + 2)
-        return cls(nn.Embedding.init(keys[0], cfg.vocab, cfg.d_model),
-                   nn.initializers.normal(0.02)(keys[1], (cfg.length, cfg.d_model)),
+        small = nn.initializers.normal(0.02)  # GPT-2's embedding scale
+        return cls(nn.Embedding.init(keys[0], cfg.vocab, cfg.width, embedding_init=small),
+                   small(keys[1], (cfg.length, cfg.width)),
                    tuple(Block.init(k, cfg) for k in keys[2:]),
-                   nn.LayerNorm.init(cfg.d_model))
+                   nn.LayerNorm.init(cfg.width))
 
     def __call__(self, ids: Any) -> Any:
-        x = self.tokens(ids) * 0.1 + self.positions[: ids.shape[-1]]
+        x = self.tokens(ids) + self.positions[: ids.shape[-1]]
         for block in self.blocks:
             x = block(x)
         return self.tokens.attend(self.ln_f(x))  # logits over bytes (tied weights)
 
 
 def loss_fn(model: GPT, inputs: Any, targets: Any) -> Any:
-    logits = model(inputs)
-    log_probs = nn.log_softmax(logits, axis=-1)
-    picked = jnp.take_along_axis(log_probs, targets[..., None], axis=-1)
-    return -jnp.mean(picked)
+    """Mean cross-entropy of the next byte, in nats."""
+    log_probs = nn.log_softmax(model(inputs), axis=-1)
+    return -jnp.mean(jnp.take_along_axis(log_probs, targets[..., None], axis=-1))
 
 
-def make_train_step(optimizer: optim.GradientTransformation):
+def make_train_step(optimizer: optim.GradientTransformation) -> Callable:
     def train_step(model, opt_state, inputs, targets):
         loss, grads = ember.value_and_grad(loss_fn)(model, inputs, targets)
         updates, opt_state = optimizer.update(grads, opt_state, model)
@@ -110,7 +117,8 @@ def load_corpus(limit_bytes: int = 4_000_000) -> np.ndarray:
     return np.frombuffer(b"".join(chunks), dtype=np.uint8)
 
 
-def batches(corpus: np.ndarray, cfg: GPTConfig, seed: int):
+def batches(corpus: np.ndarray, cfg: GPTConfig, seed: int) -> Iterator[Batch]:
+    """Random windows of ``length + 1`` bytes: inputs and the next-byte targets."""
     rng = np.random.default_rng(seed)
     while True:
         starts = rng.integers(0, len(corpus) - cfg.length - 1, size=cfg.batch)
@@ -120,35 +128,29 @@ def batches(corpus: np.ndarray, cfg: GPTConfig, seed: int):
 
 def sample(model: GPT, cfg: GPTConfig, prompt: bytes, count: int, seed: int = 0,
            temperature: float = 0.8) -> bytes:
-    @ember.jit
-    def next_logits(model, window):
-        return model(window[None])[0]
-
-    key = random.PRNGKey(seed)
+    """Extend ``prompt`` by ``count`` bytes drawn from the model (compiled forward pass)."""
+    next_logits = ember.jit(lambda model, window: model(window[None])[0])
+    rng = np.random.default_rng(seed)
     out = list(prompt)
     for _ in range(count):
-        window = np.zeros(cfg.length, np.int32)
         context = out[-cfg.length:]
+        window = np.zeros(cfg.length, np.int32)
         window[: len(context)] = context
-        logits = np.asarray(next_logits(model, window))[len(context) - 1]
-        key, sub = random.split(key)
+        logits = np.asarray(next_logits(model, window), np.float64)[len(context) - 1]
         probs = np.exp((logits - logits.max()) / temperature)
-        probs /= probs.sum()
-        choice = int(np.asarray(random.categorical(sub, jnp.log(jnp.asarray(probs)))))
-        out.append(choice)
+        out.append(int(rng.choice(cfg.vocab, p=probs / probs.sum())))
     return bytes(out)
 
 
-def measure_eager(train_step, model, opt_state, data, cfg: GPTConfig, steps: int = 2) -> float:
-    """Tokens/s of the same step without jit (each op dispatched on its own)."""
-    inputs, targets = next(data)
-    train_step(model, opt_state, inputs, targets)  # warm-up: per-op caches
+def tokens_per_second(step: Callable, state: tuple, data: Iterator[Batch], cfg: GPTConfig,
+                      steps: int) -> float:
+    """Throughput of ``step`` (after one warm-up call) without keeping its results."""
+    step(*state, *next(data))
     start = time.perf_counter()
     for _ in range(steps):
-        inputs, targets = next(data)
-        model_out, _, loss = train_step(model, opt_state, inputs, targets)
+        loss = step(*state, *next(data))[-1]
     ember.block_until_ready(loss)
-    return steps * cfg.batch * cfg.length / (time.perf_counter() - start)
+    return steps * cfg.tokens_per_step / (time.perf_counter() - start)
 
 
 def plot_losses(losses: Sequence[float], path: Path) -> bool:
@@ -172,83 +174,106 @@ def plot_losses(losses: Sequence[float], path: Path) -> bool:
     return True
 
 
-def _progress(total: int | None):
-    try:
-        from tqdm import tqdm
+class Progress:
+    """A tqdm bar when tqdm is installed, and a printed line every ``every`` steps."""
 
-        return tqdm(total=total, unit="step", dynamic_ncols=True)
-    except ImportError:
-        return None
+    def __init__(self, total: int | None, every: int) -> None:
+        try:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=total, unit="step", dynamic_ncols=True, leave=False)
+        except ImportError:
+            self._bar = None
+        self._every = every
+
+    def update(self, step: int, loss: float, rate: float) -> None:
+        line = f"step {step:5d}  loss {loss:.3f}  {rate:,.0f} tokens/s"
+        if self._bar is not None:
+            self._bar.update(1)
+            self._bar.set_postfix(loss=f"{loss:.3f}", tok_s=f"{rate:,.0f}")
+        if step % self._every == 0:
+            (self._bar.write if self._bar is not None else print)(line)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def train(compiled_step: Callable, state: tuple, data: Iterator[Batch], cfg: GPTConfig,
+          steps: int | None, seconds: float) -> tuple[tuple, list[float], float]:
+    """Run the compiled step for ``steps`` steps (or ``seconds``); returns the final
+    (model, opt_state), the losses and the compiled throughput in tokens/s."""
+    start = time.perf_counter()
+    *state, loss = compiled_step(*state, *next(data))
+    losses = [float(loss)]
+    print(f"compiled the train step in {time.perf_counter() - start:.2f} s")
+    progress = Progress(steps, every=max(1, steps // 10) if steps else 25)
+    train_start = time.perf_counter()
+    while steps is None or len(losses) < steps:
+        elapsed = time.perf_counter() - train_start
+        if steps is None and elapsed > seconds:
+            break
+        *state, loss = compiled_step(*state, *next(data))
+        losses.append(float(loss))
+        rate = (len(losses) - 1) * cfg.tokens_per_step / (time.perf_counter() - train_start)
+        progress.update(len(losses), losses[-1], rate)
+    progress.close()
+    rate = (len(losses) - 1) * cfg.tokens_per_step / max(time.perf_counter() - train_start, 1e-9)
+    return tuple(state), losses, rate
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="ember demo", description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=None,
                         help="train steps (default: as many as fit in --seconds)")
-    parser.add_argument("--seconds", type=float, default=110.0,
+    parser.add_argument("--seconds", type=float, default=100.0,
                         help="training time budget when --steps is not given")
     parser.add_argument("--backend", default=None, help="cpu, reference, cuda or opencl")
     parser.add_argument("--out", default="ember-demo-out", help="directory for the PNG")
+    parser.add_argument("--layers", type=int, default=GPTConfig.layers)
+    parser.add_argument("--width", type=int, default=GPTConfig.width)
+    parser.add_argument("--batch", type=int, default=GPTConfig.batch)
+    parser.add_argument("--sample", type=int, default=100, help="bytes to generate at the end")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
+    if args.steps is not None and args.steps < 2:
+        parser.error("--steps must be at least 2 (the first step compiles)")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parse(argv)
     if args.backend:
         ember.config.update("backend", args.backend)
-
-    cfg = GPTConfig()
+    cfg = GPTConfig(width=args.width, layers=args.layers, batch=args.batch)
     corpus = load_corpus()
     data = batches(corpus, cfg, args.seed)
     model = GPT.init(random.PRNGKey(args.seed), cfg)
-    total = args.steps or 10_000
+    budget = args.steps or 2000  # the schedule's length when training for --seconds
     optimizer = optim.chain(optim.clip_by_global_norm(1.0), optim.adamw(
-        optim.warmup_cosine_decay_schedule(0.0, 3e-3, min(50, total // 10 + 1), total, 3e-4),
+        optim.warmup_cosine_decay_schedule(3e-4, 3e-3, min(50, budget // 10 + 1), budget, 3e-4),
         weight_decay=0.01))
-    opt_state = optimizer.init(model)
     train_step = make_train_step(optimizer)
-    compiled_step = ember.jit(train_step, donate_argnums=(0, 1))
     params = sum(leaf.size for leaf in ember.tree_util.tree_leaves(model))
     print(f"ember demo: {cfg.layers}-layer GPT, {params / 1e6:.2f}M parameters, "
           f"{len(corpus) / 1e6:.1f} MB of stdlib source, backend {ember.default_backend().name}")
 
-    start = time.perf_counter()
-    inputs, targets = next(data)
-    model, opt_state, loss = compiled_step(model, opt_state, inputs, targets)
-    losses = [float(loss)]
-    print(f"compiled the train step in {time.perf_counter() - start:.2f} s")
+    state = (model, optimizer.init(model))
+    compiled_step = ember.jit(train_step, donate_argnums=(0, 1))
+    state, losses, compiled_rate = train(compiled_step, state, data, cfg, args.steps, args.seconds)
+    eager_rate = tokens_per_second(train_step, state, data, cfg, steps=2)
 
-    bar = _progress(args.steps)
-    train_start = time.perf_counter()
-    step = 1
-    while step < total:
-        if args.steps is None and time.perf_counter() - train_start > args.seconds:
-            break
-        inputs, targets = next(data)
-        model, opt_state, loss = compiled_step(model, opt_state, inputs, targets)
-        losses.append(float(loss))
-        step += 1
-        elapsed = time.perf_counter() - train_start
-        rate = (step - 1) * cfg.batch * cfg.length / max(elapsed, 1e-9)
-        if bar is not None:
-            bar.update(1)
-            bar.set_postfix(loss=f"{losses[-1]:.3f}", tok_s=f"{rate:,.0f}")
-        elif step % 20 == 0:
-            print(f"step {step:5d}  loss {losses[-1]:.3f}  {rate:,.0f} tokens/s")
-    if bar is not None:
-        bar.close()
-    compiled_rate = (step - 1) * cfg.batch * cfg.length / max(time.perf_counter() - train_start, 1e-9)
-    eager_rate = measure_eager(train_step, model, opt_state, data, cfg)
-
-    first = float(np.mean(losses[: max(1, min(10, len(losses)))]))
-    last = float(np.mean(losses[-max(1, min(10, len(losses))):]))
-    print(f"loss: {first:.3f} -> {last:.3f} over {step} steps "
-          f"(uniform guess: {math.log(cfg.vocab):.3f})")
+    window = max(1, min(10, len(losses) // 4))
+    first, last = np.mean(losses[:window]), np.mean(losses[-window:])
+    print(f"loss: {first:.3f} -> {last:.3f} over {len(losses)} steps "
+          f"(mean of the first and last {window}; a uniform guess scores {math.log(cfg.vocab):.3f})")
     print(f"throughput: compiled {compiled_rate:,.0f} tokens/s, eager {eager_rate:,.0f} tokens/s "
-          f"({compiled_rate / max(eager_rate, 1e-9):.1f}x)")
+          f"({compiled_rate / eager_rate:.1f}x)")
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
-    png = out_dir / "loss.png"
-    if plot_losses(losses, png):
-        print(f"loss curve: {png}")
-    text = sample(model, cfg, b"def ", 160, seed=args.seed)
+    if plot_losses(losses, out_dir / "loss.png"):
+        print(f"loss curve: {out_dir / 'loss.png'}")
+    text = sample(state[0], cfg, b"def ", args.sample, seed=args.seed)
     print("sample:\n" + text.decode("utf-8", errors="replace"))
     return 0
 

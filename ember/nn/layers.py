@@ -76,9 +76,9 @@ class Embedding:
     table: Any
 
     @classmethod
-    def init(cls, key: Any, num_embeddings: int, features: int,
-             dtype: Any = jnp.float32) -> "Embedding":
-        return cls(initializers.normal(1.0)(key, (num_embeddings, features), dtype))
+    def init(cls, key: Any, num_embeddings: int, features: int, dtype: Any = jnp.float32,
+             embedding_init: Callable = initializers.normal(1.0)) -> "Embedding":
+        return cls(embedding_init(key, (num_embeddings, features), dtype))
 
     def __call__(self, ids: Any) -> Any:
         return jnp.take(self.table, ids, axis=0)
