@@ -92,12 +92,17 @@ class Renderer:
         lines: list[str] = []
         for stmt in stmts:
             if isinstance(stmt, Loop):
-                lines += [pad + text for text in self.loop_header(stmt)]
-                lines += self.block(stmt.body, depth + 1)
-                lines.append(pad + "}")
+                lines += self.loop_lines(stmt, depth)
             else:
                 lines += [pad + text for text in self.statement(stmt)]
         return lines
+
+    def loop_lines(self, loop: Loop, depth: int) -> list[str]:
+        """A whole loop: header, body, closing brace. GPU targets override it to map a
+        loop (or a perfect nest of loops) onto threads."""
+        pad = self.indent_unit * depth
+        return [*(pad + text for text in self.loop_header(loop)),
+                *self.block(loop.body, depth + 1), pad + "}"]
 
     def statement(self, stmt: Stmt) -> list[str]:
         if isinstance(stmt, Let):
