@@ -45,7 +45,13 @@ def native(renderer: CRenderer, eqn: Eqn) -> bool:
 
 def library(eqn: Eqn) -> bool:
     """Whether ``eqn`` runs as a BLAS GEMM call."""
-    if eqn.prim.name != "dot_general" or toolchain.blas() is None:
+    return toolchain.blas() is not None and gemm_eligible(eqn)
+
+
+def gemm_eligible(eqn: Eqn) -> bool:
+    """Whether ``eqn`` is a GEMM worth a library call (any target: BLAS, a GPU GEMM
+    kernel), so that every backend draws the same kernel boundaries."""
+    if eqn.prim.name != "dot_general":
         return False
     dtypes = {eqn.inputs[0].aval.dtype, eqn.inputs[1].aval.dtype, eqn.outputs[0].aval.dtype}
     if len(dtypes) != 1 or dtypes.pop() not in _BLAS_DTYPES:
