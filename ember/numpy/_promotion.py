@@ -63,6 +63,14 @@ def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(int(d) for d in result)
 
 
+def broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    """Whether ``shape`` broadcasts to exactly ``target``."""
+    try:
+        return broadcast_shapes(shape, target) == tuple(target)
+    except EmberValueError:
+        return False
+
+
 def to_operand(value: Any, dtype: np.dtype) -> Any:
     """An operand of exactly ``dtype``: arrays are converted, other values become constants."""
     if is_array(value):

@@ -27,7 +27,9 @@ from ember.core import dtypes
 from ember.core.trace import Tracer
 from ember.errors import EmberIndexError, EmberTypeError, EmberValueError
 from ember.numpy._axes import canonicalize_axis
-from ember.numpy._promotion import broadcast_shapes, broadcast_to_shape, ensure_array, is_array
+from ember.numpy._promotion import (
+    broadcast_shapes, broadcast_to_shape, broadcasts_to, ensure_array, is_array,
+)
 from ember.runtime.array import Array
 
 __all__ = ["getitem", "IndexUpdateHelper", "IndexUpdateRef", "take", "take_along_axis"]
@@ -277,7 +279,7 @@ def _scatter(x: Any, index: Any, values: Any, scatter_fn: Callable, mode: str | 
     flat_positions = lax.reshape(lax.iota(dtypes.default_int(), x.size), x.shape)
     positions = getitem(flat_positions, index, mode=read_mode, fill_value=x.size)
     updates = ensure_array(values, x.dtype)
-    if not _broadcasts_to(updates.shape, positions.shape):
+    if not broadcasts_to(updates.shape, positions.shape):
         raise EmberValueError(f"cannot broadcast update values of shape {updates.shape} to the "
                               f"indexed shape {positions.shape}")
     updates = broadcast_to_shape(updates, positions.shape)
@@ -287,13 +289,6 @@ def _scatter(x: Any, index: Any, values: Any, scatter_fn: Callable, mode: str | 
                      lax.reshape(updates, (positions.size,)), dnums,
                      mode="clip" if mode == "clip" else "fill")
     return lax.reshape(out, x.shape)
-
-
-def _broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
-    try:
-        return broadcast_shapes(shape, target) == target
-    except EmberValueError:
-        return False
 
 
 class IndexUpdateRef:

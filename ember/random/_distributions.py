@@ -15,7 +15,9 @@ from ember import lax
 from ember import numpy as enp
 from ember.core import dtypes
 from ember.errors import EmberTypeError, EmberValueError
-from ember.numpy._promotion import broadcast_shapes, broadcast_to_shape, concrete, ensure_array
+from ember.numpy._promotion import (
+    broadcast_shapes, broadcast_to_shape, broadcasts_to, concrete, ensure_array,
+)
 from ember.random._keys import check_key, random_bits, shape_arg, split
 
 __all__ = [
@@ -35,7 +37,7 @@ def _float_dtype(dtype: Any, name: str) -> np.dtype:
 def _operand(value: Any, dtype: np.dtype, shape: tuple[int, ...], what: str) -> Any:
     """A parameter (minval, p, ...) of ``dtype`` broadcast to the sample ``shape``."""
     array = ensure_array(value, dtype)
-    if broadcast_shapes(array.shape, shape) != shape:
+    if not broadcasts_to(array.shape, shape):
         raise EmberValueError(f"{what} of shape {array.shape} does not broadcast to the sample "
                               f"shape {shape}")
     return broadcast_to_shape(array, shape)

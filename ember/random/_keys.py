@@ -9,6 +9,7 @@ Threefry scheme, so keys, bits and samples match JAX's for the same seed.
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any, Sequence
 
 import numpy as np
@@ -158,6 +159,6 @@ def shape_arg(shape: Any) -> tuple[int, ...]:
     if isinstance(shape, (int, np.integer)):
         return (int(shape),)
     try:
-        return tuple(int(d) for d in shape)
+        return tuple(operator.index(d) for d in shape)
     except TypeError:
         raise EmberTypeError(f"shape must be a tuple of integers, got {shape!r}") from None
