@@ -10,3 +10,10 @@ from ember.ops.random_bits import *  # noqa: F401,F403
 from ember.ops.reductions import *  # noqa: F401,F403
 from ember.ops.sorting import *  # noqa: F401,F403
 from ember.ops.structural import *  # noqa: F401,F403
+
+
+def stop_gradient(x):
+    """``x`` with a zero derivative (as ``jax.lax.stop_gradient``), leaf by leaf of a pytree."""
+    from ember.transforms.api import stop_gradient as _stop_gradient
+
+    return _stop_gradient(x)

@@ -18,6 +18,7 @@ except the two marked *approximate*:
   broadcast; identity transposes, reshapes and broadcasts and ``convert_element_type``
   to the same dtype → their operand;
 - ``select_n`` with equal cases or a constant predicate → the chosen case;
+- ``stop_gradient(x)`` → ``x`` (the compiled graph is final: no transformation follows);
 - *approximate*: ``log(exp(x))`` → ``x`` (real floats), and ``exp(log(x))`` → ``x`` where
   ``x`` is known non-negative (made by ``exp``, ``exp2``, ``abs``, ``logistic``,
   ``square`` or an even ``integer_pow``; for negative ``x`` the pair gives NaN, and for
@@ -320,3 +321,8 @@ def _select(eqn: Eqn, ctx: _Context) -> Atom | None:
     if value is None:
         return None
     return cases[int(np.clip(int(value), 0, len(cases) - 1))]
+
+
+@_rule("stop_gradient")
+def _stop_gradient(eqn: Eqn, ctx: _Context) -> Atom | None:
+    return eqn.inputs[0]

@@ -255,3 +255,12 @@ def test_traced_program(same_values):
     optimized = simplify_and_clean(graph)
     assert [e.prim.name for e in optimized.eqns] == ["mul", "broadcast_in_dim", "mul"]
     same_values(graph, optimized)
+
+
+def test_stop_gradient_is_identity_in_compiled_graphs():
+    import ember
+    from ember.passes.simplify import simplify
+
+    graph = ember.make_graph(lambda x: ember.lax.stop_gradient(x) * 2.0)(np.ones(3, np.float32))
+    names = [e.prim.name for e in simplify(graph).eqns]
+    assert "stop_gradient" not in names and "mul" in names
