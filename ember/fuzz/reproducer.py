@@ -14,8 +14,8 @@ from pathlib import Path
 import ember
 from ember.fuzz.program import PRELUDE, compile_source, values_source
 from ember.fuzz.runner import Failure
-from ember.fuzz.targets import ORACLE, all_targets
-from ember.fuzz.variants import make_variant
+from ember.fuzz.targets import ORACLE, Target, all_targets
+from ember.fuzz.variants import make_variant, widened
 from ember.ir.printer import print_graph
 from ember.passes.pipeline import run_pipeline
 
@@ -30,16 +30,19 @@ import sys
 
 {prelude}
 from ember.fuzz.compare import differences
+from ember.fuzz.runner import float32_expectation
 from ember.fuzz.targets import eager, host_leaves, optimized_on_reference, reparsed_on_reference
+from ember.fuzz.variants import Variant
 
 {source}
 
 {args}
+{also_source}
 
 def main() -> int:
     expected = host_leaves({oracle})  # the reference, op by op
     actual = host_leaves({target})  # {target_name}
-    problem = differences(actual, expected)
+    problem = differences(actual, expected{also})
     print(problem or "no difference: the bug is fixed")
     return 1 if problem else 0
 
@@ -48,20 +51,28 @@ if __name__ == "__main__":
     sys.exit(main())
 '''
 
+_ALSO_SOURCE = '''
+# This target may compute float16 / bfloat16 in float32 (as XLA does): elementwise, the
+# result of this same program computed in float32 is accepted too.
+SOURCE = {source!r}
+'''
+_ALSO = ", float32_expectation(Variant('', SOURCE, args), expected)"
 
-def _target_code(name: str) -> str:
-    if name == ORACLE.name:
-        return ORACLE.code
-    return next(t.code for t in all_targets() if t.name == name)
+
+def _target(name: str) -> Target:
+    return ORACLE if name == ORACLE.name else next(t for t in all_targets() if t.name == name)
 
 
 def reproducer_source(failure: Failure, filename: str = "reproducer.py") -> str:
     variant = make_variant(failure.program, failure.variant)
+    target = _target(failure.target)
+    half = not target.rounds_every_op and widened(variant) is not None
     return _TEMPLATE.format(
         headline=failure.headline().replace('"""', "'''"), seed=failure.program.seed,
         filename=filename, prelude=PRELUDE.strip(), source=variant.source.strip() + "\n",
-        args=values_source("args", variant.args), oracle=ORACLE.code,
-        target=_target_code(failure.target), target_name=failure.target)
+        args=values_source("args", variant.args), oracle=ORACLE.code, target=target.code,
+        target_name=target.name, also_source=_ALSO_SOURCE.format(source=variant.source)
+        if half else "", also=_ALSO if half else "")
 
 
 def ir_text(failure: Failure) -> str:

@@ -7,8 +7,9 @@ Two passes, each keeping a candidate only if it still fails with the same signat
    runs of answers, set answers to 0, halve them. Fewer or smaller answers mean fewer
    steps, smaller shapes and simpler operations. A candidate is kept only if the
    answers it consumed are smaller in shortlex order, so the pass terminates.
-2. on the steps: drop a step nothing reads, or cut a step loose by turning its output
-   into a program input of the same type; then drop unused inputs.
+2. on the steps: drop a step nothing reads, bypass a step (its readers read one of its
+   operands of the same type instead), or cut a step loose by turning its output into a
+   program input of the same type; inputs nothing reads go too.
 """
 from __future__ import annotations
 
@@ -87,18 +88,34 @@ def _without_unused_inputs(program: Program) -> Program:
     return replace(program, inputs=tuple(i for i in program.inputs if i.name in read))
 
 
+def _bypassed(program: Program, index: int, by: str) -> Program:
+    """``program`` without step ``index``, whose readers read ``by`` instead."""
+    gone = program.steps[index].out
+    steps = tuple(replace(s, args=tuple(by if a == gone else a for a in s.args))
+                  for s in program.steps[:index] + program.steps[index + 1:])
+    return _without_unused_inputs(replace(program, steps=steps))
+
+
 def _step_edits(program: Program) -> Iterator[Program]:
+    """Drop a step nothing reads; bypass a step that has an operand of its own type;
+    cut a step loose (its output becomes an input)."""
     read = {name for step in program.steps for name in step.args}
+    avals = program.avals()
     for i in range(len(program.steps) - 1, -1, -1):
         step = program.steps[i]
-        rest = program.steps[:i] + program.steps[i + 1:]
-        if step.out not in read and len(program.steps) > 1:
-            yield _without_unused_inputs(replace(program, steps=rest))
-        elif step.out in read:
-            for edges in (False, True):
-                cut = Input(step.out, step.aval, edges=edges)
+        if step.out not in read:
+            if len(program.steps) > 1:
                 yield _without_unused_inputs(
-                    replace(program, inputs=program.inputs + (cut,), steps=rest))
+                    replace(program, steps=program.steps[:i] + program.steps[i + 1:]))
+            continue
+        for arg in dict.fromkeys(step.args):
+            if avals[arg] == step.aval:
+                yield _bypassed(program, i, arg)
+        for edges in (False, True):
+            cut = Input(step.out, step.aval, edges=edges)
+            yield _without_unused_inputs(replace(
+                program, inputs=program.inputs + (cut,),
+                steps=program.steps[:i] + program.steps[i + 1:]))
 
 
 def shrink_steps(program: Program, fails: Callable[[Program], bool], budget: _Budget) -> Program:

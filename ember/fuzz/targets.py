@@ -24,8 +24,13 @@ from ember.runtime.devices import available_backends
 
 @dataclass(frozen=True)
 class Target:
+    """``code`` runs ``subject`` on ``args``. A target that ``rounds_every_op`` (the
+    reference interpreting a graph) must match the oracle; the others may compute
+    float16 / bfloat16 in float32 (see ``ember.fuzz.compare``)."""
+
     name: str
     code: str
+    rounds_every_op: bool = False
 
 
 def eager(fn: Callable, args: Sequence[Any], backend: str) -> Any:
@@ -59,7 +64,7 @@ def host_leaves(result: Any) -> list[np.ndarray]:
     return [np.asarray(leaf) for leaf in tree_flatten(result)[0]]
 
 
-ORACLE = Target("reference:eager", "eager(oracle, args, 'reference')")
+ORACLE = Target("reference:eager", "eager(oracle, args, 'reference')", True)
 
 
 def all_targets(backends: Sequence[str] | None = None) -> list[Target]:
@@ -67,9 +72,9 @@ def all_targets(backends: Sequence[str] | None = None) -> list[Target]:
     and re-parsed graphs. ``backends`` restricts the backends (the reference stays)."""
     present = available_backends()
     chosen = [b for b in present if backends is None or b in backends or b == "reference"]
-    targets = [Target("reference:jit", "ember.jit(subject, backend='reference')(*args)"),
-               Target("reference:passes", "optimized_on_reference(subject, args)"),
-               Target("reference:reparsed", "reparsed_on_reference(subject, args)")]
+    targets = [Target("reference:jit", "ember.jit(subject, backend='reference')(*args)", True),
+               Target("reference:passes", "optimized_on_reference(subject, args)", True),
+               Target("reference:reparsed", "reparsed_on_reference(subject, args)", True)]
     for backend in chosen:
         if backend != "reference":
             targets += [Target(f"{backend}:eager", f"eager(subject, args, {backend!r})"),

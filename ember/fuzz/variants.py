@@ -13,7 +13,8 @@ Each variant is module text defining ``subject`` (what the targets run) and ``or
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -22,6 +23,7 @@ from ember.fuzz.program import Program, function_source, input_value, input_valu
 
 VARIANTS = ("plain", "grad", "vmap")
 BATCH = 2
+_NARROW_TEXT = re.compile(r"\bnp\.float16\b|\bbfloat16\b")
 
 
 @dataclass(frozen=True)
@@ -89,3 +91,16 @@ def oracle(*args):
     return tuple(np.stack([np.asarray(r[i]) for r in results]) for i in range(len(results[0])))
 """
     return Variant("vmap", source, args)
+
+
+def _narrow(array: np.ndarray) -> bool:
+    return array.dtype == dtypes.float16 or dtypes.is_bfloat16(array.dtype)
+
+
+def widened(variant: Variant) -> Variant | None:
+    """``variant`` computed in float32 wherever it says float16 or bfloat16 (None if it
+    never does): what a backend computing half precision in float32 approaches."""
+    if not _NARROW_TEXT.search(variant.source) and not any(map(_narrow, variant.args)):
+        return None
+    return replace(variant, source=_NARROW_TEXT.sub("np.float32", variant.source),
+                   args=[a.astype(np.float32) if _narrow(a) else a for a in variant.args])
