@@ -26,8 +26,7 @@ __all__ = [
     "float16", "float32", "float64", "complex64", "complex128", "bfloat16", "dtype",
     "iinfo", "finfo", "can_cast", "result_type", "promote_types", "isdtype", "issubdtype",
     "astype", "iscomplexobj", "isrealobj", "generic", "number", "integer", "signedinteger",
-    "unsignedinteger", "inexact", "floating", "complexfloating", "int_", "uint", "float_",
-    "complex_",
+    "unsignedinteger", "inexact", "floating", "complexfloating", "int_", "uint",
 ]
 
 dtype = np.dtype
@@ -74,8 +73,9 @@ if _core.bfloat16 is not None:  # needs the ml_dtypes package
     bfloat16 = _scalar_type(_core.bfloat16)
 else:  # pragma: no cover - depends on the environment
     __all__.remove("bfloat16")
-# NumPy's aliases name the 64-bit types; as in JAX they canonicalize to 32 bits without x64.
-int_, uint, float_, complex_ = int64, uint64, float64, complex128
+# NumPy's default integer aliases name 64-bit types; as in JAX they canonicalize to 32 bits
+# without x64.
+int_, uint = int64, uint64
 
 
 def _to_dtype(value: Any) -> np.dtype:

@@ -234,34 +234,46 @@ def _empty_or_filled(x: Any, shape: tuple[int, ...], mode: str, fill_value: Any)
 
 # --- getitem -------------------------------------------------------------------------------
 
-def getitem(x: Any, index: Any, *, mode: str | None = None, fill_value: Any = None):
-    """``x[index]`` with NumPy's semantics (see the module docstring for bounds)."""
-    x = ensure_array(x)
-    entries = _expand(index, x.ndim)
-    x, entries = _regroup(x, entries)
-    bounds, ints, advanced = {}, [], {}
+def _split_entries(entries: list[Any], shape: tuple[int, ...], mode: str | None
+                   ) -> tuple[dict[int, _Slice], list[int], dict[int, Any]]:
+    """Static slices and integers (basic indexing) apart from index arrays (advanced).
+
+    Next to an index array, or when a ``mode`` asks for its out-of-bounds handling, an
+    integer is a 0-d index array: NumPy's placement rules give the same result shape.
+    """
     any_array = any(isinstance(e, _Advanced) or _is_index_array(e) for e in entries)
+    bounds, squeezed, advanced = {}, [], {}
     for axis, entry in enumerate(entries):
         if isinstance(entry, slice):
-            bounds[axis] = _slice_bounds(entry, x.shape[axis])
-        elif _static_int(entry) and mode is None and not any_array:
-            ints.append(axis)
-            i = _check_int(int(entry), x.shape[axis], axis)
-            bounds[axis] = _Slice(i, i + 1, 1)
-        elif _static_int(entry) or isinstance(entry, _Advanced) or _is_index_array(entry):
-            indices = entry.indices if isinstance(entry, _Advanced) else entry
-            if _static_int(indices) and mode is None:
-                _check_int(int(indices), x.shape[axis], axis)
-            advanced[axis] = np.asarray(indices) if _static_int(indices) else indices
+            bounds[axis] = _slice_bounds(entry, shape[axis])
+        elif _static_int(entry):
+            if mode is None:
+                _check_int(int(entry), shape[axis], axis)
+            if mode is None and not any_array:
+                start = int(entry) % shape[axis]
+                bounds[axis] = _Slice(start, start + 1, 1)
+                squeezed.append(axis)
+            else:
+                advanced[axis] = np.asarray(entry)
+        elif isinstance(entry, _Advanced) or _is_index_array(entry):
+            advanced[axis] = entry.indices if isinstance(entry, _Advanced) else entry
         else:
             raise EmberIndexError(
                 f"only integers, slices (':'), ellipsis ('...'), None and integer or boolean "
                 f"arrays are valid indices; got {type(entry).__name__} {entry!r:.40}")
+    return bounds, squeezed, advanced
+
+
+def getitem(x: Any, index: Any, *, mode: str | None = None, fill_value: Any = None):
+    """``x[index]`` with NumPy's semantics (see the module docstring for bounds)."""
+    x = ensure_array(x)
+    x, entries = _regroup(x, _expand(index, x.ndim))
+    bounds, squeezed, advanced = _split_entries(entries, x.shape, mode)
     out = _apply_slices(x, bounds)
     if advanced:
         out = _gather(out, advanced, "clip" if mode is None else mode, fill_value)
-    elif ints:
-        out = lax.squeeze(out, ints)
+    elif squeezed:
+        out = lax.squeeze(out, squeezed)
     return ensure_array(out)
 
 
