@@ -279,12 +279,20 @@ def getitem(x: Any, index: Any, *, mode: str | None = None, fill_value: Any = No
 
 # --- functional updates: x.at[idx] -----------------------------------------------------
 
-def _scatter(x: Any, index: Any, values: Any, scatter_fn: Callable, mode: str | None) -> Any:
+def _selects_each_element_once(index: Any) -> bool:
+    """True when ``index`` has no integer index arrays (which may repeat positions)."""
+    entries = index if isinstance(index, tuple) else (index,)
+    return not any(_is_index_array(e) and not _is_mask(_as_index_array(e)) for e in entries)
+
+
+def _scatter(x: Any, index: Any, values: Any, scatter_fn: Callable, mode: str | None,
+             unique_indices: bool = False, indices_are_sorted: bool = False) -> Any:
     """Apply ``scatter_fn`` at the elements ``x[index]`` selects.
 
     The positions come from indexing an iota of ``x``'s flat positions with the same
     index, so updates share ``getitem``'s semantics exactly; out-of-bounds positions
-    become ``x.size`` (dropped) unless ``mode='clip'``.
+    become ``x.size`` (dropped) unless ``mode='clip'``. Slices, integers and masks never
+    repeat a position, so such updates are marked unique (which their gradients need).
     """
     x = ensure_array(x)
     read_mode = "clip" if mode == "clip" else "fill"
@@ -299,7 +307,9 @@ def _scatter(x: Any, index: Any, values: Any, scatter_fn: Callable, mode: str | 
                                         scatter_dims_to_operand_dims=(0,))
     out = scatter_fn(lax.reshape(x, (x.size,)), lax.reshape(positions, (positions.size, 1)),
                      lax.reshape(updates, (positions.size,)), dnums,
-                     mode="clip" if mode == "clip" else "fill")
+                     mode="clip" if mode == "clip" else "fill",
+                     unique_indices=unique_indices or _selects_each_element_once(index),
+                     indices_are_sorted=indices_are_sorted)
     return lax.reshape(out, x.shape)
 
 
@@ -323,29 +333,34 @@ class IndexUpdateRef:
     def set(self, values: Any, *, indices_are_sorted: bool = False,
             unique_indices: bool = False, mode: str | None = None):
         """A copy of ``x`` with ``x[index] = values``."""
-        return _scatter(self.array, self.index, values, lax.scatter, mode)
+        return _scatter(self.array, self.index, values, lax.scatter, mode, unique_indices,
+                        indices_are_sorted)
 
     def add(self, values: Any, *, indices_are_sorted: bool = False,
             unique_indices: bool = False, mode: str | None = None):
         """A copy of ``x`` with ``x[index] += values`` (repeated indices accumulate)."""
-        return _scatter(self.array, self.index, values, lax.scatter_add, mode)
+        return _scatter(self.array, self.index, values, lax.scatter_add, mode, unique_indices,
+                        indices_are_sorted)
 
     def multiply(self, values: Any, *, indices_are_sorted: bool = False,
                  unique_indices: bool = False, mode: str | None = None):
         """A copy of ``x`` with ``x[index] *= values``."""
-        return _scatter(self.array, self.index, values, lax.scatter_mul, mode)
+        return _scatter(self.array, self.index, values, lax.scatter_mul, mode, unique_indices,
+                        indices_are_sorted)
 
     mul = multiply
 
     def min(self, values: Any, *, indices_are_sorted: bool = False,
             unique_indices: bool = False, mode: str | None = None):
         """A copy of ``x`` with ``x[index] = minimum(x[index], values)``."""
-        return _scatter(self.array, self.index, values, lax.scatter_min, mode)
+        return _scatter(self.array, self.index, values, lax.scatter_min, mode, unique_indices,
+                        indices_are_sorted)
 
     def max(self, values: Any, *, indices_are_sorted: bool = False,
             unique_indices: bool = False, mode: str | None = None):
         """A copy of ``x`` with ``x[index] = maximum(x[index], values)``."""
-        return _scatter(self.array, self.index, values, lax.scatter_max, mode)
+        return _scatter(self.array, self.index, values, lax.scatter_max, mode, unique_indices,
+                        indices_are_sorted)
 
     def divide(self, values: Any, *, mode: str | None = None):
         """A copy of ``x`` with ``x[index] /= values`` (inexact dtypes)."""
