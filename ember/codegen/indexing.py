@@ -169,11 +169,14 @@ def bounds(form: Affine) -> tuple[int, int]:
 
 
 def _split(form: Affine, divisor: int) -> tuple[Affine, Affine]:
-    """``form = divisor * quotient + rest`` with rest's coefficients not multiples of divisor."""
+    """``form = divisor * quotient + rest`` where rest keeps the terms whose coefficients
+    are not multiples of divisor, and as much of the constant as makes it non-negative
+    (so C's truncating ``/`` and ``%`` on it agree with floor division)."""
     q_terms = tuple((a, c // divisor) for a, c in form.terms if c % divisor == 0)
     r_terms = tuple((a, c) for a, c in form.terms if c % divisor != 0)
-    q_const, r_const = divmod(form.const, divisor)
-    return Affine(q_terms, q_const), Affine(r_terms, r_const)
+    lowest = bounds(Affine(r_terms, 0))[0]
+    q_const = (form.const + lowest) // divisor
+    return Affine(q_terms, q_const), Affine(r_terms, form.const - divisor * q_const)
 
 
 def _common_factor(form: Affine, divisor: int) -> int:

@@ -75,6 +75,8 @@ class _Scope:
 
 def lower_loop_group(group: LoopGroup, name: str, threads: int) -> tuple[Kernel, dict[Var, Buffer]]:
     """The kernel IR of one loop group, and the value each kernel parameter holds."""
+    if any(sym.extent == 0 for sym in group.syms):  # nothing to compute or store
+        return Kernel(name, [], []), {}
     first = _Builder(group, {})
     first.build()
     subst, loops = _plan_loops(group, first)
@@ -135,6 +137,8 @@ class _Builder:
         return self.make(("const", repr(value), dtype.str), lambda: Const(value, dtype))
 
     def load(self, var: Var, index: Index) -> Node:
+        if var.aval.size == 0:  # only read inside loops that never run
+            return self.const(0, var.aval.dtype)
         buf = self.buffer(var)
         flat = ix.linearize(index, var.aval.shape)
         return self.make(("load", buf.name, flat), lambda: Load(buf, flat, var.aval.dtype),
@@ -313,6 +317,9 @@ def _substitution(runs: list[list[Sym]], prefix: str, subst: dict[Sym, Affine]) 
         total = int(np.prod([s.extent for s in run], dtype=np.int64))
         loop = Sym(f"{prefix}{len(loops)}", total)
         loops.append(loop)
+        if total == 0:  # never runs; indices keep the loop variable so nothing is hoisted
+            subst.update((sym, ix.var(loop)) for sym in run)
+            continue
         stride = total
         for position, sym in enumerate(run):
             stride //= max(sym.extent, 1)
