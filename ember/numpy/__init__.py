@@ -8,6 +8,12 @@ float32 / int32 unless ``enable_x64`` is on, Python scalars are weakly typed, fu
 whose result *shape* depends on values (``nonzero``, ``unique``, boolean masks) need
 concrete inputs or a static ``size=``, and out-of-bounds indices are clamped on reads and
 dropped on writes instead of raising (see ``ember.numpy.indexing``).
+
+Integer policy: the default integer is int32 (int64 with x64); integer arithmetic wraps
+around on overflow (two's complement); integer ``//`` and ``%`` by zero give 0 (as NumPy's
+results); converting floats to integers truncates toward zero, saturates at the integer
+range and maps NaN to 0; sums and products of integers narrower than the default
+accumulate in the default integer.
 """
 from ember.numpy import fft, linalg  # noqa: F401
 from ember.numpy._creation import *  # noqa: F401,F403
@@ -25,7 +31,7 @@ from ember.numpy._sets import *  # noqa: F401,F403
 from ember.numpy._sorting import *  # noqa: F401,F403
 from ember.numpy._ufuncs import *  # noqa: F401,F403
 from ember.numpy.indexing import take, take_along_axis  # noqa: F401
-from ember.runtime.array import Array as ndarray  # noqa: F401
+from ember.numpy._promotion import ndarray  # noqa: F401
 
 __array_api_version__ = "2023.12"
 

@@ -25,6 +25,16 @@ def is_array(value: Any) -> bool:
     return isinstance(value, (Array, Tracer))
 
 
+class _ArrayType(type):
+    def __instancecheck__(cls, instance: Any) -> bool:
+        return is_array(instance)
+
+
+class ndarray(metaclass=_ArrayType):
+    """The type of Ember arrays, tracers included: ``isinstance(x, ember.numpy.ndarray)``
+    holds inside jit and grad too (as ``jax.Array``)."""
+
+
 def aval(value: Any) -> ShapedArray:
     if is_array(value):
         return value.aval

@@ -133,3 +133,19 @@ def test_bad_dtype_names_are_clear():
         enp.zeros(3, dtype="flot32")
     with pytest.raises(EmberTypeError, match="is not a dtype"):
         enp.ones(2, dtype=object())
+
+
+def test_ndarray_covers_tracers():
+    assert isinstance(enp.ones(2), enp.ndarray) and not isinstance(np.ones(2), enp.ndarray)
+    seen = []
+    with ember.config.override(backend="reference"):
+        ember.jit(lambda x: seen.append(isinstance(x, enp.ndarray)) or x)(np.ones(2))
+    assert seen == [True]
+
+
+def test_public_dtypes_module():
+    assert ember.dtypes.canonicalize_dtype("float64") == np.float32
+    assert ember.dtypes.canonicalize_dtype(np.int16) == np.int16
+    assert ember.dtypes.bfloat16 == enp.bfloat16
+    assert ember.dtypes.issubdtype(ember.dtypes.float0, np.void)
+    assert ember.dtypes.result_type(np.int8, 1.0) == np.float32
