@@ -71,6 +71,14 @@ def _rev(eqn: Eqn, out: Index) -> Index:
                  for d, i in enumerate(out))
 
 
+def _identity(eqn: Eqn, out: Index) -> Index:
+    return out
+
+
+# Identities at run time (their meaning is for transformations).
+for _name in ("stop_gradient", "name"):
+    _VIEWS[_name] = _identity
+
 VIEW_PRIMITIVES = frozenset(_VIEWS)
 
 
