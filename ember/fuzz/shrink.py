@@ -133,8 +133,8 @@ def shrink_steps(program: Program, fails: Callable[[Program], bool], budget: _Bu
 
 def shrink(failure: Failure, answers: list[int] | None = None, limits: Limits = Limits(),
            tries: int = 200) -> Failure:
-    """A failure like ``failure`` on as small a program as ``tries`` runs can find."""
-    budget = _Budget(tries)
+    """A failure like ``failure`` on as small a program as ``tries`` runs can find
+    (two thirds of them for the choices, the rest and what is left for the steps)."""
     smallest = [failure]
 
     def fails(program: Program) -> bool:
@@ -143,7 +143,8 @@ def shrink(failure: Failure, answers: list[int] | None = None, limits: Limits = 
             smallest[0] = found
         return found is not None
 
+    choice_budget = _Budget(2 * tries // 3 if answers is not None else 0)
     if answers is not None:
-        shrink_choices(answers, fails, limits, budget)
-    shrink_steps(smallest[0].program, fails, budget)
+        shrink_choices(answers, fails, limits, choice_budget)
+    shrink_steps(smallest[0].program, fails, _Budget(tries // 3 + max(choice_budget.left, 0)))
     return smallest[0]

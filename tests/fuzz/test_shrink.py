@@ -72,3 +72,17 @@ def test_shrink_of_a_real_failure_keeps_its_signature(monkeypatch):
     assert small.signature() == failure.signature()
     assert [s.expr.split("(")[0] for s in small.program.steps] == ["lax.dot_general"]
     assert small.detail.startswith("output 0:")
+
+
+def test_steps_of_the_same_type_are_bypassed():
+    from ember.core.abstract import ShapedArray
+    from ember.fuzz.program import Input, Step
+
+    f32 = ShapedArray((2,), np.float32)
+    program = Program((Input("x0", f32),), (
+        Step("v0", f32, "lax.tanh({0})", ("x0",)),
+        Step("v1", f32, "lax.neg({0})", ("v0",)),
+        Step("v2", f32, "lax.neg({0})", ("v1",)),
+        Step("v3", f32, "lax.add({0}, {1})", ("v2", "x0"))))
+    small = shrink_steps(program, lambda p: _uses(p, "lax.tanh"), _Budget(100))
+    assert [s.line() for s in small.steps] == ["v0 = lax.tanh(x0)"]

@@ -1,0 +1,46 @@
+"""The bounded differential fuzz run: random programs over the primitive set, on every
+backend present (eager and jitted) and on the reference running optimized and
+re-parsed graphs, as they are, differentiated and vmapped, against the reference.
+
+Hypothesis drives one generator per variant (and shrinks what fails); a seeded
+campaign runs the ``ember fuzz`` code path. Failures matching a bug listed in
+``known_bugs.py`` are tolerated; each has a strict-xfail test in test_regressions.py.
+"""
+from __future__ import annotations
+
+import collections
+
+import pytest
+from hypothesis import given, note, strategies as st
+
+from ember.fuzz.choices import HypothesisChoices
+from ember.fuzz.command import run_campaign
+from ember.fuzz.generate import Limits, generate, unexpected_rejections
+from ember.fuzz.program import function_source
+from ember.fuzz.runner import check
+from ember.fuzz.targets import all_targets
+from ember.fuzz.variants import VARIANTS
+from known_bugs import describe, new_failures
+
+LIMITS = Limits(max_steps=6, max_rank=3, max_dim=4)
+CAMPAIGN_PROGRAMS = 120
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@given(data=st.data())
+def test_random_programs_agree_with_the_reference(variant, data):
+    program = generate(HypothesisChoices(data), LIMITS)
+    note(function_source(program))
+    failures = new_failures(check(program, [variant]).failures)
+    assert not failures, describe(failures)
+
+
+def test_seeded_campaign_agrees_with_the_reference():
+    campaign = run_campaign(20240501, lambda c: c.programs < CAMPAIGN_PROGRAMS, limits=LIMITS)
+    failures = new_failures(campaign.report.failures)
+    assert not failures, describe(failures)
+    runs_per_target = campaign.report.runs / len(all_targets())
+    assert runs_per_target > 2 * CAMPAIGN_PROGRAMS  # grad applies to fewer programs
+    reasons = collections.Counter(reason.split(":")[0] for _, reason in campaign.report.rejected)
+    assert sum(reasons.values()) < CAMPAIGN_PROGRAMS / 10, reasons
+    assert not unexpected_rejections, unexpected_rejections

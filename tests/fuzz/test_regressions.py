@@ -1,0 +1,48 @@
+"""One test per bug the fuzzer found. Bugs in other areas that are not fixed yet are
+strict xfails (the reason names the area); ``known_bugs.py`` lets the bounded fuzz runs
+recognise them meanwhile."""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import ember
+from ember import lax
+from ember.runtime.devices import available_backends
+
+needs_cpu = pytest.mark.skipif("cpu" not in available_backends(), reason="no CPU backend here")
+
+
+@pytest.mark.xfail(strict=True, reason="reference backend / jit runtime: the reference "
+                   "executable returns NumPy scalars (not arrays) for 0-d clamp/select_n "
+                   "results, so np.asarray(result) raises ValueError")
+def test_reference_jit_returns_arrays_for_0d_clamp_and_select():
+    clamp = ember.jit(lambda x: lax.clamp(-2.0, x, 3.0), backend="reference")
+    select = ember.jit(lambda p, x: lax.select_n(p, x, -x), backend="reference")
+    assert np.asarray(clamp(np.float32(5))) == np.float32(3)
+    assert np.asarray(select(np.array(True), np.float32(5))) == np.float32(-5)
+
+
+@pytest.mark.xfail(strict=True, reason="ops/structural batch rules: vmap of dynamic_slice / "
+                   "dynamic_update_slice with no start indices (rank-0 operand) raises "
+                   "IndexError in dtypes.result_type via _index_vector")
+def test_vmap_of_dynamic_slice_on_a_scalar():
+    x = np.array([1.0, 2.0], np.float32)
+    np.testing.assert_array_equal(ember.vmap(lambda v: lax.dynamic_slice(v, (), ()))(x), x)
+    np.testing.assert_array_equal(
+        ember.vmap(lambda v: lax.dynamic_update_slice(v, -v, ()))(x), -x)
+
+
+@needs_cpu
+@pytest.mark.xfail(strict=True, reason="CPU code generation: the jitted gradient of cummax "
+                   "on float16 / bfloat16 raises KeyError in ember/codegen/render.py")
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16])
+def test_cpu_grad_of_half_precision_cummax(dtype):
+    def loss(x, w):
+        ys = lax.convert_element_type(lax.cummax(x, 0), np.float32)
+        return lax.reduce_sum(lax.mul(ys, w), (0,))
+
+    x, w = np.array([1.0, 3.0], dtype), np.array([0.5, -1.0], np.float32)
+    got = ember.jit(ember.grad(loss), backend="cpu")(x, w)
+    np.testing.assert_array_equal(np.asarray(got, np.float32), [0.5, -1.0])
