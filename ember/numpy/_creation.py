@@ -17,8 +17,8 @@ from ember import lax
 from ember.core import dtypes
 from ember.errors import EmberTypeError, EmberValueError
 from ember.numpy._promotion import (
-    aval, broadcast_to_shape, concrete, inexact_dtype, is_array, promote_args, result_dtype,
-    to_operand,
+    aval, broadcast_to_shape, concrete, inexact_dtype, is_array, is_concrete, promote_args,
+    result_dtype, to_operand,
 )
 
 __all__ = [
@@ -30,17 +30,11 @@ __all__ = [
 
 def _place(out: Any, device: Any) -> Any:
     """Move an eager result to ``device`` (tracers stay where the computation runs)."""
-    if device is None or not _is_concrete(out):
+    if device is None or not is_concrete(out):
         return out
     from ember.runtime.dispatch import device_put
 
     return device_put(out, device)
-
-
-def _is_concrete(value: Any) -> bool:
-    from ember.runtime.array import Array
-
-    return isinstance(value, Array)
 
 
 def _dtype_arg(dtype: Any) -> np.dtype | None:
@@ -286,8 +280,8 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None, *, device: 
     rows = lax.broadcasted_iota(dtypes.int32, shape, 0)
     cols = lax.broadcasted_iota(dtypes.int32, shape, 1)
     on_diagonal = lax.eq(lax.add(rows, int(k)), cols)
-    return _place(lax.convert_element_type(on_diagonal, _dtype_arg(dtype) or dtypes.default_float()),
-                  device)
+    dtype = _dtype_arg(dtype) or dtypes.default_float()
+    return _place(lax.convert_element_type(on_diagonal, dtype), device)
 
 
 def identity(n: int, dtype: Any = None):
@@ -299,7 +293,8 @@ def _triangle(m: Any, k: int, lower: bool, name: str):
 
     m = ensure_array(m)
     if m.ndim < 2:
-        raise EmberValueError(f"{name} needs an array of at least 2 dimensions, got shape {m.shape}")
+        raise EmberValueError(f"{name} needs an array of at least 2 dimensions, got shape "
+                              f"{m.shape}")
     keep = _lower_mask(m.shape, k if lower else k - 1)
     zero = broadcast_to_shape(np.zeros((), m.dtype), m.shape)
     cases = (zero, m) if lower else (m, zero)

@@ -14,6 +14,7 @@ from ember.errors import EmberValueError
 from ember.numpy._axes import canonicalize_axes, canonicalize_axis
 from ember.numpy._promotion import (
     broadcast_shapes as _broadcast_shapes, broadcast_to_shape, concrete, ensure_array, is_array,
+    is_concrete,
 )
 
 __all__ = [
@@ -235,7 +236,7 @@ def _roll_axis(x: Any, shift: Any, axis: int) -> Any:
     n = x.shape[axis]
     if n == 0:
         return x
-    if is_array(shift) and not _is_concrete(shift):
+    if is_array(shift) and not is_concrete(shift):
         doubled = lax.concatenate([x, x], axis)
         start = lax.rem(lax.sub(n, lax.rem(shift, n)), n)
         return lax.dynamic_slice_in_dim(doubled, start, n, axis)
@@ -245,9 +246,3 @@ def _roll_axis(x: Any, shift: Any, axis: int) -> Any:
     head = lax.slice_in_dim(x, n - s, n, axis=axis)
     tail = lax.slice_in_dim(x, 0, n - s, axis=axis)
     return lax.concatenate([head, tail], axis)
-
-
-def _is_concrete(value: Any) -> bool:
-    from ember.runtime.array import Array
-
-    return isinstance(value, Array)

@@ -21,8 +21,8 @@ from ember.core import dtypes
 from ember.errors import EmberTypeError, EmberValueError
 from ember.numpy._creation import full
 from ember.numpy._promotion import (
-    broadcast_shapes, broadcast_to_shape, ensure_array, promote_args, promote_args_inexact,
-    shape_of,
+    broadcast_shapes, broadcast_to_shape, constant_like, ensure_array, promote_args,
+    promote_args_inexact, shape_of,
 )
 
 __all__ = [
@@ -37,11 +37,6 @@ __all__ = [
 
 def _select(pred: Any, on_true: Any, on_false: Any) -> Any:
     return lax.select_n(pred, on_false, on_true)
-
-
-def _const(value: Any, like: Any) -> Any:
-    """``value`` as a constant of ``like``'s dtype and shape."""
-    return broadcast_to_shape(np.asarray(value, like.dtype), like.shape)
 
 
 def _no_complex(name: str, x: Any) -> None:
@@ -59,16 +54,16 @@ divide = true_divide
 
 def _floor_adjust(rem: Any, divisor: Any) -> Any:
     """Where a C remainder needs the divisor added to get Python's (sign of the divisor)."""
-    nonzero = lax.ne(rem, _const(0, rem))
-    signs_differ = lax.ne(lax.lt(rem, _const(0, rem)), lax.lt(divisor, _const(0, divisor)))
+    nonzero = lax.ne(rem, 0)
+    signs_differ = lax.ne(lax.lt(rem, 0), lax.lt(divisor, 0))
     return lax.bitwise_and(nonzero, signs_differ)
 
 
 def _int_by_nonzero(x: Any, y: Any, fn) -> Any:
     """``fn(x, y)`` for integers with a zero divisor replaced by 1 and its result by 0."""
-    zero = lax.eq(y, _const(0, y))
-    safe = _select(zero, _const(1, y), y)
-    return _select(zero, _const(0, x), fn(x, safe))
+    zero = lax.eq(y, constant_like(0, y))
+    safe = _select(zero, constant_like(1, y), y)
+    return _select(zero, constant_like(0, x), fn(x, safe))
 
 
 def _int_floor_divide(x: Any, y: Any) -> Any:
@@ -76,7 +71,7 @@ def _int_floor_divide(x: Any, y: Any) -> Any:
     if dtypes.is_unsigned(x.dtype):
         return quotient
     adjust = _floor_adjust(lax.rem(x, y), y)
-    return _select(adjust, lax.sub(quotient, _const(1, quotient)), quotient)
+    return _select(adjust, lax.sub(quotient, constant_like(1, quotient)), quotient)
 
 
 def _int_remainder(x: Any, y: Any) -> Any:
@@ -95,11 +90,11 @@ def floor_divide(x1: Any, x2: Any, /):
     # NumPy's algorithm: exact for representable quotients, x / 0 follows IEEE.
     mod = lax.rem(x, y)
     div = lax.div(lax.sub(x, mod), y)
-    div = _select(_floor_adjust(mod, y), lax.sub(div, _const(1, div)), div)
+    div = _select(_floor_adjust(mod, y), lax.sub(div, constant_like(1, div)), div)
     floor = lax.floor(div)
-    floor = _select(lax.gt(lax.sub(div, floor), _const(0.5, div)),
-                    lax.add(floor, _const(1, floor)), floor)
-    return _select(lax.eq(y, _const(0, y)), lax.div(x, y), floor)
+    floor = _select(lax.gt(lax.sub(div, floor), constant_like(0.5, div)),
+                    lax.add(floor, constant_like(1, floor)), floor)
+    return _select(lax.eq(y, constant_like(0, y)), lax.div(x, y), floor)
 
 
 def remainder(x1: Any, x2: Any, /):
@@ -166,11 +161,11 @@ def signbit(x: Any, /):
     _no_complex("signbit", x)
     if not dtypes.is_signed(x.dtype) and not dtypes.is_floating(x.dtype):
         return full(x.shape, False, dtypes.bool_)
-    negative = lax.lt(x, _const(0, x))
+    negative = lax.lt(x, constant_like(0, x))
     if dtypes.is_integer(x.dtype):
         return negative
-    negative_zero = lax.bitwise_and(lax.eq(x, _const(0, x)),
-                                    lax.lt(lax.div(_const(1, x), x), _const(0, x)))
+    negative_zero = lax.bitwise_and(lax.eq(x, constant_like(0, x)),
+                                    lax.lt(lax.div(constant_like(1, x), x), constant_like(0, x)))
     return lax.bitwise_or(negative, negative_zero)
 
 
@@ -195,7 +190,7 @@ def _float_only(name: str, fn):
 
 
 def _trunc(x: Any) -> Any:
-    return _select(lax.lt(x, _const(0, x)), lax.ceil(x), lax.floor(x))
+    return _select(lax.lt(x, constant_like(0, x)), lax.ceil(x), lax.floor(x))
 
 
 floor = _float_only("floor", lax.floor)
@@ -218,7 +213,7 @@ def round(a: Any, decimals: int = 0, out: None = None):
     _no_complex("round", x)
     if decimals == 0:
         return lax.round(x, 1)
-    factor = _const(10.0 ** builtins.abs(decimals), x)
+    factor = constant_like(10.0 ** builtins.abs(decimals), x)
     if decimals > 0:
         return lax.div(lax.round(lax.mul(x, factor), 1), factor)
     return lax.mul(lax.round(lax.div(x, factor), 1), factor)
@@ -280,7 +275,7 @@ def _isnan(x: Any) -> Any:
 
 
 def _isinf(x: Any) -> Any:
-    return lax.eq(lax.abs(x), _const(np.inf, x))
+    return lax.eq(lax.abs(x), constant_like(np.inf, x))
 
 
 isnan = _classify("isnan", _isnan, False)
@@ -290,18 +285,18 @@ isfinite = _classify("isfinite", lax.is_finite, True)
 
 def isposinf(x: Any, /):
     (x,) = promote_args(x)
-    return lax.eq(x, _const(np.inf, x)) if dtypes.is_floating(x.dtype) else isinf(x)
+    return lax.eq(x, constant_like(np.inf, x)) if dtypes.is_floating(x.dtype) else isinf(x)
 
 
 def isneginf(x: Any, /):
     (x,) = promote_args(x)
-    return lax.eq(x, _const(-np.inf, x)) if dtypes.is_floating(x.dtype) else isinf(x)
+    return lax.eq(x, constant_like(-np.inf, x)) if dtypes.is_floating(x.dtype) else isinf(x)
 
 
 def isclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
     """``|a - b| <= atol + rtol * |b|`` elementwise, infinities equal only to themselves."""
     x, y = promote_args_inexact(a, b)
-    tolerance = lax.add(_const(atol, lax.abs(y)), lax.mul(_const(rtol, lax.abs(y)), lax.abs(y)))
+    tolerance = lax.add(lax.mul(lax.abs(y), float(rtol)), float(atol))
     close = lax.bitwise_and(lax.le(lax.abs(lax.sub(x, y)), tolerance), isfinite(y))
     close = lax.bitwise_or(close, lax.eq(x, y))
     if equal_nan:
@@ -323,7 +318,7 @@ def _logaddexp(x1: Any, x2: Any, exp_fn, log1p_scale: float):
     delta = lax.sub(x, y)
     log_term = lax.log1p(exp_fn(lax.neg(lax.abs(delta))))
     if log1p_scale != 1.0:
-        log_term = lax.mul(log_term, _const(log1p_scale, log_term))
+        log_term = lax.mul(log_term, constant_like(log1p_scale, log_term))
     # Equal infinities give a NaN delta: their sum is the answer.
     return _select(_isnan(delta), lax.add(x, y), lax.add(larger, log_term))
 
@@ -343,16 +338,16 @@ def hypot(x1: Any, x2: Any, /):
     x, y = (lax.abs(v) for v in promote_args_inexact(x1, x2))
     _no_complex("hypot", x)
     larger, smaller = lax.max(x, y), lax.min(x, y)
-    safe = _select(lax.eq(larger, _const(0, larger)), _const(1, larger), larger)
+    safe = _select(lax.eq(larger, constant_like(0, larger)), constant_like(1, larger), larger)
     ratio = lax.div(smaller, safe)
-    out = lax.mul(larger, lax.sqrt(lax.add(_const(1, ratio), lax.mul(ratio, ratio))))
-    return _select(lax.bitwise_or(_isinf(x), _isinf(y)), _const(np.inf, out), out)
+    out = lax.mul(larger, lax.sqrt(lax.add(constant_like(1, ratio), lax.mul(ratio, ratio))))
+    return _select(lax.bitwise_or(_isinf(x), _isinf(y)), constant_like(np.inf, out), out)
 
 
 def _scaled(name: str, factor: float):
     def scale(x: Any, /):
         (x,) = promote_args_inexact(x)
-        return lax.mul(x, _const(factor, x))
+        return lax.mul(x, constant_like(factor, x))
 
     scale.__name__ = scale.__qualname__ = name
     return scale
@@ -365,7 +360,7 @@ rad2deg = degrees = _scaled("rad2deg", 180 / math.pi)
 def _log_base(name: str, base: float):
     def log_base(x: Any, /):
         (x,) = promote_args_inexact(x)
-        return lax.div(lax.log(x), _const(math.log(base), x))
+        return lax.div(lax.log(x), constant_like(math.log(base), x))
 
     log_base.__name__ = log_base.__qualname__ = name
     log_base.__doc__ = f"Base-{base:g} logarithm."
@@ -379,22 +374,22 @@ log10 = _log_base("log10", 10)
 def reciprocal(x: Any, /):
     """``1 / x`` in ``x``'s dtype (integers divide as C does: toward zero)."""
     (x,) = promote_args(x)
-    return lax.div(_const(1, x), x)
+    return lax.div(constant_like(1, x), x)
 
 
 def sinc(x: Any, /):
     """``sin(pi x) / (pi x)``, 1 at 0."""
     (x,) = promote_args_inexact(x)
-    zero = lax.eq(x, _const(0, x))
-    scaled = lax.mul(_select(zero, _const(1, x), x), _const(math.pi, x))
-    return _select(zero, _const(1, x), lax.div(lax.sin(scaled), scaled))
+    zero = lax.eq(x, constant_like(0, x))
+    scaled = lax.mul(_select(zero, constant_like(1, x), x), constant_like(math.pi, x))
+    return _select(zero, constant_like(1, x), lax.div(lax.sin(scaled), scaled))
 
 
 def heaviside(x1: Any, x2: Any, /):
     """0 where ``x1 < 0``, ``x2`` where ``x1 == 0``, 1 where ``x1 > 0``."""
     x, h0 = promote_args_inexact(x1, x2)
-    out = _select(lax.gt(x, _const(0, x)), _const(1, x), h0)
-    out = _select(lax.lt(x, _const(0, x)), _const(0, x), out)
+    out = _select(lax.gt(x, constant_like(0, x)), constant_like(1, x), h0)
+    out = _select(lax.lt(x, constant_like(0, x)), constant_like(0, x), out)
     return _select(_isnan(x), x, out)
 
 
@@ -421,11 +416,11 @@ def nan_to_num(x: Any, copy: bool = True, nan: float = 0.0, posinf: float | None
     if not dtypes.is_floating(x.dtype):
         return ensure_array(x)
     info = dtypes.finfo(x.dtype)
-    out = _select(_isnan(x), _const(nan, x), x)
-    out = _select(lax.eq(x, _const(np.inf, x)), _const(info.max if posinf is None else posinf, x),
-                  out)
-    return _select(lax.eq(x, _const(-np.inf, x)),
-                   _const(info.min if neginf is None else neginf, x), out)
+    out = _select(_isnan(x), constant_like(nan, x), x)
+    high = info.max if posinf is None else posinf
+    low = info.min if neginf is None else neginf
+    out = _select(lax.eq(x, np.inf), constant_like(high, x), out)
+    return _select(lax.eq(x, -np.inf), constant_like(low, x), out)
 
 
 def real(val: Any, /):
@@ -444,5 +439,5 @@ def angle(z: Any, deg: bool = False):
     if dtypes.is_complex(x.dtype):
         out = lax.atan2(lax.imag(x), lax.real(x))
     else:
-        out = lax.atan2(_const(0, x), x)
+        out = lax.atan2(constant_like(0, x), x)
     return rad2deg(out) if deg else out

@@ -35,6 +35,18 @@ class ndarray(metaclass=_ArrayType):
     holds inside jit and grad too (as ``jax.Array``)."""
 
 
+def is_concrete(value: Any) -> bool:
+    """True for Ember arrays that hold values (not tracers)."""
+    from ember.runtime.array import Array
+
+    return isinstance(value, Array)
+
+
+def constant_like(value: Any, like: Any) -> Any:
+    """``value`` as a constant of ``like``'s dtype and shape."""
+    return broadcast_to_shape(np.asarray(value, like.dtype), like.shape)
+
+
 def aval(value: Any) -> ShapedArray:
     if is_array(value):
         return value.aval

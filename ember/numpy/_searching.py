@@ -17,7 +17,7 @@ from ember.errors import EmberValueError
 from ember.numpy._axes import canonicalize_axis
 from ember.numpy._manipulation import ravel
 from ember.numpy._promotion import (
-    broadcast_to_shape, concrete, ensure_array, promote_args,
+    broadcast_to_shape, concrete, constant_like, ensure_array, promote_args,
 )
 
 __all__ = ["argmax", "argmin", "nanargmax", "nanargmin", "nonzero", "flatnonzero", "argwhere",
@@ -105,14 +105,10 @@ def _unravel(flat: Any, shape: tuple[int, ...], total: int, fill_value: Any) -> 
     indices, stride = [], total
     for dim, fill in zip(shape, fills):
         stride //= max(dim, 1)
-        index = lax.rem(lax.div(flat, _const(max(stride, 1), flat)), _const(max(dim, 1), flat))
+        index = lax.rem(lax.div(flat, max(stride, 1)), max(dim, 1))
         indices.append(lax.convert_element_type(where(missing, fill, index),
                                                 dtypes.default_int()))
     return tuple(indices)
-
-
-def _const(value: int, like: Any) -> Any:
-    return broadcast_to_shape(np.asarray(value, like.dtype), like.shape)
 
 
 def flatnonzero(a: Any, *, size: int | None = None, fill_value: Any = None):
@@ -170,7 +166,7 @@ def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None, *,
     low = broadcast_to_shape(np.zeros((), index_dtype), values.shape)
     high = broadcast_to_shape(np.asarray(n, index_dtype), values.shape)
     for _ in range(math.ceil(math.log2(n + 1))):
-        middle = lax.shift_right_logical(lax.add(low, high), _const(1, low))
+        middle = lax.shift_right_logical(lax.add(low, high), constant_like(1, low))
         probe = take(sorted_a, middle, mode="clip")
         if side == "left":
             go_right = _sort_less(probe, values)
@@ -178,7 +174,7 @@ def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None, *,
             go_right = lax.bitwise_not(_sort_less(values, probe))
         active = lax.lt(low, high)
         low = lax.select_n(lax.bitwise_and(active, go_right), low,
-                           lax.add(middle, _const(1, middle)))
+                           lax.add(middle, constant_like(1, middle)))
         high = lax.select_n(lax.bitwise_and(active, lax.bitwise_not(go_right)), high, middle)
     return ensure_array(low)
 

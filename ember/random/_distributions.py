@@ -15,6 +15,7 @@ from ember import lax
 from ember import numpy as enp
 from ember.core import dtypes
 from ember.errors import EmberTypeError, EmberValueError
+from ember.numpy._axes import canonicalize_axis
 from ember.numpy._promotion import (
     broadcast_shapes, broadcast_to_shape, broadcasts_to, concrete, ensure_array,
 )
@@ -216,24 +217,18 @@ def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False) -> A
         if not dtypes.is_integer(array.dtype):
             raise EmberTypeError(f"permutation of a scalar needs an integer, got {array.dtype}")
         return _shuffle(key, enp.arange(int(concrete(x, "permutation(n)"))), 0)
-    axis = _axis(axis, array.ndim)
+    axis = canonicalize_axis(axis, array.ndim)
     if independent or array.ndim == 1:
         return _shuffle(key, array, axis)
     order = _shuffle(key, enp.arange(array.shape[axis]), 0)
     return enp.take(array, order, axis=axis, mode="clip")
 
 
-def _axis(axis: int, ndim: int) -> int:
-    from ember.numpy._axes import canonicalize_axis
-
-    return canonicalize_axis(axis, ndim)
-
-
 def shuffle(key: Any, x: Any, axis: int = 0) -> Any:
     """``x`` shuffled independently along ``axis`` (prefer ``permutation``)."""
     key = check_key(key, "shuffle")
     array = ensure_array(x)
-    return _shuffle(key, array, _axis(axis, array.ndim))
+    return _shuffle(key, array, canonicalize_axis(axis, array.ndim))
 
 
 def choice(key: Any, a: Any, shape: Sequence[int] = (), replace: bool = True, p: Any = None,
@@ -246,7 +241,7 @@ def choice(key: Any, a: Any, shape: Sequence[int] = (), replace: bool = True, p:
     if array.ndim == 0:
         n_inputs = int(concrete(a, "choice(a) with an integer a"))
     else:
-        axis = _axis(axis, array.ndim)
+        axis = canonicalize_axis(axis, array.ndim)
         n_inputs = array.shape[axis]
     n_draws = math.prod(shape)
     if n_draws == 0:

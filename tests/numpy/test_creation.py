@@ -58,12 +58,14 @@ def test_filled_arrays(fn, value, shape):
 def test_full_and_like_functions():
     assert enp.full((2, 2), 7).dtype == np.int32
     assert enp.full(3, 1.5).tolist() == [1.5, 1.5, 1.5]
-    np.testing.assert_array_equal(np.asarray(enp.full((2, 3), [1, 2, 3])), np.full((2, 3), [1, 2, 3]))
+    np.testing.assert_array_equal(np.asarray(enp.full((2, 3), [1, 2, 3])),
+                                  np.full((2, 3), [1, 2, 3]))
     x = enp.asarray([[1.0, 2.0]])
     assert enp.zeros_like(x).shape == (1, 2) and enp.ones_like(x, dtype="int32").dtype == np.int32
     assert enp.full_like(x, 5, shape=(3,)).tolist() == [5.0, 5.0, 5.0]
     assert enp.empty_like(x).tolist() == [[0.0, 0.0]]
-    with pytest.raises(EmberValueError, match=r"negative dimensions are not allowed: shape \(2, -1\)"):
+    with pytest.raises(EmberValueError, match=r"negative dimensions are not allowed: "
+                                              r"shape \(2, -1\)"):
         enp.zeros((2, -1))
     with pytest.raises(EmberTypeError, match="shape .* must hold integers"):
         enp.ones((2, 1.5))

@@ -128,8 +128,9 @@ def test_split_family(size, sections, data):
 
 def test_hsplit_vsplit_dsplit():
     x = _array((4, 4, 2))
-    for ours, theirs in ((enp.hsplit(x, 2), np.hsplit(x, 2)), (enp.vsplit(x, [1]), np.vsplit(x, [1])),
-                         (enp.dsplit(x, 2), np.dsplit(x, 2))):
+    pairs = [(enp.hsplit(x, 2), np.hsplit(x, 2)), (enp.vsplit(x, [1]), np.vsplit(x, [1])),
+             (enp.dsplit(x, 2), np.dsplit(x, 2))]
+    for ours, theirs in pairs:
         for a, b in zip(ours, theirs):
             _same(a, b)
 
