@@ -1,0 +1,132 @@
+"""The CPU backend as users meet it: outputs of every kind, donation, in-place updates,
+what compiled objects show (kernels, source lines, schedule, costs, memory), dumps."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import assert_matches_reference, compiled, requires_cpu
+
+import ember
+import ember.numpy as jnp
+from ember import lax
+from ember.runtime.devices import get_backend
+
+pytestmark = requires_cpu
+
+x = np.random.default_rng(0).standard_normal((32, 48)).astype(np.float32)
+
+
+def test_the_cpu_backend_is_present_and_names_its_device():
+    backend = get_backend("cpu")
+    assert backend.name == "cpu" and backend.devices()[0].platform == "cpu"
+
+
+def test_outputs_of_every_kind():
+    const = np.arange(48, dtype=np.float32)
+
+    def fun(a, b):
+        y = jnp.exp(a)
+        return a, y, y, 3.0, const, b * const, jnp.sum(y)
+
+    assert_matches_reference(fun, x, x)
+
+
+def test_program_without_equations():
+    assert_matches_reference(lambda a, b: (b, a), x, 2.0)
+
+
+def test_results_are_fresh_arrays_and_repeated_calls_agree():
+    f = ember.jit(lambda a: jnp.tanh(a) * 2.0, backend="cpu")
+    first, second = np.asarray(f(x)), np.asarray(f(x))
+    np.testing.assert_array_equal(first, second)
+    assert not np.shares_memory(first, second)
+
+
+def test_non_contiguous_arguments():
+    view = np.asarray(x)[:, ::2]
+    assert not view.flags.c_contiguous
+    assert_matches_reference(lambda a: a * 2.0 + 1.0, view)
+
+
+def test_donated_argument_becomes_the_output_buffer():
+    fun = lambda a, b: jnp.tanh(a) + b  # noqa: E731
+    donated = compiled(fun, x, x, donate_argnums=0)
+    kept = compiled(fun, x, x)
+    assert donated.memory_analysis()["alias_bytes"] == x.nbytes
+    assert kept.memory_analysis()["alias_bytes"] == 0
+    argument = x.copy()
+    out = ember.jit(fun, backend="cpu", donate_argnums=0)(argument, x)
+    np.testing.assert_allclose(np.asarray(out), np.tanh(x) + x, rtol=1e-6)
+
+
+def test_dead_temporaries_are_reused_and_updated_in_place():
+    def chain(a):
+        for _ in range(6):
+            a = jnp.sort(jnp.tanh(a) * 1.5, axis=1)  # host calls force a buffer each time
+        return a
+
+    memory = compiled(chain, x).memory_analysis()
+    assert memory["temp_bytes"] <= 8 * x.nbytes
+    assert_matches_reference(chain, x)
+
+
+def test_kernels_show_source_lines_and_generated_c():
+    def fun(a):
+        return jnp.tanh(a) * 2.0  # the line the kernel must name
+
+    (kernel,) = compiled(fun, x).kernels
+    assert kernel.kind == "kernel"
+    assert kernel.ops == ["tanh", "mul"]
+    assert any("test_backend.py" in line for line in kernel.source_lines)
+    assert "test_backend.py" in kernel.source and "for (" in kernel.source
+
+
+def test_library_calls_and_host_calls_are_listed():
+    w = np.ones((48, 64), np.float32)
+    kernels = compiled(lambda a, w: jnp.sort(a @ w, axis=0), x, w).kernels
+    assert [k.kind for k in kernels] == ["library", "host"]
+    assert "cblas_sgemm" in kernels[0].source
+    assert kernels[1].why_boundary
+
+
+def test_as_text_shows_the_graph_and_the_fused_groups():
+    text = compiled(lambda a: jnp.exp(a).T * 2.0, x).as_text()
+    assert "graph(" in text and "schedule: 1 steps" in text and "fusion_0 [loop]" in text
+
+
+def test_cost_analysis_counts_fused_traffic():
+    cost = compiled(lambda a: jnp.exp(a) * 2.0 + 1.0, x).cost_analysis()
+    assert cost["bytes accessed"] == 2 * x.nbytes  # read once, written once
+    assert cost["flops"] >= 3 * x.size
+
+
+def test_dump_dir_receives_the_schedule_and_the_c_source(tmp_path):
+    with ember.config.override(dump_dir=str(tmp_path)):
+        ember.jit(lambda a: jnp.cos(a) + 3.0, backend="cpu")(x)
+    names = [p.name for p in tmp_path.iterdir()]
+    assert any(n.endswith(".schedule.txt") for n in names)
+    assert any(n.endswith(".c") and "void run(" in (tmp_path / n).read_text() for n in names)
+
+
+def test_thread_count_follows_the_config():
+    big = np.ones((256, 1024), np.float32)
+    with ember.config.override(num_threads=3):
+        source = compiled(lambda a: jnp.exp(a), big).kernels[0].source
+    assert "num_threads(3)" in source
+    with ember.config.override(num_threads=1):
+        source = compiled(lambda a: jnp.exp(a), big).kernels[0].source
+    assert "omp parallel" not in source
+
+
+def test_half_precision_is_stored_as_16_bits():
+    half = x.astype(np.float16)
+    source = compiled(lambda a: jnp.exp(a) * a, half).kernels[0].source
+    assert "uint16_t" in source and "ember_f32_to_f16" in source
+    assert_matches_reference(lambda a: jnp.exp(a) * a, half)
+
+
+@pytest.mark.parametrize("optimize", [True, False])
+def test_results_do_not_depend_on_the_pass_pipeline(optimize):
+    with ember.config.override(optimize=optimize):
+        assert_matches_reference(lambda a: ember.nn.softmax(a * 2.0) + lax.stop_gradient(a)
+                                 if hasattr(lax, "stop_gradient") else ember.nn.softmax(a), x)
