@@ -123,7 +123,7 @@ def moveaxis(a: Any, source: int | Sequence[int], destination: int | Sequence[in
     return lax.transpose(x, order)
 
 
-def expand_dims(a: Any, axis: int | Sequence[int]):
+def expand_dims(a: Any, axis: int | Sequence[int] = 0):
     """Insert size-1 axes at ``axis`` (positions in the result)."""
     x = ensure_array(a)
     axes = canonicalize_axes(axis, x.ndim + (len(axis) if isinstance(axis, (list, tuple))

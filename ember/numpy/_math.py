@@ -199,6 +199,12 @@ trunc = fix = _float_only("trunc", _trunc)
 rint = _float_only("rint", lambda x: lax.round(x, 1))
 
 
+def complex_from_parts(real_part: Any, imag_part: Any, dtype: np.dtype) -> Any:
+    """``real_part + 1j * imag_part`` as ``dtype`` (no primitive builds complex numbers)."""
+    as_complex = [lax.convert_element_type(v, dtype) for v in (real_part, imag_part)]
+    return lax.add(as_complex[0], lax.mul(as_complex[1], 1j))
+
+
 def round(a: Any, decimals: int = 0, out: None = None):
     """Round half to even to ``decimals`` digits (NumPy's algorithm: scale, rint, unscale)."""
     if out is not None:
@@ -210,7 +216,9 @@ def round(a: Any, decimals: int = 0, out: None = None):
             return ensure_array(x)
         rounded = round(lax.convert_element_type(x, dtypes.default_float()), decimals)
         return lax.convert_element_type(rounded, x.dtype)
-    _no_complex("round", x)
+    if dtypes.is_complex(x.dtype):  # the Array API rounds both parts
+        return complex_from_parts(round(lax.real(x), decimals), round(lax.imag(x), decimals),
+                                  x.dtype)
     if decimals == 0:
         return lax.round(x, 1)
     factor = constant_like(10.0 ** builtins.abs(decimals), x)

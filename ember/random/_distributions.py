@@ -16,6 +16,7 @@ from ember import numpy as enp
 from ember.core import dtypes
 from ember.errors import EmberTypeError, EmberValueError
 from ember.numpy._axes import canonicalize_axis
+from ember.numpy._math import complex_from_parts
 from ember.numpy._promotion import (
     broadcast_shapes, broadcast_to_shape, broadcasts_to, concrete, ensure_array,
 )
@@ -79,9 +80,8 @@ def normal(key: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
     if dtypes.is_complex(dtype):
         real_dtype = dtypes.finfo(dtype).dtype
         real_key, imag_key = split(key)
-        parts = [lax.convert_element_type(_normal_real(k, shape, real_dtype), dtype)
-                 for k in (real_key, imag_key)]
-        return lax.mul(lax.add(parts[0], lax.mul(parts[1], 1j)), 1 / math.sqrt(2))
+        parts = [_normal_real(k, shape, real_dtype) for k in (real_key, imag_key)]
+        return lax.mul(complex_from_parts(*parts, dtype), 1 / math.sqrt(2))
     return _normal_real(key, shape, _float_dtype(dtype, "normal"))
 
 

@@ -257,6 +257,9 @@ def test_complex_functions():
     _close(enp.imag(z), z.imag)
     _close(enp.exp(z), np.exp(z.astype(np.complex128)), rtol=1e-5)
     np.testing.assert_array_equal(np.asarray(enp.conj(z)), np.conj(z))
+    w = np.array([1.25 + 2.75j, -0.5 - 1.5j], np.complex64)
+    np.testing.assert_array_equal(np.asarray(enp.round(w)), np.round(w))
+    np.testing.assert_allclose(np.asarray(enp.round(w, 1)), np.round(w, 1))
 
 
 def test_errors_name_shapes_and_dtypes():
