@@ -25,6 +25,7 @@ from ember.numpy._joining import *  # noqa: F401,F403
 from ember.numpy._manipulation import *  # noqa: F401,F403
 from ember.numpy._math import *  # noqa: F401,F403
 from ember.numpy._products import *  # noqa: F401,F403
+from ember.numpy._quantiles import *  # noqa: F401,F403
 from ember.numpy._reductions import *  # noqa: F401,F403
 from ember.numpy._searching import *  # noqa: F401,F403
 from ember.numpy._sets import *  # noqa: F401,F403

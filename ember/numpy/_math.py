@@ -19,6 +19,7 @@ import numpy as np
 from ember import lax
 from ember.core import dtypes
 from ember.errors import EmberTypeError, EmberValueError
+from ember.numpy import _ufuncs
 from ember.numpy._creation import full
 from ember.numpy._promotion import (
     broadcast_shapes, broadcast_to_shape, constant_like, ensure_array, promote_args,
@@ -31,7 +32,7 @@ __all__ = [
     "fix", "rint", "round", "around", "clip", "where", "isnan", "isinf", "isfinite",
     "isposinf", "isneginf", "isclose", "allclose", "logaddexp", "logaddexp2", "hypot",
     "deg2rad", "rad2deg", "radians", "degrees", "reciprocal", "log2", "log10", "sinc",
-    "heaviside", "fmax", "fmin", "nan_to_num", "real", "imag", "angle",
+    "heaviside", "fmax", "fmin", "nan_to_num", "real", "imag", "angle", "select", "interp",
 ]
 
 
@@ -449,3 +450,41 @@ def angle(z: Any, deg: bool = False):
     else:
         out = lax.atan2(constant_like(0, x), x)
     return rad2deg(out) if deg else out
+
+
+def select(condlist: Any, choicelist: Any, default: Any = 0):
+    """The choice of the first true condition, elementwise (``default`` where none holds)."""
+    if len(condlist) != len(choicelist):
+        raise EmberValueError(f"select: {len(condlist)} conditions for {len(choicelist)} "
+                              "choices")
+    result = default
+    for condition, choice in reversed(list(zip(condlist, choicelist))):
+        result = where(condition, choice, result)
+    return ensure_array(result)
+
+
+def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None, period: Any = None):
+    """Piecewise-linear interpolation of the points ``(xp, fp)`` (``xp`` increasing) at ``x``;
+    ``left`` / ``right`` (default: the end values) outside ``[xp[0], xp[-1]]``."""
+    from ember.numpy._searching import searchsorted
+    from ember.numpy.indexing import take
+
+    if period is not None:
+        raise EmberValueError("interp(period=...) is not supported")
+    points, values = promote_args_inexact(xp, fp)
+    (query,) = promote_args(x, dtype=points.dtype)
+    if points.ndim != 1 or points.shape != values.shape or points.shape[0] == 0:
+        raise EmberValueError(f"interp: xp and fp must be 1-D of one non-zero length, got "
+                              f"shapes {points.shape} and {values.shape}")
+    n = points.shape[0]
+    upper = lax.clamp(1, searchsorted(points, query, side="right"), max(n - 1, 1))
+    lower = lax.sub(upper, 1)
+    x0, x1 = take(points, lower, mode="clip"), take(points, upper, mode="clip")
+    y0, y1 = take(values, lower, mode="clip"), take(values, upper, mode="clip")
+    step = lax.sub(x1, x0)
+    slope = lax.div(lax.sub(y1, y0), _select(lax.eq(step, 0.0), constant_like(1, step), step))
+    out = lax.add(y0, lax.mul(slope, lax.sub(query, x0)))
+    below = _ufuncs.less(query, take(points, 0))
+    above = _ufuncs.greater(query, take(points, n - 1))
+    out = where(below, values[0] if left is None else left, out)
+    return where(above, values[-1] if right is None else right, out)

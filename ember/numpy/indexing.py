@@ -302,6 +302,8 @@ def _scatter(x: Any, index: Any, values: Any, scatter_fn: Callable, mode: str | 
     if not broadcasts_to(updates.shape, positions.shape):
         raise EmberValueError(f"cannot broadcast update values of shape {updates.shape} to the "
                               f"indexed shape {positions.shape}")
+    if x.size == 0 or positions.size == 0:
+        return x  # nothing is selected
     updates = broadcast_to_shape(updates, positions.shape)
     dnums = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
                                         scatter_dims_to_operand_dims=(0,))

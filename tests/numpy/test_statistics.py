@@ -1,0 +1,81 @@
+"""Order statistics (quantile, percentile, median), bincount, select and interp
+against NumPy."""
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import ember
+import ember.numpy as enp
+from ember.errors import ConcretizationError, EmberValueError
+
+METHODS = ["linear", "lower", "higher", "nearest", "midpoint"]
+
+
+@pytest.mark.parametrize("method", METHODS)
+@given(shape=hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=5),
+       seed=st.integers(0, 999), keepdims=st.booleans(), data=st.data())
+def test_quantile_matches_numpy(method, shape, seed, keepdims, data):
+    x = np.random.default_rng(seed).integers(-5, 5, shape).astype(np.float32)
+    axis = data.draw(st.one_of(st.none(), st.integers(-len(shape), len(shape) - 1),
+                               st.just(tuple(range(len(shape))))))
+    levels = st.integers(0, 16).map(lambda i: i / 16)  # exact in float32 too
+    q = data.draw(st.one_of(levels, st.lists(levels, min_size=1, max_size=3)))
+    out = enp.quantile(x, q, axis, method=method, keepdims=keepdims)
+    expected = np.quantile(x.astype(np.float64), q, axis, method=method, keepdims=keepdims)
+    assert out.shape == expected.shape
+    np.testing.assert_allclose(np.asarray(out), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_median_percentile_and_nans():
+    x = np.array([[3.0, 1.0, 2.0, 8.0], [np.nan, 1.0, 0.0, 2.0]], np.float32)
+    np.testing.assert_allclose(np.asarray(enp.median(x[0])), 2.5)
+    np.testing.assert_allclose(np.asarray(enp.median(x, axis=1)), np.median(x, axis=1))
+    np.testing.assert_allclose(np.asarray(enp.percentile(x[0], [25, 75])),
+                               np.percentile(x[0], [25, 75]))
+    assert enp.median(np.arange(4)).dtype == np.float32
+    with pytest.raises(EmberValueError, match="method must be one of"):
+        enp.quantile(x, 0.5, method="cubic")
+    with pytest.raises(EmberValueError, match="q must be a scalar or 1-D"):
+        enp.quantile(x, [[0.5]])
+
+
+@given(x=hnp.arrays(np.int32, st.integers(0, 12), elements=st.integers(0, 6)),
+       minlength=st.integers(0, 9))
+def test_bincount_matches_numpy(x, minlength):
+    np.testing.assert_array_equal(np.asarray(enp.bincount(x, minlength=minlength)),
+                                  np.bincount(x, minlength=minlength))
+    weights = np.linspace(0, 1, x.size).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(enp.bincount(x, weights, minlength)),
+                               np.bincount(x, weights, minlength), rtol=1e-6)
+
+
+def test_bincount_length_ignores_outside_values_and_needs_length_under_jit():
+    x = np.array([0, 1, 1, 5, -1])
+    with ember.config.override(backend="reference"):
+        counts = ember.jit(lambda v: enp.bincount(v, length=3))(x)
+    assert counts.tolist() == [1, 2, 0]
+    with pytest.raises(ConcretizationError, match="bincount without length="):
+        ember.jit(enp.bincount)(x)
+    with pytest.raises(EmberValueError, match="bincount needs a 1-D integer array"):
+        enp.bincount(np.ones(3))
+
+
+@given(seed=st.integers(0, 999))
+def test_select_and_interp(seed):
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-2, 5, 9).astype(np.float32)
+    conditions, choices = [x < 0, x < 2, x > 4], [x, 10 * x, -x]
+    np.testing.assert_array_equal(np.asarray(enp.select(conditions, choices, -1.0)),
+                                  np.select(conditions, choices, -1.0))
+    xp = np.sort(rng.uniform(-1, 4, 5)).astype(np.float32)
+    fp = rng.normal(size=5).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(enp.interp(x, xp, fp)), np.interp(x, xp, fp),
+                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(enp.interp(x, xp, fp, left=7.0, right=-7.0)),
+                               np.interp(x, xp, fp, left=7.0, right=-7.0), rtol=1e-5, atol=1e-5)
+    with pytest.raises(EmberValueError, match="2 conditions for 1 choices"):
+        enp.select([x > 0, x < 0], [x])
+    with pytest.raises(EmberValueError, match="interp.period=.... is not supported"):
+        enp.interp(x, xp, fp, period=1.0)
