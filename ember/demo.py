@@ -266,7 +266,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     window = max(1, min(10, len(losses) // 4))
     first, last = np.mean(losses[:window]), np.mean(losses[-window:])
     print(f"loss: {first:.3f} -> {last:.3f} over {len(losses)} steps "
-          f"(mean of the first and last {window}; a uniform guess scores {math.log(cfg.vocab):.3f})")
+          f"(mean of the first and last {window}; a uniform guess scores "
+          f"{math.log(cfg.vocab):.3f})")
     print(f"throughput: compiled {compiled_rate:,.0f} tokens/s, eager {eager_rate:,.0f} tokens/s "
           f"({compiled_rate / eager_rate:.1f}x)")
     out_dir = Path(args.out)

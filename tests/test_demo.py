@@ -16,7 +16,8 @@ def test_demo_trains_and_reports(backend, tmp_path, capsys):
                       "--sample", "12", "--backend", backend, "--out", str(out)])
     printed = capsys.readouterr().out
     assert code == 0
-    first, last = map(float, re.search(r"loss: ([\d.]+) -> ([\d.]+) over 12 steps", printed).groups())
+    losses = re.search(r"loss: ([\d.]+) -> ([\d.]+) over 12 steps", printed).groups()
+    first, last = map(float, losses)
     assert last < first - 0.3, printed
     compiled, eager = re.search(r"throughput: compiled ([\d,]+) tokens/s, eager ([\d,]+) tokens/s",
                                 printed).groups()

@@ -16,7 +16,8 @@ class SgdState(NamedTuple):
     momentum: Any  # None without momentum
 
 
-def sgd(learning_rate: Schedule, momentum: float = 0.0, nesterov: bool = False) -> GradientTransformation:
+def sgd(learning_rate: Schedule, momentum: float = 0.0,
+        nesterov: bool = False) -> GradientTransformation:
     """SGD; with ``momentum`` the heavy-ball velocity ``v = momentum * v + g`` (as optax),
     and with ``nesterov`` the look-ahead direction ``g + momentum * v``."""
     rate = as_schedule(learning_rate)

@@ -257,7 +257,8 @@ def _grad_cases():
         "rms_norm": (nn.RMSNorm.init(4, dtype=f64), _normal(2, 4, dtype=np.float64)),
         "mlp": (nn.MLP.init(_key(2), 3, 5, dtype=f64), _normal(2, 3, dtype=np.float64)),
         "attention": (attn, _normal(3, 4, dtype=np.float64)),
-        "conv2d": (nn.Conv2d.init(_key(4), 2, 2, 3, dtype=f64), _normal(1, 2, 4, 4, dtype=np.float64)),
+        "conv2d": (nn.Conv2d.init(_key(4), 2, 2, 3, dtype=f64),
+                   _normal(1, 2, 4, 4, dtype=np.float64)),
         "max_pool": (nn.MaxPool2d(), _normal(1, 2, 4, 4, dtype=np.float64)),
         "avg_pool": (nn.AvgPool2d(3, 1), _normal(1, 1, 4, 5, dtype=np.float64)),
         "batch_norm": (nn.BatchNorm.init(2, dtype=f64), _normal(3, 2, 2, dtype=np.float64)),
@@ -301,7 +302,7 @@ def test_vmap_over_a_stack_of_layers():
 # --- errors ---------------------------------------------------------------------------------
 
 def test_layer_errors():
-    with pytest.raises(EmberValueError, match=r"features \(6\) must be divisible by num_heads \(4\)"):
+    with pytest.raises(EmberValueError, match=r"\(6\) must be divisible by num_heads \(4\)"):
         nn.CausalSelfAttention.init(_key(0), 6, 4)
     with pytest.raises(EmberValueError, match="unknown activation 'swoosh'"):
         nn.MLP.init(_key(0), 3, 4, activation="swoosh")
