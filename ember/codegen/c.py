@@ -34,7 +34,7 @@ OP_TEMPLATES = {
     "round": {"float": "{f_round}({0})"},
     "round_even": {"float": "{f_rint}({0})"},
     "is_finite": {"float": "(({0} - {0}) == 0)"},
-    "logistic": {"float": "(({T})1 / (({T})1 + {f_exp}(-{0})))"},
+    "logistic": {"float": "{f_sigmoid}({0})"},
     "rsqrt": {"float": "(({T})1 / {f_sqrt}({0}))"},
     "lgamma": {"float": "({0} < 0 && {0} - {0} != 0 ? {0} : {f_lgamma}({0}))"},  # -inf: -inf
     "real": {"float": "{0}"},
@@ -147,6 +147,8 @@ class CRenderer(Renderer):
         return clauses
 
     def math_function(self, name: str, dtype: np.dtype) -> str:
+        if name == "sigmoid" and not (dtype.name != "float64" and name in self.vector_math):
+            return "ember_logistic" if dtype.name == "float64" else "ember_logisticf"
         if dtype.name == "float64":
             return name
         if name in self.vector_math:

@@ -22,6 +22,7 @@ MATH_FUNCTIONS = (
     "exp", "exp2", "log", "log1p", "expm1", "tanh", "sin", "cos", "tan", "asin", "acos",
     "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "sqrt", "cbrt", "erf", "erfc",
     "lgamma", "floor", "ceil", "round", "rint", "fabs", "fmod", "pow", "atan2", "nextafter",
+    "sigmoid",
 )
 
 

@@ -7,6 +7,7 @@
 #ifndef EMBER_KERNELS_H
 #define EMBER_KERNELS_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -74,6 +75,10 @@ static inline uint16_t ember_f32_to_f16(float value) {
   return (uint16_t)(sign | ((rounded - 0x38000000u) >> 13));
 }
 #endif
+
+/* The logistic function, for targets whose math library lacks a vectorized one. */
+static inline float ember_logisticf(float x) { return 1.0f / (1.0f + expf(-x)); }
+static inline double ember_logistic(double x) { return 1.0 / (1.0 + exp(-x)); }
 
 /* x ** y for integers, wrapping modulo 2^64 like NumPy; negative y gives 0. */
 static inline uint64_t ember_ipow(uint64_t base, int64_t exponent) {
