@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import assert_matches_reference, compiled, requires_cpu
+from cpu_testing import assert_matches_reference, compiled, requires_cpu
 
 import ember
 import ember.numpy as jnp

@@ -9,7 +9,7 @@ import itertools
 
 import numpy as np
 import pytest
-from conftest import assert_same, requires_cpu, run_both
+from cpu_testing import assert_same, requires_cpu, run_both
 
 import ember
 from ember.core import dtypes

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hypothesis
 import hypothesis.strategies as st
 import numpy as np
-from conftest import assert_matches_reference, requires_cpu
+from cpu_testing import assert_matches_reference, requires_cpu
 
 from ember import lax
 
