@@ -70,12 +70,12 @@ class CpuBackend(Backend):
             graph=graph, optimized=optimized, kernels=module.kernels,
             cost=_cost(optimized, schedule), memory=_memory(plan, inputs, outputs),
             schedule_text=schedule.text(_namer(optimized)))
+        executable.library = library  # keeps the shared object loaded
         return executable.configure(
-            entry=entry_point(library), layout=layout, plan=plan,
+            entry=entry_point(library), layout=layout,
             program=_program(steps, module.segments, plan),
             constants=optimized.constvals, output_avals=[v.aval for v in outputs],
-            results=_results(optimized, plan), arena_bytes=plan.arena_bytes,
-            library=library)
+            results=_results(optimized, plan), arena_bytes=plan.arena_bytes)
 
 
 def optimize(graph: Graph) -> Graph:

@@ -11,10 +11,11 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ember.backends.base import Executable
+from ember.backends.cpu.launcher import launcher
 from ember.backends.cpu.module import Layout
 from ember.ir.graph import Eqn, Literal, Var
 from ember.ir.interpreter import as_numpy, reference_apply
-from ember.passes.memory import BufferPlan, Location
+from ember.passes.memory import Location
 
 
 @dataclass
@@ -25,77 +26,76 @@ class HostCall:
 
 
 class _Call:
-    """The buffers of one run."""
+    """The buffers of one run: ``arrays`` is the pointer layout (arena, inputs, outputs,
+    host results) as NumPy arrays."""
 
-    __slots__ = ("inputs", "outputs", "host", "arena", "pointers")
+    __slots__ = ("arrays", "layout")
 
-    def __init__(self, inputs, outputs, host, arena, pointers) -> None:
-        self.inputs = inputs
-        self.outputs = outputs
-        self.host = host
-        self.arena = arena
-        self.pointers = pointers
+    def __init__(self, arrays: list, layout: Layout) -> None:
+        self.arrays = arrays
+        self.layout = layout
 
     def array(self, location: Location, var: Var) -> np.ndarray:
-        if location.kind == "input":
-            return self.inputs[location.slot]
-        if location.kind == "output":
-            return self.outputs[location.slot]
-        if location.kind == "host":
-            return self.host[location.slot]
-        view = self.arena[location.offset:location.offset + var.aval.nbytes]
+        if location.kind != "arena":
+            return self.arrays[self.layout.slot(location)]
+        view = self.arrays[0][location.offset:location.offset + var.aval.nbytes]
         return view.view(var.aval.dtype).reshape(var.aval.shape)
+
+    def set(self, location: Location, array: np.ndarray) -> None:
+        self.arrays[self.layout.slot(location)] = array
 
 
 class CpuExecutable(Executable):
     """Runs a compiled program. ``program`` lists segment numbers and host calls in order."""
 
-    def configure(self, entry: Callable, layout: Layout, plan: BufferPlan,
-                  program: list[int | HostCall], constants: Sequence[np.ndarray],
-                  output_avals: Sequence[Any], results: list[tuple[str, Any]],
-                  arena_bytes: int, library: Any) -> "CpuExecutable":
+    def configure(self, entry: Any, layout: Layout, program: list[int | HostCall],
+                  constants: Sequence[np.ndarray], output_avals: Sequence[Any],
+                  results: list[tuple[str, Any]], arena_bytes: int) -> "CpuExecutable":
         self._entry = entry
+        self._address = ctypes.cast(entry, ctypes.c_void_p).value
+        self._launch = launcher()
         self._layout = layout
-        self._plan = plan
         self._program = program
-        self._constants = [np.asarray(c, order="C") for c in constants]
-        self._output_avals = list(output_avals)
+        self._constants = [_contiguous(c) for c in constants]
+        self._output_avals = [(a.shape, a.dtype) for a in output_avals]
+        self._host_slots = [None] * layout.host
         self._results = results
+        self._direct = all(kind == "literal" or value[0].kind != "arena"
+                           for kind, value in results)
+        self._result_slots = [(None, value) if kind == "literal"
+                              else (layout.slot(value[0]), None) for kind, value in results]
         self._arena_bytes = max(arena_bytes, 64)
         self._arena = np.empty(self._arena_bytes, np.uint8)
         self._arena_lock = threading.Lock()
-        self._library = library  # keeps the shared object loaded
         return self
 
     def run(self, buffers: Sequence[Any]) -> list[Any]:
-        inputs = [_contiguous(b) for b in buffers]
-        inputs += self._constants
-        outputs = [np.empty(a.shape, a.dtype) for a in self._output_avals]
         owned = self._arena_lock.acquire(blocking=False)
         arena = self._arena if owned else np.empty(self._arena_bytes, np.uint8)
         try:
-            pointers = self._pointers(inputs, outputs, arena)
-            call = _Call(inputs, outputs, [None] * self._layout.host, arena, pointers)
-            address = pointers.ctypes.data
+            arrays = [arena, *map(_contiguous, buffers), *self._constants,
+                      *[np.empty(shape, dtype) for shape, dtype in self._output_avals],
+                      *self._host_slots]
+            call = _Call(arrays, self._layout)
             for step in self._program:
-                if isinstance(step, int):
-                    self._entry(address, step)
+                if step.__class__ is int:
+                    self._native(arrays, step)
                 else:
                     self._host_call(step, call)
+            if self._direct:
+                return [arrays[slot] if slot is not None else literal
+                        for slot, literal in self._result_slots]
             return [self._result(kind, value, call) for kind, value in self._results]
         finally:
             if owned:
                 self._arena_lock.release()
 
-    def _pointers(self, inputs, outputs, arena) -> np.ndarray:
-        pointers = np.empty(self._layout.size, np.uintp)
-        pointers[0] = arena.ctypes.data
-        for index, array in enumerate(inputs, start=1):
-            pointers[index] = array.ctypes.data
-        base = 1 + len(inputs)
-        for index, array in enumerate(outputs, start=base):
-            pointers[index] = array.ctypes.data
-        return pointers
+    def _native(self, arrays: list, segment: int) -> None:
+        if self._launch is not None:
+            self._launch(self._address, arrays, segment)
+            return
+        pointers = np.array([0 if a is None else a.ctypes.data for a in arrays], np.uintp)
+        self._entry(pointers.ctypes.data, segment)
 
     def _host_call(self, host: HostCall, call: _Call) -> None:
         eqn = host.eqn
@@ -107,14 +107,10 @@ class CpuExecutable(Executable):
         for var, value, location in zip(eqn.outputs, results, host.outputs):
             if location is None:
                 continue
-            array = np.asarray(as_numpy(value, var.aval.dtype), order="C")
-            if np.may_share_memory(array, call.arena):
+            array = _contiguous(as_numpy(value, var.aval.dtype))
+            if np.may_share_memory(array, call.arrays[0]):
                 array = array.copy()
-            if location.kind == "host":
-                call.host[location.slot] = array
-            else:
-                call.outputs[location.slot] = array
-            call.pointers[self._layout.slot(location)] = array.ctypes.data
+            call.set(location, array)
 
     def _result(self, kind: str, value: Any, call: _Call) -> np.ndarray:
         if kind == "literal":
@@ -127,7 +123,8 @@ class CpuExecutable(Executable):
 
 
 def _contiguous(buffer: Any) -> np.ndarray:
-    array = np.asarray(buffer)
+    """A C-contiguous array (``np.ascontiguousarray`` would make 0-d arrays 1-d)."""
+    array = buffer if buffer.__class__ is np.ndarray else np.asarray(buffer)
     if not array.flags.c_contiguous:
         array = np.asarray(array, order="C")
     return array
