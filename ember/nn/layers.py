@@ -65,7 +65,7 @@ class Linear:
         return cls(weight, jnp.zeros((out_features,), dtype) if use_bias else None)
 
     def __call__(self, x: Any) -> Any:
-        y = jnp.matmul(x, self.weight)
+        y = jnp.dot(x, self.weight)  # one contraction, leading axes of x kept (no broadcast)
         return y if self.bias is None else y + self.bias
 
 
@@ -85,7 +85,7 @@ class Embedding:
 
     def attend(self, x: Any) -> Any:
         """Logits against every embedding (weight tying for language models)."""
-        return jnp.matmul(x, self.table.T)
+        return jnp.einsum("...f,vf->...v", x, self.table)
 
 
 @layer
