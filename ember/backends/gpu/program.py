@@ -1,0 +1,95 @@
+"""One device program per compiled graph: the source of every kernel, and the steps.
+
+The graph goes through the backend's pass pipeline, then the same fusion as on the CPU
+(``ember.passes.fusion.fuse`` with the CPU's policy functions, asked about this target's
+renderer) and the same lowering to kernel IR, so the kernel boundaries are the same on
+every backend: one fusion decision, one renderer per target. A step is a host call (an
+equation without a native lowering, run by its NumPy reference) or launches: a loop
+kernel, or a GEMM kernel followed by its epilogue kernel.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ember.backends.base import KernelInfo
+from ember.backends.cpu.module import _kernel_info
+from ember.backends.cpu.policy import gemm_eligible, native
+from ember.backends.cpu.program import LoweredStep, lower_schedule
+from ember.codegen.gpu import GpuRenderer, LaunchShape
+from ember.config import config
+from ember.ir.graph import Eqn, Graph, Var
+from ember.passes.fusion import FusionPolicy, fuse
+from ember.passes.pipeline import run_pipeline
+from ember.passes.schedule import Schedule
+
+
+@dataclass(frozen=True)
+class Launch:
+    kernel: str  # function name in the program
+    args: tuple[Var, ...]  # the buffer of each parameter, in order
+    shape: LaunchShape
+
+
+@dataclass
+class DeviceStep:
+    launches: list[Launch] = field(default_factory=list)
+    host: Eqn | None = None
+    writes: tuple[Var, ...] = ()  # fresh buffers (empty ones may appear in no launch)
+
+
+@dataclass
+class DeviceProgram:
+    optimized: Graph
+    schedule: Schedule
+    source: str  # prelude and every kernel: one compilation per graph
+    steps: list[DeviceStep]
+    kernels: list[KernelInfo]
+
+
+def gpu_policy(renderer: GpuRenderer) -> FusionPolicy:
+    return FusionPolicy(native=lambda eqn: native(renderer, eqn), library=gemm_eligible)
+
+
+def build_program(graph: Graph, backend_name: str, renderer: GpuRenderer) -> DeviceProgram:
+    optimized = run_pipeline(graph, backend_name)
+    schedule = fuse(optimized, gpu_policy(renderer))
+    parts = [renderer.prelude]
+    steps, infos = [], []
+    for lowered in lower_schedule(schedule, threads=1):
+        step, texts = _device_step(lowered, renderer)
+        parts += texts
+        steps.append(step)
+        shown = "\n".join(texts) or f"host call: {lowered.group.host.prim.name} (NumPy reference)"
+        infos.append(_kernel_info(lowered, shown))
+    return DeviceProgram(optimized, schedule, "\n".join(parts), steps, infos)
+
+
+def _device_step(lowered: LoweredStep, renderer: GpuRenderer) -> tuple[DeviceStep, list[str]]:
+    group = lowered.group
+    if lowered.host:
+        return DeviceStep(host=group.host), []
+    step, texts = DeviceStep(writes=tuple(group.writes())), []
+    if lowered.gemm is not None:
+        text, shape = renderer.render_gemm(group.name, lowered.gemm)
+        args = (*lowered.gemm_operands, group.library.outputs[0])
+        step.launches.append(Launch(group.name, args, shape))
+        texts.append(text)
+    if lowered.kernel is not None:
+        kernel = lowered.kernel
+        var_of = {buf: var for var, buf in lowered.bindings.items()}
+        texts.append(renderer.render_kernel(kernel))
+        step.launches.append(Launch(kernel.name, tuple(var_of[b] for b in kernel.params),
+                                    renderer.launch_shape(kernel)))
+    return step, texts
+
+
+def dump_source(source: str, suffix: str) -> str:
+    """The program's name (from its content); with ``EMBER_DUMP``, also its source file."""
+    name = "ember_" + hashlib.sha256(source.encode()).hexdigest()[:12]
+    if config.dump_dir:
+        folder = Path(config.dump_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{name}{suffix}").write_text(source)
+    return name

@@ -1,0 +1,105 @@
+"""The OpenCL device API for the GPU backend machinery: buffers, one in-order command
+queue per device, programs built through the persistent compile cache."""
+from __future__ import annotations
+
+import functools
+import shlex
+import warnings
+from typing import Any, Sequence
+
+import numpy as np
+import pyopencl as cl
+
+from ember.backends.cpu.toolchain import _save_failed_source
+from ember.codegen.gpu import LaunchShape
+from ember.config import config
+from ember.errors import CompileError
+from ember.runtime.compile_cache import default_cache
+
+_CACHE_FORMAT = "ember-opencl/1"  # bump when the way programs are built changes
+
+
+@functools.cache
+def cl_devices() -> tuple[Any, ...]:
+    """Every OpenCL device of every platform (none when no ICD is installed)."""
+    try:
+        platforms = cl.get_platforms()
+    except cl.Error:  # no ICD loader configuration / no platform
+        return ()
+    return tuple(d for p in platforms for d in p.get_devices())
+
+
+def has_fp64(device: Any) -> bool:
+    return "cl_khr_fp64" in device.extensions.split()
+
+
+class OpenCLRuntime:
+    def __init__(self, device: Any) -> None:
+        self.device = device
+        self.context = cl.Context([device])
+        self.queue = cl.CommandQueue(self.context)
+
+    def allocate(self, nbytes: int) -> cl.Buffer:
+        return cl.Buffer(self.context, cl.mem_flags.READ_WRITE, max(nbytes, 1))
+
+    def upload(self, array: np.ndarray) -> cl.Buffer:
+        if not array.nbytes:
+            return self.allocate(0)
+        flags = cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR
+        return cl.Buffer(self.context, flags, hostbuf=array)
+
+    def download(self, memory: cl.Buffer, out: np.ndarray) -> None:
+        if out.nbytes:
+            cl.enqueue_copy(self.queue, out, memory, is_blocking=True)
+
+    def synchronize(self) -> None:
+        self.queue.finish()
+
+    def build_options(self) -> list[str]:
+        """Correctly rounded float32 division and sqrt where the device has them (as in
+        C), then ``config.cflags``: OpenCL C is built by the device's C compiler."""
+        options = []
+        if self.device.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT:
+            options.append("-cl-fp32-correctly-rounded-divide-sqrt")
+        return options + shlex.split(config.cflags)
+
+    def build(self, source: str, name: str) -> "OpenCLModule":
+        """Build ``source`` (its binary comes from the compile cache when present)."""
+        options = self.build_options()
+        device = self.device
+        key = [_CACHE_FORMAT, source, device.name, device.version, device.driver_version,
+               device.platform.version, " ".join(options)]
+
+        def build(output) -> None:
+            output.write_bytes(self._from_source(source, options, name).binaries[0])
+
+        binary = default_cache().get_or_build(key, ".clbin", build).read_bytes()
+        program = cl.Program(self.context, [device], [binary])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", cl.CompilerWarning)
+            program.build(options=options)
+        return OpenCLModule(self.queue, program)
+
+    def _from_source(self, source: str, options: list[str], name: str) -> cl.Program:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", cl.CompilerWarning)
+                return cl.Program(self.context, source).build(options=options)
+        except cl.RuntimeError as error:
+            saved = _save_failed_source(source, name)
+            raise CompileError(
+                f"the OpenCL compiler rejected the generated program {name!r}.\n"
+                f"This is a bug in Ember: please report it with the saved source.\n"
+                f"  source: {saved}\n  options: {shlex.join(options)}\n"
+                f"compiler output:\n{error}") from None
+
+
+class OpenCLModule:
+    def __init__(self, queue: cl.CommandQueue, program: cl.Program) -> None:
+        self.queue = queue
+        self.program = program
+        self.kernels = {k.function_name: k for k in program.all_kernels()}
+
+    def launch(self, kernel: str, memories: Sequence[cl.Buffer], shape: LaunchShape) -> None:
+        global_size = tuple(g * b for g, b in zip(shape.grid, shape.block))
+        self.kernels[kernel](self.queue, global_size, shape.block, *memories)

@@ -1,0 +1,374 @@
+"""What the GPU renderers (CUDA C, OpenCL C) share: the kernel IR's loops mapped onto a
+grid of thread blocks (OpenCL: work-groups), block-level reductions, a tiled GEMM.
+
+Lowering (``ember.codegen.lower``) produces two shapes of kernel, and each gets one
+mapping, decided here from the kernel IR alone:
+
+- *elementwise* kernels (no accumulators): the loop nest becomes one grid-stride loop
+  over all its iterations. Consecutive threads take consecutive iterations of the
+  innermost loop, which lowering made the contiguous one: loads and stores coalesce.
+- *row* kernels (reductions: sums, softmax, layernorm): one block per row (the loops
+  around the reductions, block-strided), the loops inside a row spread over the block's
+  threads, thread-strided (coalesced along a contiguous row). After each reduction loop
+  the threads' partial accumulators are combined by a block-level tree reduction in
+  shared memory (CUDA: warp shuffles first), which leaves the result in every thread,
+  so the next phase (softmax: the sum after the max, then the output) goes on at once.
+  A store outside the spread loops is done by the block's first thread.
+
+A perfect nest of loops (a loop whose body is one loop) is collapsed into one flat loop
+before it is mapped. Everything else (sequential loops, values, accumulator updates) is
+rendered by the C renderer this class derives from: a target differs from C by tables
+(``builtins``, qualifiers, ``prelude``) and a few hooks, not by its own lowering.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ember.codegen.c import CRenderer
+from ember.codegen.gemm import GemmPlan, Matrix
+from ember.codegen.kernel_ir import (AccFinish, Accumulator, Buffer, Kernel, Loop, Stmt,
+                                     Store, walk)
+
+THREAD = "tid"  # the variable holding the thread's index in its block
+BLOCK = 256  # threads per block of every generated loop kernel (a multiple of 32)
+GEMM_TILE = 16  # GEMM kernels: TILE x TILE threads, each computing one output element
+_INT32_LIMIT = 2 ** 31 - 1
+
+
+@dataclass(frozen=True)
+class LaunchShape:
+    """Blocks per grid and threads per block, (x, y, z)."""
+
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+
+
+@dataclass
+class _Mapping:
+    """How one kernel's loops map onto the grid."""
+
+    rows: bool  # a row kernel (block per row) rather than an elementwise one
+    roles: dict[int, str] = field(default_factory=dict)  # id(loop) -> 'grid'|'block'|'thread'
+    guarded: set[int] = field(default_factory=set)  # id(store) done by one thread only
+    iterations: int = 1  # grid kernels: iterations of the grid loop; row kernels: rows
+    accumulators: list[Accumulator] = field(default_factory=list)
+
+
+class GpuRenderer(CRenderer):
+    """Kernel IR -> a GPU C dialect. Subclasses fill in the tables below."""
+
+    # builtins: 'thread' (index in the block), 'block' (index in the grid), 'blocks'
+    # (blocks in the grid) -> an int expression, ``{axis}`` / ``{letter}`` the dimension
+    # (0, 1, 2 / x, y, z); 'barrier' -> the statement that synchronizes a block.
+    builtins: dict[str, str] = {}
+    # what comes before a kernel's name: {x}, {y}, {z} the block shape, {threads} its size
+    kernel_prefix = ""
+    global_qualifier = ""  # of a pointer parameter
+    shared_qualifier = ""  # of a block-shared array
+    restrict = "restrict"
+    prelude = ""
+    max_blocks = 65535  # grid-stride and block-stride loops never launch more blocks
+    warp_size: int | None = None  # when set: shuffle-based reductions within a warp
+
+    def __init__(self) -> None:
+        super().__init__(threads=1, vector_math=())
+
+    # --- builtins ---------------------------------------------------------------------
+    def builtin(self, name: str, axis: int = 0) -> str:
+        return self.builtins[name].format(axis=axis, letter="xyz"[axis])
+
+    def barrier(self) -> str:
+        return self.builtins["barrier"]
+
+    # --- a whole kernel ------------------------------------------------------------------
+    def render_kernel(self, kernel: Kernel, aliases={}) -> str:
+        self.mapping = _map_loops(kernel)
+        self.index_type = "int" if _fits_int32(kernel, self.max_blocks) else "int64_t"
+        header, _, rest = super().render_kernel(kernel, aliases).partition("\n")
+        shared = [line for acc in self.mapping.accumulators
+                  for line in self.scratch_declarations(acc)]
+        shared.append(f"const int {THREAD} = {self.builtin('thread')};")
+        return "\n".join([header, *(self.indent_unit + line for line in shared), rest])
+
+    def launch_shape(self, kernel: Kernel) -> LaunchShape:
+        """How to launch ``kernel`` (rendered or not: the mapping only reads the IR)."""
+        mapping = _map_loops(kernel)
+        if mapping.rows:
+            blocks = mapping.iterations
+        else:
+            blocks = -(-mapping.iterations // BLOCK)
+        return LaunchShape((max(1, min(blocks, self.max_blocks)), 1, 1), (BLOCK, 1, 1))
+
+    def kernel_header(self, kernel: Kernel, params: list[tuple[Buffer, bool]]) -> str:
+        decls = []
+        for buffer, written in params:
+            const = "" if written else "const "
+            decls.append(f"{self.global_qualifier}{const}{self.storage_types[buffer.dtype.name]}"
+                         f" *{self.restrict} {buffer.name}")
+        return f"{self.prefix((BLOCK, 1, 1))} {kernel.name}({', '.join(decls)})"
+
+    def prefix(self, block: tuple[int, int, int]) -> str:
+        x, y, z = block
+        return self.kernel_prefix.format(x=x, y=y, z=z, threads=x * y * z)
+
+    # --- loops -----------------------------------------------------------------------
+    def loop_header(self, loop: Loop) -> list[str]:
+        sym = loop.sym
+        return [f"for ({self.index_type} {sym.name} = 0; {sym.name} < {sym.extent}; "
+                f"{sym.name}++) {{"]
+
+    def loop_lines(self, loop: Loop, depth: int) -> list[str]:
+        role = self.mapping.roles.get(id(loop))
+        if role is None:
+            return super().loop_lines(loop, depth)
+        nest = _perfect_nest(loop)
+        start, step = self._strides(role)
+        pad = self.indent_unit * depth
+        inner = pad + self.indent_unit
+        it = self.index_type
+        if len(nest) == 1:
+            name = loop.sym.name
+            lines = [f"{pad}for ({it} {name} = {start}; {name} < {loop.sym.extent}; "
+                     f"{name} += {step}) {{"]
+        else:
+            name = f"f_{loop.sym.name}"
+            total = math.prod(n.sym.extent for n in nest)
+            lines = [f"{pad}for ({it} {name} = {start}; {name} < {total}; {name} += {step}) {{"]
+            stride = total
+            for position, member in enumerate(nest):
+                stride //= max(member.sym.extent, 1)
+                value = f"{name} / {stride}" if stride > 1 else name
+                if position > 0:
+                    value = f"({value}) % {member.sym.extent}"
+                lines.append(f"{inner}const {it} {member.sym.name} = {value};")
+        return lines + self.block(nest[-1].body, depth + 1) + [pad + "}"]
+
+    def _strides(self, role: str) -> tuple[str, str]:
+        it = self.index_type
+        thread, block = THREAD, self.builtin("block")
+        blocks = f"({it})({self.builtin('blocks')})"
+        if role == "grid":
+            return f"({it})({block}) * {BLOCK} + {thread}", f"{blocks} * {BLOCK}"
+        if role == "block":
+            return f"({it})({block})", blocks
+        return thread, str(BLOCK)
+
+    # --- statements --------------------------------------------------------------------
+    def statement(self, stmt: Stmt) -> list[str]:
+        lines = super().statement(stmt)
+        if id(stmt) in self.mapping.guarded:
+            return [f"if ({self.first_thread()}) {{ {' '.join(lines)} }}"]
+        return lines
+
+    def first_thread(self) -> str:
+        if self.mapping.rows:
+            return f"{THREAD} == 0"
+        return f"{self.builtin('block')} == 0 && {THREAD} == 0"
+
+    # --- block reductions ------------------------------------------------------------------
+    def acc_finish(self, acc: Accumulator) -> list[str]:
+        return self.block_reduction(acc) + super().acc_finish(acc)
+
+    def components(self, acc: Accumulator) -> list[tuple[str, str, str]]:
+        """(variable, type, identity) of each part of an accumulator's state."""
+        parts = [(acc.name + self.value_suffix(acc), self.ctype(acc.dtype),
+                  self.reduction_identity(acc))]
+        if acc.kind in ("argmax", "argmin"):
+            parts.append((acc.name, self.ctype(acc.index_dtype), "0"))
+        if self.tracks_nan(acc):
+            parts.append((f"{acc.name}_nan", "int", "0"))
+        return parts
+
+    def scratch_size(self) -> int:
+        return BLOCK // self.warp_size if self.warp_size else BLOCK
+
+    def scratch_declarations(self, acc: Accumulator) -> list[str]:
+        return [f"{self.shared_qualifier} {ctype} {name}_s[{self.scratch_size()}];"
+                for name, ctype, _ in self.components(acc)]
+
+    def combine(self, acc: Accumulator, mine: list[str], other: list[str]) -> list[str]:
+        """Statements merging the partial state ``other`` into ``mine`` (expressions)."""
+        kind = acc.kind
+        if kind in ("argmax", "argmin"):
+            (mv, mi), (ov, oi) = mine[:2], other[:2]
+            better = ">" if kind == "argmax" else "<"
+            tie = f"({ov} == {mv} || ({ov} != {ov} && {mv} != {mv}))"
+            take = f"{ov} {better} {mv} || ({ov} != {ov} && {mv} == {mv}) || ({tie} && {oi} < {mi})"
+            return [f"if ({take}) {{ {mv} = {ov}; {mi} = {oi}; }}"]
+        if kind in ("max", "min"):
+            better = ">" if kind == "max" else "<"
+            lines = [f"{mine[0]} = {other[0]} {better} {mine[0]} ? {other[0]} : {mine[0]};"]
+            if len(mine) > 1:
+                lines.append(f"{mine[1]} |= {other[1]};")
+            return lines
+        symbol = {"sum": "+", "prod": "*", "and": "&", "or": "|", "xor": "^"}[kind]
+        return [f"{mine[0]} {symbol}= {other[0]};"]
+
+    def block_reduction(self, acc: Accumulator) -> list[str]:
+        """Combine every thread's partial ``acc``; all threads end with the result."""
+        names = [name for name, _, _ in self.components(acc)]
+        thread = THREAD
+        lines = [f"{name}_s[{thread}] = {name};" for name in names]
+        lines.append(self.barrier())
+        lines.append(f"for (int s = {BLOCK // 2}; s > 0; s >>= 1) {{")
+        mine = [f"{name}_s[{thread}]" for name in names]
+        other = [f"{name}_s[{thread} + s]" for name in names]
+        lines.append(f"  if ({thread} < s) {{ {' '.join(self.combine(acc, mine, other))} }}")
+        lines += [f"  {self.barrier()}", "}"]
+        lines += [f"{name} = {name}_s[0];" for name in names]
+        lines.append(self.barrier())  # the scratch may be reused by the next reduction
+        return ["{", *("  " + line for line in lines), "}"]
+
+    # --- GEMM ------------------------------------------------------------------------
+    def render_gemm(self, name: str, plan: GemmPlan) -> tuple[str, LaunchShape]:
+        """A tiled GEMM kernel ``C[bt] = A[bt] @ B[bt]`` over the strided operands of
+        ``plan``; C is a fresh row-major (batch, m, n) buffer."""
+        ctype = self.storage_types[plan.dtype.name]
+        tile, it = GEMM_TILE, "int64_t"
+        g, q = self.global_qualifier, self.shared_qualifier
+        tx, ty = self.builtin("thread", 0), self.builtin("thread", 1)
+        batch = math.prod(plan.batch)
+        params = (f"{g}const {ctype} *{self.restrict} A, {g}const {ctype} *{self.restrict} B, "
+                  f"{g}{ctype} *{self.restrict} C")
+        lines = [
+            f"{self.prefix((tile, tile, 1))} {name}({params}) {{",
+            f"  {q} {ctype} As[{tile}][{tile + 1}];",
+            f"  {q} {ctype} Bs[{tile}][{tile + 1}];",
+            f"  const int tx = {tx}, ty = {ty};",
+            f"  const int col = {self.builtin('block', 0)} * {tile} + tx;",
+            f"  for ({it} bt = {self.builtin('block', 2)}; bt < {batch}; "
+            f"bt += {self.builtin('blocks', 2)}) {{",
+            f"    for ({it} r0 = ({it}){self.builtin('block', 1)} * {tile}; r0 < {plan.m}; "
+            f"r0 += ({it}){self.builtin('blocks', 1)} * {tile}) {{",
+            f"      const {it} row = r0 + ty;",
+            f"      {g}const {ctype} *a = A + {_batch_offset(plan.a, plan)};",
+            f"      {g}const {ctype} *b = B + {_batch_offset(plan.b, plan)};",
+            f"      {ctype} acc = 0;",
+            f"      for ({it} k0 = 0; k0 < {plan.k}; k0 += {tile}) {{",
+            *("        " + line for line in _tile_loads(plan, tile)),
+            f"        {self.barrier()}",
+            f"        for (int kk = 0; kk < {tile}; kk++) acc += As[ty][kk] * Bs[kk][tx];",
+            f"        {self.barrier()}",
+            "      }",
+            f"      if (row < {plan.m} && col < {plan.n}) "
+            f"C[bt * {plan.m * plan.n} + row * {plan.n} + col] = acc;",
+            "    }", "  }", "}",
+        ]
+        blocks = (-(-plan.n // tile), min(-(-plan.m // tile), self.max_blocks),
+                  min(batch, self.max_blocks))
+        return "\n".join(lines), LaunchShape(tuple(max(1, b) for b in blocks), (tile, tile, 1))
+
+
+def _tile_loads(plan: GemmPlan, tile: int) -> list[str]:
+    """Load one tile of A (rows x k) and of B (k x cols) into shared memory; the thread
+    index along x always walks the operand's contiguous axis (coalesced)."""
+    def element(matrix: Matrix, pointer: str, r: str, c: str) -> str:
+        return f"{pointer}[({c}) * {matrix.ld} + {r}]" if matrix.transposed \
+            else f"{pointer}[({r}) * {matrix.ld} + {c}]"
+
+    lines = []
+    # A: rows r0.., cols k0..; B: rows k0.., cols col0..
+    if plan.a.transposed:  # memory contiguous along rows: tx walks rows
+        r, c, slot = "r0 + tx", "k0 + ty", "As[tx][ty]"
+    else:
+        r, c, slot = "r0 + ty", "k0 + tx", "As[ty][tx]"
+    lines.append(f"{slot} = ({r} < {plan.m} && {c} < {plan.k}) ? "
+                 f"{element(plan.a, 'a', r, c)} : 0;")
+    if plan.b.transposed:  # contiguous along k: tx walks k
+        r, c, slot = "k0 + tx", "col - tx + ty", "Bs[tx][ty]"
+    else:
+        r, c, slot = "k0 + ty", "col", "Bs[ty][tx]"
+    lines.append(f"{slot} = ({r} < {plan.k} && {c} < {plan.n}) ? "
+                 f"{element(plan.b, 'b', r, c)} : 0;")
+    return lines
+
+
+def _batch_offset(matrix: Matrix, plan: GemmPlan) -> str:
+    """Element offset of batch ``bt`` (row-major over the batch axes) in an operand."""
+    terms = [str(matrix.offset)]
+    stride = 1
+    for extent, step in reversed(list(zip(plan.batch, matrix.batch_strides))):
+        if extent > 1 and step:
+            terms.append(f"(bt / {stride} % {extent}) * {step}")
+        stride *= extent
+    return "(" + " + ".join(terms) + ")"
+
+
+# --- the mapping of loops onto the grid ----------------------------------------------
+
+def _perfect_nest(loop: Loop) -> list[Loop]:
+    nest = [loop]
+    while len(nest[-1].body) == 1 and isinstance(nest[-1].body[0], Loop):
+        nest.append(nest[-1].body[0])
+    return nest
+
+
+def _has_reduction(stmts: list[Stmt]) -> bool:
+    return any(isinstance(s, Loop) and s.accumulators for s in walk(stmts))
+
+
+def _map_loops(kernel: Kernel) -> _Mapping:
+    if not _has_reduction(kernel.body):
+        mapping = _Mapping(rows=False)
+        top = [s for s in kernel.body if isinstance(s, Loop)]
+        for loop in top:
+            mapping.roles[id(loop)] = "grid"
+            mapping.iterations = max(mapping.iterations, _nest_size(loop))
+        _guard_stores(kernel.body, mapping)
+        return mapping
+    mapping = _Mapping(rows=True)
+    body = kernel.body
+    first_row = True
+    while True:
+        loops = [s for s in body if isinstance(s, Loop)]
+        if len(loops) != 1 or loops[0].accumulators or not _has_reduction(loops[0].body):
+            break
+        if first_row:  # block-strided; a perfect nest of row loops collapses into it
+            mapping.roles[id(loops[0])] = "block"
+            mapping.iterations = _nest_size(loops[0])
+            first_row = False
+            body = _perfect_nest(loops[0])[-1].body
+        else:  # rows of rows that are not a perfect nest: the block walks them in turn
+            body = loops[0].body
+    for stmt in body:
+        if isinstance(stmt, Loop):
+            mapping.roles[id(stmt)] = "thread"
+    mapping.accumulators = [s.acc for s in walk(kernel.body) if isinstance(s, AccFinish)]
+    _guard_stores(kernel.body, mapping)
+    return mapping
+
+
+def _nest_size(loop: Loop) -> int:
+    return math.prod(member.sym.extent for member in _perfect_nest(loop))
+
+
+def _guard_stores(stmts: list[Stmt], mapping: _Mapping) -> None:
+    """Stores outside every spread loop are done by one thread."""
+    for stmt in stmts:
+        if isinstance(stmt, Store):
+            mapping.guarded.add(id(stmt))
+        elif isinstance(stmt, Loop) and mapping.roles.get(id(stmt)) not in ("grid", "thread"):
+            _guard_stores(stmt.body, mapping)
+
+
+def _fits_int32(kernel: Kernel, max_blocks: int) -> bool:
+    largest = max([b.size for b in kernel.params] +
+                  [_nest_size(s) for s in walk(kernel.body) if isinstance(s, Loop)] + [1])
+    return largest + max_blocks * BLOCK < _INT32_LIMIT
+
+
+def integer_power_function(qualifier: str) -> str:
+    """``ember_ipow`` (what the C renderer's integer ``pow`` row calls) for a GPU
+    dialect: x ** y wrapping modulo 2^64 like NumPy; a negative y gives 0."""
+    return f"""{qualifier} uint64_t ember_ipow(uint64_t base, int64_t exponent) {{
+  if (exponent < 0) return 0;
+  uint64_t result = 1;
+  while (exponent) {{
+    if (exponent & 1) result *= base;
+    base *= base;
+    exponent >>= 1;
+  }}
+  return result;
+}}
+"""

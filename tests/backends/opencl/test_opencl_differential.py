@@ -1,0 +1,20 @@
+"""Every program of the GPU suite, jitted on 'opencl' (PoCL in CI) vs the reference backend."""
+from __future__ import annotations
+
+import pytest
+from conftest import assert_trees_same, requires_opencl, x64_mode
+from gpu_programs import CASES
+
+import ember
+
+pytestmark = requires_opencl
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_program_matches_the_reference(name):
+    case = CASES[name]
+    with x64_mode(case.x64):
+        args = case.args()
+        got = ember.jit(case.fun, backend="opencl")(*args)
+        want = ember.jit(case.fun, backend="reference")(*args)
+        assert_trees_same(got, want, case.tolerance)
