@@ -68,7 +68,7 @@ def _loss_scaled_step(policy: Policy, optimizer):
     return step
 
 
-def test_float16_loss_scaling_skips_an_overflowing_step():
+def test_float16_loss_scaling_skips_an_overflowing_step(backend):
     rng = np.random.default_rng(0)
     policy = Policy.from_string("params=float32,compute=float16,output=float32")
     optimizer = optim.adam(1e-2)
@@ -119,7 +119,7 @@ def _train(policy: Policy, steps: int) -> np.ndarray:
     return np.array(losses)
 
 
-def test_bfloat16_training_tracks_float32():
+def test_bfloat16_training_tracks_float32(backend):
     """Tolerance: at every one of 80 steps the bfloat16-compute loss is within 5% (plus
     0.002 absolute, for the tail near the noise floor) of the float32 loss."""
     full = _train(Policy.from_string("float32"), 80)

@@ -99,7 +99,7 @@ TRAINING = {
 
 
 @pytest.mark.parametrize("name", sorted(TRAINING))
-def test_loss_goes_down(name):
+def test_loss_goes_down(name, backend):
     params, loss = _least_squares()
     optimizer = TRAINING[name]
 
