@@ -6,7 +6,7 @@ name) and trains on the same batches with the same AdamW (lr 1e-3, weight decay 
 gradients clipped to norm 1), so their losses agree step by step: the comparison is of
 one computation. JAX and PyTorch are optional; missing ones are reported and skipped.
 
-    python examples/gpt_peers.py [--steps 20] [--peers ember,jax,torch,torch-eager]
+    python examples/gpt_peers.py [--steps 20] [--peers ember,jax,torch,torch-eager] [--backend]
 """
 from __future__ import annotations
 
@@ -165,7 +165,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
     parser.add_argument("--width", type=int, default=demo.GPTConfig.width)
     parser.add_argument("--batch", type=int, default=demo.GPTConfig.batch)
     parser.add_argument("--peers", default="ember,jax,torch,torch-eager")
+    parser.add_argument("--backend", default=None, help="Ember's backend (default: the best)")
     args = parser.parse_args(argv)
+    if args.backend:
+        ember.config.update("backend", args.backend)
 
     cfg = demo.GPTConfig(width=args.width, layers=args.layers, batch=args.batch)
     data = demo.batches(demo.load_corpus(), cfg, seed=0)
