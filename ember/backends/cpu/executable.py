@@ -13,6 +13,7 @@ import numpy as np
 from ember.backends.base import Executable
 from ember.backends.cpu.launcher import launcher
 from ember.backends.cpu.module import Layout
+from ember.backends.cpu.pool import POOL
 from ember.ir.graph import Eqn, Literal, Var
 from ember.ir.interpreter import as_numpy, reference_apply
 from ember.passes.memory import Location
@@ -74,7 +75,7 @@ class CpuExecutable(Executable):
         arena = self._arena if owned else np.empty(self._arena_bytes, np.uint8)
         try:
             arrays = [arena, *map(_contiguous, buffers), *self._constants,
-                      *[np.empty(shape, dtype) for shape, dtype in self._output_avals],
+                      *[POOL.empty(shape, dtype) for shape, dtype in self._output_avals],
                       *self._host_slots]
             call = _Call(arrays, self._layout)
             for step in self._program:
