@@ -63,6 +63,11 @@ class Backend:
     def devices(self) -> list[Device]:
         return [Device(self.name, 0)]
 
+    def default_device(self) -> Device:
+        """The device ``jit`` compiles for and ``device_put(x, name)`` places on (a
+        backend that can compile without hardware may return a compile-only device)."""
+        return self.devices()[0]
+
     def put(self, array: np.ndarray, device: Device) -> Any:
         return array
 

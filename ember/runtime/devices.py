@@ -49,7 +49,9 @@ def get_backend(name: str | None = None) -> Backend:
 
 
 def available_backends() -> list[str]:
-    return [name for name in _BACKENDS if _load(name) is not None]
+    """Backends with at least one device here (a backend that can only compile, such as
+    'cuda' without a GPU, is not listed but still works through ``get_backend``)."""
+    return [name for name in _BACKENDS if _load(name) is not None and _load(name).devices()]
 
 
 @functools.cache
@@ -85,4 +87,4 @@ def devices(backend: str | None = None) -> list[Device]:
 
 
 def default_device() -> Device:
-    return default_backend().devices()[0]
+    return default_backend().default_device()

@@ -80,7 +80,7 @@ def device_put(value: Any, device: Device | str | None = None) -> Any:
     from ember.runtime.devices import get_backend
 
     if isinstance(device, str):
-        device = get_backend(device).devices()[0]
+        device = get_backend(device).default_device()
     target = device or default_device()
 
     def put(leaf: Any) -> Array:

@@ -241,7 +241,7 @@ class Lowered:
         return self.graph.pretty_print(source=source)
 
     def compile(self) -> "Compiled":
-        device = self.backend.devices()[0]
+        device = self.backend.default_device()
         graph = self.graph.replace(constvals=[_const_buffer(v, device) for v in self.graph.constvals])
         start = time.perf_counter()
         executable = self.backend.compile(graph, self.donated)
