@@ -15,12 +15,14 @@ from ember.core.abstract import ShapedArray
 from ember.core.primitive import Primitive
 from ember.ir.graph import Graph
 from ember.ir.interpreter import as_numpy, reference_apply
+from ember.passes.analysis import cost_of_graph
 
 
 class GpuBackend(Backend):
     """Subclasses implement ``devices``, ``runtime``, ``renderer`` and ``load``."""
 
     host_memory = False
+    executable_class = DeviceExecutable
 
     def runtime(self, device: Device) -> DeviceRuntime | None:
         """The device's memory and queue (None on a device that can only compile)."""
@@ -32,9 +34,6 @@ class GpuBackend(Backend):
     def load(self, program: DeviceProgram, device: Device) -> DeviceModule:
         """Compile ``program.source`` for ``device`` (through the compile cache)."""
         raise NotImplementedError
-
-    def default_device(self) -> Device:
-        return self.devices()[0]
 
     # --- buffers ----------------------------------------------------------------------
     def put(self, array: np.ndarray, device: Device) -> DeviceBuffer:
@@ -65,7 +64,7 @@ class GpuBackend(Backend):
         device = self.default_device()
         program = build_program(graph, self.name, self.renderer(device))
         module = self.load(program, device)
-        executable = DeviceExecutable(graph=graph, optimized=program.optimized,
-                                      kernels=program.kernels,
-                                      schedule_text=program.schedule.text())
+        executable = self.executable_class(
+            graph=graph, optimized=program.optimized, kernels=program.kernels,
+            cost=cost_of_graph(program.optimized), schedule_text=program.schedule.text())
         return executable.configure(program, self.runtime(device), module)

@@ -27,7 +27,8 @@ class DeviceRuntime(Protocol):
 
 
 class DeviceModule(Protocol):
-    """The compiled kernels of one program, launched in order on the runtime's queue."""
+    """The compiled kernels of one program, launched in order on the runtime's queue.
+    A module compiled for a device this machine lacks says why in ``reason``."""
 
     def launch(self, kernel: str, memories: Sequence[Any], shape: LaunchShape) -> None: ...
 

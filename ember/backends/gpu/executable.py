@@ -14,6 +14,7 @@ from ember.backends.base import Executable
 from ember.backends.cpu.executable import literal_result
 from ember.backends.gpu.buffers import DeviceBuffer, DeviceModule, DeviceRuntime
 from ember.backends.gpu.program import DeviceProgram
+from ember.errors import BackendUnavailableError
 from ember.ir.graph import Eqn, Literal, Var
 from ember.ir.interpreter import as_numpy, reference_apply
 
@@ -28,6 +29,8 @@ class DeviceExecutable(Executable):
         return self
 
     def run(self, buffers: Sequence[Any]) -> list[Any]:
+        if self._runtime is None:  # compiled for a device this machine does not have
+            raise BackendUnavailableError(self._module.reason)
         graph = self.program.optimized
         env: dict[Var, DeviceBuffer] = dict(zip([*graph.inputs, *graph.constvars],
                                                 [*buffers, *self._constants]))

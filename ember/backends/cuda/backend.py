@@ -1,0 +1,100 @@
+"""The CUDA backend (``ember.devices("cuda")``).
+
+Two levels of availability:
+
+- *compiling* needs NVRTC only (``cuda-python`` + ``nvidia-cuda-nvrtc``): then
+  ``is_available()`` is True, and ``ember.jit(f, backend="cuda").lower(*args).compile()``
+  renders and NVRTC-compiles every kernel, for the GPU's architecture or, without a GPU,
+  for ``sm_90`` (``compiled.kernels[i].source`` is CUDA C; ``compiled.executable.ptx``
+  and ``.cubin`` the result);
+- *running* needs a GPU and its driver: ``devices()`` lists the GPUs, and only those.
+  Without one the backend's device is a compile-only device: arrays placed on it stay
+  in host memory, and running anything on it raises ``BackendUnavailableError``
+  ("no CUDA device").
+
+Since ``ember.devices()`` and the test fixtures list backends with devices, a machine
+without a GPU lists no CUDA device, yet can still compile for one.
+"""
+from __future__ import annotations
+
+import functools
+import importlib.util
+from typing import Any
+
+from ember.backends.base import Device
+from ember.backends.cuda import nvrtc
+from ember.backends.cuda.driver import (CompileOnlyModule, CudaModule, CudaRuntime, gpus,
+                                        no_device_message)
+from ember.backends.gpu.backend import GpuBackend
+from ember.backends.gpu.executable import DeviceExecutable
+from ember.backends.gpu.program import DeviceProgram, dump_source
+from ember.codegen.cuda import CudaRenderer
+from ember.core.primitive import Primitive
+from ember.errors import BackendUnavailableError
+
+COMPILE_ONLY = Device("cuda", 0, f"no CUDA device: compile-only ({nvrtc.DEFAULT_ARCH})")
+
+
+class CudaExecutable(DeviceExecutable):
+    """A compiled program; ``arch``, ``ptx`` and ``cubin`` show what NVRTC made of it."""
+
+    @property
+    def arch(self) -> str:
+        return self._module.compiled.arch
+
+    @property
+    def ptx(self) -> str:
+        return self._module.compiled.ptx
+
+    @property
+    def cubin(self) -> bytes:
+        return self._module.compiled.cubin
+
+
+class CudaBackend(GpuBackend):
+    name = "cuda"
+    executable_class = CudaExecutable
+
+    def is_available(self) -> bool:
+        """True when NVRTC can compile (a GPU is needed to run, not to compile)."""
+        return importlib.util.find_spec("cuda") is not None and nvrtc.nvrtc_version() is not None
+
+    def devices(self) -> list[Device]:
+        return [Device(self.name, g.ordinal, f"{g.name} (sm_{g.capability[0]}{g.capability[1]})")
+                for g in gpus()]
+
+    def default_device(self) -> Device:
+        found = self.devices()
+        return found[0] if found else COMPILE_ONLY
+
+    def runtime(self, device: Device) -> CudaRuntime | None:
+        return _runtime(device.id) if gpus() else None
+
+    def renderer(self, device: Device) -> CudaRenderer:
+        return CudaRenderer()
+
+    def arch(self, device: Device) -> str:
+        if not gpus():
+            return nvrtc.DEFAULT_ARCH
+        return nvrtc.arch_for(*gpus()[device.id].capability)
+
+    def load(self, program: DeviceProgram, device: Device) -> CudaModule | CompileOnlyModule:
+        arch = self.arch(device)
+        compiled = nvrtc.compile_cuda(program.source, dump_source(program.source, ".cu"), arch)
+        runtime = self.runtime(device)
+        if runtime is None:
+            return CompileOnlyModule(compiled)
+        return runtime.load(compiled)
+
+    def apply_primitive(self, prim: Primitive, buffers: list, params: dict) -> Any:
+        self._require_device()
+        return super().apply_primitive(prim, buffers, params)
+
+    def _require_device(self) -> None:
+        if not gpus():
+            raise BackendUnavailableError(no_device_message(nvrtc.DEFAULT_ARCH))
+
+
+@functools.cache
+def _runtime(ordinal: int) -> CudaRuntime:
+    return CudaRuntime(gpus()[ordinal])
