@@ -90,6 +90,13 @@ def loss_fn(model: GPT, inputs: Any, targets: Any) -> Any:
     return -jnp.mean(jnp.take_along_axis(log_probs, targets[..., None], axis=-1))
 
 
+def make_optimizer(total_steps: int) -> optim.GradientTransformation:
+    """AdamW on gradients clipped to norm 1; a short warmup, then cosine decay."""
+    warmup = min(10, total_steps // 10 + 1)
+    schedule = optim.warmup_cosine_decay_schedule(3e-4, 3e-3, warmup, total_steps, 3e-4)
+    return optim.chain(optim.clip_by_global_norm(1.0), optim.adamw(schedule, weight_decay=0.01))
+
+
 def make_train_step(optimizer: optim.GradientTransformation) -> Callable:
     def train_step(model, opt_state, inputs, targets):
         loss, grads = ember.value_and_grad(loss_fn)(model, inputs, targets)
@@ -249,10 +256,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     corpus = load_corpus()
     data = batches(corpus, cfg, args.seed)
     model = GPT.init(random.PRNGKey(args.seed), cfg)
-    budget = args.steps or 2000  # the schedule's length when training for --seconds
-    optimizer = optim.chain(optim.clip_by_global_norm(1.0), optim.adamw(
-        optim.warmup_cosine_decay_schedule(3e-4, 3e-3, min(50, budget // 10 + 1), budget, 3e-4),
-        weight_decay=0.01))
+    optimizer = make_optimizer(args.steps or 2000)  # 2000: a schedule for --seconds
     train_step = make_train_step(optimizer)
     params = sum(leaf.size for leaf in ember.tree_util.tree_leaves(model))
     print(f"ember demo: {cfg.layers}-layer GPT, {params / 1e6:.2f}M parameters, "
