@@ -10,8 +10,10 @@ miscompiled operation is off by far more. -0.0 and 0.0 compare equal.
 
 Compiled kernels may keep float16 / bfloat16 intermediates in float32 (rounding only
 where a value is stored), as XLA does by default (``xla_allow_excess_precision``); the
-runner then also accepts, element by element, the result of the same program computed
-in float32 throughout (``also``).
+runner then accepts, element by element, anything between the per-operation-rounded
+result and the result of the same program computed in float32 throughout (``also``),
+with the tolerance of the narrowest dtype the program computes in (``min_rtol``), since
+rounding may happen in other places and orders.
 """
 from __future__ import annotations
 
@@ -29,24 +31,33 @@ def rtol_for(dtype: np.dtype) -> float:
     return RTOL.get(np.dtype(dtype).name, 2e-4)
 
 
-def _bad(actual: np.ndarray, expected: np.ndarray) -> np.ndarray:
-    """Where floating ``actual`` and ``expected`` (same shape and dtype) disagree."""
+def _bad(actual: np.ndarray, expected: np.ndarray, also: np.ndarray | None,
+         min_rtol: float) -> np.ndarray:
+    """Where floating ``actual`` is neither close to ``expected`` (same shape and dtype)
+    nor, given ``also``, close to ``also`` or between the two."""
     a, e = actual.astype(np.float64), expected.astype(np.float64)
-    nan_a, nan_e = np.isnan(a), np.isnan(e)
-    finite = np.isfinite(a) & np.isfinite(e)
-    bad = (nan_a != nan_e) | (~finite & ~nan_a & ~nan_e & (a != e))
-    if finite.any():
-        scale = 0.1 * np.abs(e[np.isfinite(e)]).max()
-        tolerance = rtol_for(expected.dtype) * (np.abs(e) + scale) + float(ml_dtypes.finfo(expected.dtype).tiny)
+    o = e if also is None else np.asarray(also).astype(np.float64)
+    finite_e = e[np.isfinite(e)]
+    scale = 0.1 * np.abs(finite_e).max() if finite_e.size else 0.0
+    rtol = max(rtol_for(expected.dtype), min_rtol)
+    tiny = float(ml_dtypes.finfo(expected.dtype).tiny)
+
+    def near(x: np.ndarray) -> np.ndarray:
         with np.errstate(invalid="ignore"):
-            bad |= finite & (np.abs(a - e) > tolerance)
-    return bad
+            close = np.abs(a - x) <= rtol * (np.abs(x) + scale) + tiny
+        return (np.isnan(a) & np.isnan(x)) | (np.isinf(x) & (a == x)) | (np.isfinite(x) & close)
+
+    with np.errstate(invalid="ignore"):
+        between = np.isfinite(a) & (np.minimum(e, o) <= a) & (a <= np.maximum(e, o))
+    return ~(near(e) | near(o) | between)
 
 
-def difference(actual: np.ndarray, expected: np.ndarray,
-               also: np.ndarray | None = None) -> str | None:
-    """None if ``actual`` matches ``expected``, else what differs. An element that
-    matches ``also`` (an alternative expectation, same type) counts as matching."""
+def difference(actual: np.ndarray, expected: np.ndarray, also: np.ndarray | None = None,
+               min_rtol: float = 0.0) -> str | None:
+    """None if ``actual`` matches ``expected``, else what differs. With ``also`` (an
+    alternative expectation), an element between the two counts as matching;
+    ``min_rtol`` raises the dtype's tolerance (for results computed through a narrower
+    dtype)."""
     actual, expected = np.asarray(actual), np.asarray(expected)
     if actual.shape != expected.shape or actual.dtype != expected.dtype:
         return (f"type {dtypes.short_name(actual.dtype)}{list(actual.shape)} != expected "
@@ -54,9 +65,8 @@ def difference(actual: np.ndarray, expected: np.ndarray,
     if not dtypes.is_floating(expected.dtype):
         bad = actual != expected
     else:
-        bad = _bad(actual, expected)
-        if also is not None and bad.any():
-            bad &= _bad(actual, np.asarray(also, expected.dtype))
+        bad = _bad(actual, expected, None if also is None else np.asarray(also, expected.dtype),
+                   min_rtol)
     return _describe(bad, actual, expected) if bad.any() else None
 
 
@@ -67,12 +77,12 @@ def _describe(bad: np.ndarray, actual: np.ndarray, expected: np.ndarray) -> str:
 
 
 def differences(actual: Sequence[np.ndarray], expected: Sequence[np.ndarray],
-                also: Sequence[np.ndarray] | None = None) -> str | None:
-    """None if every output matches (``expected``, or elementwise ``also``), else which
-    outputs differ and how."""
+                also: Sequence[np.ndarray] | None = None, min_rtol: float = 0.0) -> str | None:
+    """None if every output matches (see ``difference``), else which outputs differ and
+    how."""
     if len(actual) != len(expected):
         return f"{len(actual)} outputs, expected {len(expected)}"
     alternatives = list(also) if also is not None else [None] * len(expected)
     found = [f"output {i}: {d}" for i, (a, e, o) in enumerate(zip(actual, expected, alternatives))
-             if (d := difference(a, e, o)) is not None]
+             if (d := difference(a, e, o, min_rtol)) is not None]
     return "; ".join(found) or None

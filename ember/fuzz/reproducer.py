@@ -13,7 +13,7 @@ from pathlib import Path
 
 import ember
 from ember.fuzz.program import PRELUDE, compile_source, values_source
-from ember.fuzz.runner import Failure
+from ember.fuzz.runner import Failure, half_precision_rtol
 from ember.fuzz.targets import ORACLE, Target, all_targets
 from ember.fuzz.variants import make_variant, widened
 from ember.ir.printer import print_graph
@@ -52,11 +52,13 @@ if __name__ == "__main__":
 '''
 
 _ALSO_SOURCE = '''
-# This target may compute float16 / bfloat16 in float32 (as XLA does): elementwise, the
-# result of this same program computed in float32 is accepted too.
+# This target may compute float16 / bfloat16 in float32 (as XLA does): elementwise,
+# results between the reference and this same program computed in float32 are
+# accepted, with the tolerance of the narrowest float dtype in the program.
 SOURCE = {source!r}
+MIN_RTOL = {min_rtol!r}
 '''
-_ALSO = ", float32_expectation(Variant('', SOURCE, args), expected)"
+_ALSO = ", float32_expectation(Variant('', SOURCE, args), expected), MIN_RTOL"
 
 
 def _target(name: str) -> Target:
@@ -71,8 +73,10 @@ def reproducer_source(failure: Failure, filename: str = "reproducer.py") -> str:
         headline=failure.headline().replace('"""', "'''"), seed=failure.program.seed,
         filename=filename, prelude=PRELUDE.strip(), source=variant.source.strip() + "\n",
         args=values_source("args", variant.args), oracle=ORACLE.code, target=target.code,
-        target_name=target.name, also_source=_ALSO_SOURCE.format(source=variant.source)
-        if half else "", also=_ALSO if half else "")
+        target_name=target.name, also=_ALSO if half else "",
+        also_source=_ALSO_SOURCE.format(source=variant.source,
+                                        min_rtol=half_precision_rtol(failure.program))
+        if half else "")
 
 
 def ir_text(failure: Failure) -> str:

@@ -18,7 +18,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from ember.errors import EmberError
-from ember.fuzz.compare import differences
+from ember.core import dtypes
+from ember.fuzz.compare import differences, rtol_for
 from ember.fuzz.program import Program, compile_source
 from ember.fuzz.targets import ORACLE, Target, all_targets, host_leaves, scope
 from ember.fuzz.variants import VARIANTS, Variant, make_variant, widened
@@ -61,6 +62,12 @@ def _evaluate(code: str, variant_scope: dict, args: Sequence[Any]) -> list:
         return host_leaves(eval(code, env))
 
 
+def half_precision_rtol(program: Program) -> float:
+    """The tolerance of the narrowest float dtype ``program`` computes in."""
+    return max((rtol_for(aval.dtype) for aval in program.avals().values()
+                if dtypes.is_floating(aval.dtype)), default=0.0)
+
+
 def float32_expectation(variant: Variant, expected: Sequence[np.ndarray]) -> list | None:
     """The oracle's result with float16 / bfloat16 computed in float32, rounded to the
     expected dtypes (None when the variant has no half precision)."""
@@ -87,9 +94,10 @@ def run_variant(program: Program, variant: Variant, targets: Sequence[Target],
         report.failures.append(Failure(program, variant.name, ORACLE.name, "crash",
                                        _describe(error), type(error).__name__))
         return
-    also = None
+    also, min_rtol = None, 0.0
     if not all(t.rounds_every_op for t in targets):
         also = float32_expectation(variant, expected)
+        min_rtol = half_precision_rtol(program)
     for target in targets:
         report.runs += 1
         try:
@@ -99,7 +107,8 @@ def run_variant(program: Program, variant: Variant, targets: Sequence[Target],
             report.failures.append(Failure(program, variant.name, target.name, kind,
                                            _describe(error), type(error).__name__))
             continue
-        found = differences(actual, expected, None if target.rounds_every_op else also)
+        found = (differences(actual, expected) if target.rounds_every_op
+                 else differences(actual, expected, also, min_rtol))
         if found is not None:
             report.failures.append(Failure(program, variant.name, target.name, "mismatch", found))
 

@@ -56,3 +56,14 @@ def test_differences_names_the_output():
                         [np.zeros(2, np.float32), np.zeros(1, np.int32)])
     assert found.startswith("output 1:")
     assert differences(same, same * 2) == "1 outputs, expected 2"
+
+
+def test_an_alternative_expectation_accepts_it_and_everything_between():
+    expected = np.array([1.0, 1.0, np.inf, np.nan, 1.0], np.float16)
+    wide = np.array([1.5, 1.0, 7.0, 2.0, 1.0], np.float16)
+    actual = np.array([1.25, 1.0, 7.0, 2.0, 1.0], np.float16)
+    assert difference(actual, expected) is not None
+    assert difference(actual, expected, also=wide) is None
+    assert difference(np.array([1.25, 2.0, 7.0, 2.0, 1.0], np.float16), expected,
+                      also=wide) == "1 of 5 elements differ; first at [1]: got np.float16(2.0), expected np.float16(1.0)"
+    assert differences([actual], [expected], also=[wide]) is None

@@ -35,8 +35,6 @@ def test_vmap_of_dynamic_slice_on_a_scalar():
 
 
 @needs_cpu
-@pytest.mark.xfail(strict=True, reason="CPU code generation: the jitted gradient of cummax "
-                   "on float16 / bfloat16 raises KeyError in ember/codegen/render.py")
 @pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16])
 def test_cpu_grad_of_half_precision_cummax(dtype):
     def loss(x, w):
@@ -46,3 +44,30 @@ def test_cpu_grad_of_half_precision_cummax(dtype):
     x, w = np.array([1.0, 3.0], dtype), np.array([0.5, -1.0], np.float32)
     got = ember.jit(ember.grad(loss), backend="cpu")(x, w)
     np.testing.assert_array_equal(np.asarray(got, np.float32), [0.5, -1.0])
+
+
+@pytest.mark.xfail(strict=True, reason="ops/reductions: the gradient of reduce_prod over an "
+                   "empty axis raises AttributeError ('numpy.ndarray' has no 'aval') in "
+                   "products_of_others, eagerly")
+def test_grad_of_reduce_prod_over_an_empty_axis():
+    def loss(x):
+        return lax.reduce_sum(lax.reduce_prod(x, (0,)), (0,))
+
+    x = np.zeros((0, 2), np.float32)
+    assert np.asarray(ember.grad(loss)(x)).shape == (0, 2)
+    assert np.asarray(ember.jit(ember.grad(loss))(x)).shape == (0, 2)
+
+
+@needs_cpu
+@pytest.mark.xfail(strict=True, reason="CPU backend: the jitted gradient of cumlogsumexp "
+                   "is wrong (the forward pass is right)")
+def test_cpu_grad_of_cumlogsumexp():
+    x = np.array([[-1.18, 1.77], [0.75, 0.25], [0.22, 1.22]], np.float32)
+    w = np.array([[1.0, -1.0], [0.5, 2.0], [-0.3, 0.7]], np.float32)
+
+    def loss(x, w):
+        return lax.reduce_sum(lax.mul(lax.cumlogsumexp(x, axis=0), w), (0, 1))
+
+    expected = np.asarray(ember.grad(loss)(x, w))
+    np.testing.assert_allclose(ember.jit(ember.grad(loss), backend="cpu")(x, w), expected,
+                               rtol=1e-5)
