@@ -168,8 +168,24 @@ def is_reduction(eqn: Eqn) -> bool:
     return eqn.prim.name in REDUCTION_PRIMITIVES or eqn.prim.name == "dot_general"
 
 
+# Primitives that read their array operands straight from memory through guarded
+# indices: those operands must be in buffers; only the padding value is computed.
+GUARDED_PRIMITIVES = frozenset({"pad", "concatenate"})
+
+
+def memory_operands(eqn: Eqn) -> list:
+    """Operands an equation reads from buffers rather than computing them in place."""
+    if eqn.prim.name == "pad":
+        return [eqn.inputs[0]]
+    if eqn.prim.name == "concatenate":
+        return list(eqn.inputs)
+    return []
+
+
 def operand_demands(eqn: Eqn, out: Index) -> list[tuple[object, Index]]:
     """(operand atom, index it is read at) for every array operand, at output ``out``."""
+    if eqn.prim.name in GUARDED_PRIMITIVES:
+        return [(eqn.inputs[1], ())] if eqn.prim.name == "pad" else []
     if is_view(eqn):
         return [(eqn.inputs[0], view_operand_index(eqn, out))]
     if eqn.prim.name == "dot_general":

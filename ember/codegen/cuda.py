@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from ember.codegen.c import OP_TEMPLATES
-from ember.codegen.gpu import BLOCK, THREAD, GpuRenderer, integer_power_function
+from ember.codegen.gpu import (BLOCK, INTEGER_POW_ROWS, THREAD, GpuRenderer,
+                              integer_power_function)
 from ember.codegen.kernel_ir import Accumulator
 
 _PRELUDE = """\
@@ -66,14 +67,19 @@ class CudaRenderer(GpuRenderer):
     shared_qualifier = "__shared__"
     restrict = "__restrict__"
     warp_size = WARP
-    prelude = _PRELUDE + integer_power_function("EMBER_DEVICE")
     op_templates = {
         **OP_TEMPLATES,
+        **INTEGER_POW_ROWS,
         "population_count": {"int": "(({T})__popcll((uint64_t)({U}){0}))",
                              "uint": "(({T})__popcll((uint64_t){0}))"},
     }
 
-    def math_function(self, name: str, dtype: np.dtype) -> str:
+    def __init__(self) -> None:
+        super().__init__()
+        self.prelude = (_PRELUDE + integer_power_function("EMBER_DEVICE")
+                        + self.helper_functions("EMBER_DEVICE"))
+
+    def library_function(self, name: str, dtype: np.dtype) -> str:
         return name if dtype.name == "float64" else f"{name}f"
 
     def block_reduction(self, acc: Accumulator) -> list[str]:

@@ -25,7 +25,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ember.codegen.c import CRenderer
+import numpy as np
+
+from ember.codegen.c import OP_TEMPLATES, CRenderer
 from ember.codegen.gemm import GemmPlan, Matrix
 from ember.codegen.kernel_ir import (AccFinish, Accumulator, Buffer, Kernel, Loop, Stmt,
                                      Store, walk)
@@ -73,6 +75,30 @@ class GpuRenderer(CRenderer):
 
     def __init__(self) -> None:
         super().__init__(threads=1, vector_math=())
+
+    # --- math -------------------------------------------------------------------------
+    def math_function(self, name: str, dtype: np.dtype) -> str:
+        """A function the C tables call: the target's own, or one of the prelude's
+        ``ember_<name>[f]`` helpers (``_HELPERS``) for those it lacks."""
+        if name in _HELPERS:
+            return f"ember_{name}" if dtype.name == "float64" else f"ember_{name}f"
+        return self.library_function(name, dtype)
+
+    def library_function(self, name: str, dtype: np.dtype) -> str:
+        raise NotImplementedError
+
+    def helper_functions(self, qualifier: str, fp64: bool = True) -> str:
+        """Definitions of the ``_HELPERS`` in this dialect (for the prelude)."""
+        parts = []
+        for dtype in [np.dtype(np.float32), *([np.dtype(np.float64)] if fp64 else [])]:
+            ctype = self.compute_types[dtype.name]
+            for name, body in _HELPERS.items():
+                fields = {"T": ctype, "one": self.float_literal(1.0, dtype),
+                          "zero": self.float_literal(0.0, dtype),
+                          **{f"f_{n}": self.library_function(n, dtype) for n in ("exp", "fabs")}}
+                parts.append(f"{qualifier} {ctype} {self.math_function(name, dtype)}({ctype} x) "
+                             f"{{ {body.format(**fields)} }}")
+        return "\n".join(parts) + "\n"
 
     # --- builtins ---------------------------------------------------------------------
     def builtin(self, name: str, axis: int = 0) -> str:
@@ -295,6 +321,13 @@ def _batch_offset(matrix: Matrix, plan: GemmPlan) -> str:
     return "(" + " + ".join(terms) + ")"
 
 
+# Math the C tables name that GPU dialects lack: name -> body over ``x`` ({T}: its type).
+_HELPERS = {
+    # 1 / (1 + exp(-x)) through exp(-|x|): no overflow, relative accuracy for x << 0
+    "sigmoid": "{T} e = {f_exp}(-{f_fabs}(x)); return (x >= {zero} ? {one} : e) / ({one} + e);",
+}
+
+
 # --- the mapping of loops onto the grid ----------------------------------------------
 
 def _perfect_nest(loop: Loop) -> list[Loop]:
@@ -359,11 +392,14 @@ def _fits_int32(kernel: Kernel, max_blocks: int) -> bool:
 
 
 def integer_power_function(qualifier: str) -> str:
-    """``ember_ipow`` (what the C renderer's integer ``pow`` row calls) for a GPU
-    dialect: x ** y wrapping modulo 2^64 like NumPy; a negative y gives 0."""
-    return f"""{qualifier} uint64_t ember_ipow(uint64_t base, int64_t exponent) {{
-  if (exponent < 0) return 0;
-  uint64_t result = 1;
+    """x ** y for integers, wrapping modulo 2^64 like NumPy: ``ember_ipow`` (what the C
+    tables call; a negative y gives 0) and ``ember_upow`` (an unsigned y, which may be
+    2^63 or more: ``INTEGER_POW_ROWS``)."""
+    parts = []
+    for name, exponent_type, negative in (("ipow", "int64_t", "  if (exponent < 0) return 0;\n"),
+                                          ("upow", "uint64_t", "")):
+        parts.append(f"""{qualifier} uint64_t ember_{name}(uint64_t base, {exponent_type} exponent) {{
+{negative}  uint64_t result = 1;
   while (exponent) {{
     if (exponent & 1) result *= base;
     base *= base;
@@ -371,4 +407,10 @@ def integer_power_function(qualifier: str) -> str:
   }}
   return result;
 }}
-"""
+""")
+    return "".join(parts)
+
+
+# Rows every GPU op table replaces: an unsigned exponent is never negative.
+INTEGER_POW_ROWS = {"pow": {**OP_TEMPLATES["pow"],
+                            "uint": "(({T})ember_upow((uint64_t){0}, (uint64_t){1}))"}}

@@ -6,7 +6,7 @@ A kernel is straight-line scalar code inside loop nests, written as statements:
   ``parallel`` marks iterations that may run on different threads, ``vector`` a loop
   whose iterations may run in SIMD lanes; ``accumulators`` are reduced across iterations.
 - ``Let(node)``: compute a value node into a scalar temporary. Nodes (``Load``, ``Op``,
-  ``IndexValue``, ``AccValue``) are hash-consed by the builder, so one node is one value;
+  ``IndexValue``, ``IndexCond``, ``AccValue``) are hash-consed by the builder, so one node is one value;
   a node's operands are bound by earlier ``Let`` statements in an enclosing block, or are
   ``Const``.
 - ``Store(buffer, index, node)``, ``AccInit(acc)``, ``AccUpdate(acc, node, position)``
@@ -63,12 +63,33 @@ class Const(Node):
 
 
 class Load(Node):
-    __slots__ = ("buffer", "index")
+    """``buffer[index]``; with a ``guard`` (a bool node), read only where it holds (else 0),
+    so the index may leave the buffer where the guard is false (pad, concatenate)."""
 
-    def __init__(self, buffer: Buffer, index: Affine, dtype: np.dtype) -> None:
+    __slots__ = ("buffer", "index", "guard")
+
+    def __init__(self, buffer: Buffer, index: Affine, dtype: np.dtype,
+                 guard: "Node | None" = None) -> None:
         self.buffer = buffer
         self.index = index
         self.dtype = dtype
+        self.guard = guard
+
+    def operands(self) -> tuple["Node", ...]:
+        return (self.guard,) if self.guard is not None else ()
+
+
+class IndexCond(Node):
+    """Whether ``lo <= index <= hi`` and ``(index - lo) % step == 0`` (a bool)."""
+
+    __slots__ = ("index", "lo", "hi", "step")
+
+    def __init__(self, index: Affine, lo: int, hi: int, step: int) -> None:
+        self.index = index
+        self.lo = lo
+        self.hi = hi
+        self.step = step
+        self.dtype = np.dtype(np.bool_)
 
 
 class IndexValue(Node):

@@ -24,8 +24,8 @@ from ember.codegen import access
 from ember.codegen import indexing as ix
 from ember.codegen.indexing import Affine, Index, Sym
 from ember.codegen.kernel_ir import (AccFinish, AccInit, Accumulator, AccUpdate, AccValue,
-                                     Buffer, Const, IndexValue, Kernel, Let, Load, Loop, Node,
-                                     Op, Stmt, Store)
+                                     Buffer, Const, IndexCond, IndexValue, Kernel, Let, Load,
+                                     Loop, Node, Op, Stmt, Store)
 from ember.ir.graph import Eqn, Literal, Var
 
 MIN_PARALLEL_WORK = 1 << 15  # elements (times phases) below which a kernel runs on one thread
@@ -136,13 +136,31 @@ class _Builder:
         value = np.asarray(value, dtype).item()
         return self.make(("const", repr(value), dtype.str), lambda: Const(value, dtype))
 
-    def load(self, var: Var, index: Index) -> Node:
+    def load(self, var: Var, index: Index, guard: Node | None = None) -> Node:
         if var.aval.size == 0:  # only read inside loops that never run
             return self.const(0, var.aval.dtype)
         buf = self.buffer(var)
         flat = ix.linearize(index, var.aval.shape)
-        return self.make(("load", buf.name, flat), lambda: Load(buf, flat, var.aval.dtype),
-                         free=ix.free_syms(flat))
+        key = ("load", buf.name, flat, guard.id if guard is not None else None)
+        return self.make(key, lambda: Load(buf, flat, var.aval.dtype, guard),
+                         free=ix.free_syms(flat), children=(guard,) if guard else ())
+
+    def index_cond(self, form: Affine, lo: int, hi: int, step: int) -> Node | None:
+        """``lo <= form <= hi`` stepping by ``step``, or None when it always holds."""
+        low, high = ix.bounds(form)
+        if lo <= low and high <= hi and (step == 1 or low == high == lo):
+            return None
+        return self.make(("cond", form, lo, hi, step), lambda: IndexCond(form, lo, hi, step),
+                         free=ix.free_syms(form))
+
+    def all_of(self, conds: list[Node | None]) -> Node | None:
+        present = [c for c in conds if c is not None]
+        if not present:
+            return None
+        result = present[0]
+        for cond in present[1:]:
+            result = self.op("and", (result, cond), np.dtype(np.bool_))
+        return result
 
     def op(self, name: str, args: tuple[Node, ...], dtype: np.dtype, param: Any = None,
            source: str = "") -> Node:
@@ -166,6 +184,10 @@ class _Builder:
             return self.load(var, index)
         if access.is_view(eqn):
             return self.value(eqn.inputs[0], access.view_operand_index(eqn, index))
+        if eqn.prim.name == "pad":
+            return self._pad(eqn, index)
+        if eqn.prim.name == "concatenate":
+            return self._concatenate(eqn, index)
         if access.is_reduction(eqn):
             return self.reduction(eqn, index)
         source = eqn.source.short() if eqn.source is not None else ""
@@ -178,6 +200,44 @@ class _Builder:
                      else self.const(atom.value, atom.aval.dtype)
                      for atom, operand in _elementwise_operands(eqn, index))
         return self.op(eqn.prim.name, args, dtype, _op_param(eqn), source)
+
+    def _pad(self, eqn: Eqn, index: Index) -> Node:
+        """The operand where the (dilated, shifted) index lands on an element, else the
+        padding value."""
+        operand, fill = eqn.inputs
+        conds, source = [], []
+        for form, size, (lo, _, interior) in zip(index, operand.aval.shape,
+                                                 eqn.params["padding_config"]):
+            step = interior + 1
+            shifted = ix.add(form, ix.const(-lo))
+            conds.append(self.index_cond(shifted, 0, (size - 1) * step, step))
+            lift = -(-max(lo, 0) // step) * step  # makes the division's argument >= 0
+            source.append(shifted if step == 1 else ix.add(
+                ix.floordiv(ix.add(shifted, ix.const(lift)), step), ix.const(-lift // step)))
+        guard = self.all_of(conds)
+        value = self.load(operand, tuple(source), guard)
+        if guard is None:
+            return value
+        return self.op("select_n", (guard, self.value(fill, ()), value), value.dtype)
+
+    def _concatenate(self, eqn: Eqn, index: Index) -> Node:
+        axis = eqn.params["dimension"]
+        pieces, start = [], 0
+        for operand in eqn.inputs:
+            size = operand.aval.shape[axis]
+            shifted = ix.add(index[axis], ix.const(-start))
+            guard = self.index_cond(shifted, 0, size - 1, 1)
+            source = index[:axis] + (shifted,) + index[axis + 1:]
+            if size:
+                pieces.append((guard, self.load(operand, source, guard)))
+            start += size
+        if not pieces:  # an empty result: only read inside loops that never run
+            return self.const(0, eqn.outputs[0].aval.dtype)
+        guard, result = pieces[-1]
+        for guard, value in reversed(pieces[:-1]):
+            result = self.op("select_n", (guard, result, value), value.dtype) \
+                if guard is not None else value
+        return result
 
     def _rsyms(self, syms: tuple[Sym, ...]) -> tuple[Index, tuple[Sym, ...]]:
         """Reduction variables after loop merging, and the index forms replacing them."""
@@ -212,9 +272,11 @@ class _Builder:
             acc = Accumulator(f"acc{len(self.reductions)}", kind, acc_dtype,
                               eqn.inputs[0].aval.dtype, index_dtype)
             phase = self.info[body.id].phase
-            result = self.make(("acc", acc.name), lambda: AccValue(acc),
-                               free=self.info[body.id].free - set(syms), phase=phase + 1,
-                               source=source)
+            # Computed once per position of the output index (the row), even where the
+            # body does not depend on it: nodes using it stay inside that loop.
+            free = (self.info[body.id].free - set(syms)) | ix.index_syms(index)
+            result = self.make(("acc", acc.name), lambda: AccValue(acc), free=free,
+                               phase=phase + 1, source=source)
             found = _Reduction(acc, body, syms, position, phase, eqn.prim.name, result)
             self.reductions[key] = found
         result = found.result
@@ -278,7 +340,8 @@ class _LoopPlan:
 
 def _accesses(builder: _Builder) -> list[Affine]:
     found = [flat for _, flat, _ in builder.stores]
-    found += [node.index for node in builder.nodes.values() if isinstance(node, Load)]
+    found += [node.index for node in builder.nodes.values()
+              if isinstance(node, (Load, IndexCond, IndexValue))]
     return found
 
 
@@ -393,7 +456,7 @@ class _Emitter:
 
         for stmt in walk(loop.body):
             index = None
-            if isinstance(stmt, Let) and isinstance(stmt.node, (Load, IndexValue)):
+            if isinstance(stmt, Let) and isinstance(stmt.node, (Load, IndexValue, IndexCond)):
                 index = stmt.node.index
             elif isinstance(stmt, Store):
                 index = stmt.index

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember.codegen.c import COMPUTE_TYPES, OP_TEMPLATES, STORAGE_TYPES
-from ember.codegen.gpu import GpuRenderer, integer_power_function
+from ember.codegen.gpu import INTEGER_POW_ROWS, GpuRenderer, integer_power_function
 
 _TYPES = """\
 typedef char int8_t;
@@ -55,6 +55,7 @@ class OpenCLRenderer(GpuRenderer):
     max_blocks = 1024  # a CPU device (PoCL) gains nothing from more work-groups
     op_templates = {
         **OP_TEMPLATES,
+        **INTEGER_POW_ROWS,
         "population_count": {"int": "(({T})popcount((uint64_t)({U}){0}))",
                              "uint": "(({T})popcount((uint64_t){0}))"},
     }
@@ -65,7 +66,8 @@ class OpenCLRenderer(GpuRenderer):
         if not fp64:
             self.storage_types = {k: v for k, v in STORAGE_TYPES.items() if k != "float64"}
             self.compute_types = {k: v for k, v in COMPUTE_TYPES.items() if k != "float64"}
-        self.prelude = (_FP64 if fp64 else "") + _TYPES + _HALF + integer_power_function("inline")
+        self.prelude = ((_FP64 if fp64 else "") + _TYPES + _HALF
+                        + integer_power_function("inline") + self.helper_functions("inline", fp64))
 
-    def math_function(self, name: str, dtype: np.dtype) -> str:
+    def library_function(self, name: str, dtype: np.dtype) -> str:
         return name

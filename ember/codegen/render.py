@@ -14,8 +14,8 @@ import numpy as np
 from ember.codegen import indexing as ix
 from ember.codegen.indexing import Affine
 from ember.codegen.kernel_ir import (AccFinish, AccInit, Accumulator, AccUpdate, AccValue,
-                                     Buffer, Const, IndexValue, Kernel, Let, Load, Loop, Node,
-                                     Op, Stmt, Store)
+                                     Buffer, Const, IndexCond, IndexValue, Kernel, Let, Load,
+                                     Loop, Node, Op, Stmt, Store)
 
 # Math functions by generic name: the C name for double; float32 appends 'f'.
 MATH_FUNCTIONS = (
@@ -139,14 +139,26 @@ class Renderer:
     def expression(self, node: Node) -> str:
         if isinstance(node, Load):
             ref = f"{node.buffer.name}[{self.index(node.index)}]"
-            return self.load_templates.get(node.dtype.name, "{0}").format(ref)
+            value = self.load_templates.get(node.dtype.name, "{0}").format(ref)
+            if node.guard is not None:
+                value = f"({self.ref(node.guard)} ? {value} : 0)"
+            return value
         if isinstance(node, IndexValue):
             return f"({self.ctype(node.dtype)})({self.index(node.index)})"
+        if isinstance(node, IndexCond):
+            return self.index_condition(node)
         if isinstance(node, AccValue):
             return node.acc.name
         if isinstance(node, Op):
             return self.operation(node)
         raise TypeError(f"cannot render {node!r}")
+
+    def index_condition(self, node: IndexCond) -> str:
+        index = f"({self.index(node.index)})"
+        parts = [f"{index} >= {node.lo}", f"{index} <= {node.hi}"]
+        if node.step > 1:
+            parts.append(f"({index} - {node.lo}) % {node.step} == 0")
+        return "(" + " && ".join(parts) + ")"
 
     def stored(self, node: Node, dtype: np.dtype) -> str:
         return self.store_templates.get(dtype.name, "{0}").format(self.ref(node))

@@ -65,7 +65,8 @@ class _Fuser:
         self.producer = {v: eqn for eqn in graph.eqns for v in eqn.outputs}
         self.demands: dict[Var, dict[Group, set[Index]]] = {}
         self.needs: dict[Var, str] = {}
-        self.loaded_by_calls: set[Var] = set()  # operands of library and host calls
+        # Buffers read by calls or guarded loads: never stored by their consumer kernel.
+        self.loaded_by_calls: set[Var] = set()
         self.groups: list[Group] = []
         for atom in graph.outputs:
             if isinstance(atom, Var):
@@ -249,6 +250,9 @@ class _Fuser:
 
     def inline(self, eqn: Eqn, kind: str, group: Group, index_set: set[Index]) -> None:
         group.add_member(eqn)
+        for atom in access.memory_operands(eqn):
+            self.need(atom, f"read from memory by {eqn.prim.name}")
+            self.loaded_by_calls.add(atom)
         for index in index_set:
             if kind == "reduction" and group.outer_rank is None:
                 group.outer_rank = len(ix.index_syms(index))

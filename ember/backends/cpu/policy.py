@@ -31,7 +31,8 @@ def native(renderer: CRenderer, eqn: Eqn) -> bool:
     if any(a.dtype.name not in renderer.compute_types for a in avals):
         return False
     name = eqn.prim.name
-    if access.is_view(eqn) or access.is_reduction(eqn) or name == "iota":
+    if access.is_view(eqn) or access.is_reduction(eqn) or name in ("iota", "pad",
+                                                                       "concatenate"):
         return True
     from ember.ops.elementwise import ELEMENTWISE
 

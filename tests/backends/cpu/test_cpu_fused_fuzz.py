@@ -1,5 +1,5 @@
-"""Random fused programs (elementwise chains with broadcasting, views, reductions with
-their results broadcast back, several outputs) on 'cpu' vs the reference backend."""
+"""Random fused programs (elementwise chains with broadcasting, views, pads and
+concatenations, reductions with their results broadcast back, several outputs) on 'cpu' vs the reference backend."""
 from __future__ import annotations
 
 import hypothesis
@@ -26,7 +26,7 @@ def programs(draw):
     steps = []
     for _ in range(draw(st.integers(1, 6))):
         kind = draw(st.sampled_from(["unary", "binary", "transpose", "reduce", "slice",
-                                     "rev", "flatten", "keep"]))
+                                     "rev", "flatten", "keep", "pad", "concatenate"]))
         steps.append((kind, draw(st.integers(0, 1000))))
     return steps
 
@@ -55,6 +55,15 @@ def run(program, x, y):
             x = lax.rev(x, (x.ndim - 1,))
         elif kind == "flatten" and x.ndim > 1:
             x = lax.reshape(x, (int(np.prod(x.shape)),))
+        elif kind == "pad":
+            config = []
+            for n in x.shape:  # every padded size must stay >= 0
+                lo, interior = int(choice.integers(-1 if n else 0, 3)), int(choice.integers(2))
+                dilated = n + max(n - 1, 0) * interior
+                config.append((lo, int(choice.integers(max(-1, -dilated - lo), 3)), interior))
+            x = lax.pad(x, np.float32(0.5), config)
+        elif kind == "concatenate" and x.ndim:
+            x = lax.concatenate([x, lax.neg(x)], int(choice.integers(x.ndim)))
         elif kind == "keep":
             outputs.append(x)
     return [x, *outputs]

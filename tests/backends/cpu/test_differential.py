@@ -174,3 +174,24 @@ def test_iota_and_integer_index_math():
         return x * j + lax.convert_element_type(i * 3 % 4, np.float32)
 
     assert_matches_reference(fun, randn(4, 6))
+
+
+@pytest.mark.parametrize("config", [((1, 2, 0), (0, 0, 0)), ((-1, 3, 1), (2, -2, 2)),
+                                    ((0, 0, 3), (-3, 1, 0))])
+def test_pad_reads_its_operand_through_a_guarded_index(config):
+    x = randn(4, 6)
+
+    def fun(x):
+        return lax.pad(lax.exp(x), np.float32(-1.5), config) * 2.0
+
+    assert_matches_reference(fun, x)
+    assert [k.kind for k in compiled(fun, x).kernels] == ["kernel", "kernel"]
+
+
+def test_concatenate_selects_its_operands_by_position():
+    a, b, c = randn(3, 2), randn(3, 0), randn(3, 5)
+
+    def fun(a, b, c):
+        return lax.concatenate([a * 2.0, b, c], 1) + 1.0, lax.concatenate([c, c], 0)
+
+    assert_matches_reference(fun, a, b, c)
