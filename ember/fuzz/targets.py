@@ -17,7 +17,7 @@ from ember.config import config
 from ember.core.pytree import tree_flatten
 from ember.ir.interpreter import eval_graph
 from ember.ir.parser import parse_graph
-from ember.ir.printer import print_graph
+from ember.ir.printer import print_graph, var_names
 from ember.passes.pipeline import run_pipeline
 from ember.runtime.devices import available_backends
 
@@ -54,7 +54,8 @@ def optimized_on_reference(fn: Callable, args: Sequence[Any], pipeline: str = "c
 def reparsed_on_reference(fn: Callable, args: Sequence[Any]) -> list:
     """The graph of ``fn`` printed, parsed back and interpreted by the reference."""
     graph = _reference_graph(fn, args)
-    consts = {f"c{i}": v for i, v in enumerate(graph.constvals)}
+    names = var_names(graph)
+    consts = {names[var]: value for var, value in zip(graph.constvars, graph.constvals)}
     reparsed = parse_graph(print_graph(graph), consts)
     return eval_graph(reparsed, [np.asarray(a) for a in args])
 
