@@ -55,7 +55,8 @@ def _describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}{where}"
 
 
-def _evaluate(code: str, variant_scope: dict, args: Sequence[Any]) -> list:
+def evaluate(code: str, variant_scope: dict, args: Sequence[Any]) -> list:
+    """Run a target's ``code`` with a variant's names and ``args``; the result's arrays."""
     env = {**scope(), **variant_scope, "args": list(args)}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -75,7 +76,7 @@ def float32_expectation(variant: Variant, expected: Sequence[np.ndarray]) -> lis
     if wide is None:
         return None
     try:
-        found = _evaluate(ORACLE.code, compile_source(wide.source), wide.args)
+        found = evaluate(ORACLE.code, compile_source(wide.source), wide.args)
     except EmberError:
         return None
     with np.errstate(over="ignore"):
@@ -86,7 +87,7 @@ def run_variant(program: Program, variant: Variant, targets: Sequence[Target],
                 report: Report) -> None:
     variant_scope = compile_source(variant.source)
     try:
-        expected = _evaluate(ORACLE.code, variant_scope, variant.args)
+        expected = evaluate(ORACLE.code, variant_scope, variant.args)
     except EmberError as error:
         report.rejected.append((variant.name, str(error).splitlines()[0]))
         return
@@ -101,7 +102,7 @@ def run_variant(program: Program, variant: Variant, targets: Sequence[Target],
     for target in targets:
         report.runs += 1
         try:
-            actual = _evaluate(target.code, variant_scope, variant.args)
+            actual = evaluate(target.code, variant_scope, variant.args)
         except Exception as error:  # noqa: BLE001 - every escape is a finding
             kind = "error" if isinstance(error, EmberError) else "crash"
             report.failures.append(Failure(program, variant.name, target.name, kind,

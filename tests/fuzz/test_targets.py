@@ -7,7 +7,7 @@ import pytest
 
 from ember import lax
 from ember.fuzz.compare import differences
-from ember.fuzz.runner import _evaluate
+from ember.fuzz.runner import evaluate
 from ember.fuzz.targets import ORACLE, all_targets, scope
 
 BIG = np.arange(4 * 4 * 3 * 2, dtype=np.float32).reshape(4, 4, 3, 2)  # printed without values
@@ -21,8 +21,8 @@ def subject(x):
 def test_target_agrees_with_the_oracle(target):
     args = [np.linspace(0.5, 1, BIG.size, dtype=np.float32).reshape(BIG.shape)]
     variant_scope = {"subject": subject, "oracle": subject}
-    expected = _evaluate(ORACLE.code, variant_scope, args)
-    actual = _evaluate(target.code, variant_scope, args)
+    expected = evaluate(ORACLE.code, variant_scope, args)
+    actual = evaluate(target.code, variant_scope, args)
     assert differences(actual, expected) is None
 
 
