@@ -2,8 +2,6 @@
 program on 'opencl' and on 'reference', compare with a tolerance fitting the dtype."""
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 import pytest
 
@@ -19,10 +17,6 @@ requires_opencl = pytest.mark.skipif(
 # half precision is computed in float32 and rounded once, where NumPy rounds every op.
 TOLERANCE = {"float16": (4e-3, 1e-3), "bfloat16": (2e-2, 1e-2), "float32": (2e-5, 1e-6),
              "float64": (1e-12, 1e-14)}
-
-
-def x64_mode(enabled: bool):
-    return ember.config.override(enable_x64=True) if enabled else contextlib.nullcontext()
 
 
 def assert_same(got, want, tolerance=None, what: str = "") -> None:

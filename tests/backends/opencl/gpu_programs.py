@@ -10,6 +10,7 @@ fresh inputs (deterministic).
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 from dataclasses import dataclass
 from typing import Callable
@@ -33,6 +34,11 @@ class Case:
 
     def args(self) -> tuple:
         return self.make_args(np.random.default_rng(0))
+
+
+def x64_mode(enabled: bool):
+    """64-bit dtypes on for an x64 case (its inputs must be made inside, too)."""
+    return ember.config.override(enable_x64=True) if enabled else contextlib.nullcontext()
 
 
 def normal(rng: np.random.Generator, *shape, dtype=np.float32, scale=1.0) -> np.ndarray:

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import pytest
-from conftest import assert_trees_same, requires_opencl, x64_mode
-from gpu_programs import CASES
+from conftest import assert_trees_same, requires_opencl
+from gpu_programs import CASES, x64_mode
 
 import ember
 
