@@ -71,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     digits = load_digits()
     images, labels = (digits.data / 16.0).astype(np.float32), digits.target.astype(np.int32)
     policy = Policy.from_string(f"params=float32,compute={args.dtype},output=float32")
-    optimizer = optim.adam(1e-3)
+    optimizer = optim.adam(3e-3)
     model = init(random.PRNGKey(0))
     opt_state = optimizer.init(model)
     loss_scale = DynamicLossScale.create(2.0 ** 15) if args.dtype == "float16" else None

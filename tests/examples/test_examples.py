@@ -43,7 +43,7 @@ def test_rnn_scan(load_example):
 def test_mixed_precision_bfloat16_and_float16(load_example):
     example = load_example("mixed_precision")
     for dtype in ("bfloat16", "float16"):
-        result = example.main(["--steps", "40", "--dtype", dtype])
+        result = example.main(["--steps", "25", "--dtype", dtype])
         assert result["last_loss"] < 0.5 * result["first_loss"], dtype
 
 
