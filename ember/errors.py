@@ -7,6 +7,10 @@ source line where one is known and say how to fix the problem.
 """
 from __future__ import annotations
 
+import functools
+import types
+from typing import Any, Callable
+
 
 class EmberError(Exception):
     """Base class of every error Ember raises on purpose."""
@@ -49,3 +53,35 @@ def with_location(message: str, source: object | None) -> str:
     if source is None:
         return message
     return f"{message}\n  (at {source})"
+
+
+def annotate(error: EmberError, source: object | None) -> EmberError:
+    """Add the user's source location to an Ember error's message (once)."""
+    if source is not None and error.args and "(at " not in str(error.args[0]):
+        error.args = (with_location(error.args[0], source), *error.args[1:])
+    return error
+
+
+def user_errors(fn: Callable) -> Callable:
+    """Wrap a public function so the Ember errors it raises name the caller's line."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except EmberError as error:
+            from ember.core.source_info import user_frame
+
+            annotate(error, user_frame())
+            raise
+
+    wrapper.__wrapped_for_errors__ = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+def wrap_public_functions(namespace: dict[str, Any]) -> None:
+    """Apply ``user_errors`` to every public plain function in a module namespace."""
+    for name, value in list(namespace.items()):
+        if (not name.startswith("_") and isinstance(value, types.FunctionType)
+                and not getattr(value, "__wrapped_for_errors__", False)):
+            namespace[name] = user_errors(value)

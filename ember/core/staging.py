@@ -14,7 +14,7 @@ from ember.core.abstract import ShapedArray, aval_of
 from ember.core.primitive import Primitive
 from ember.core.source_info import SourceInfo, user_frame
 from ember.core.trace import Trace, Tracer, new_dynamic_main
-from ember.errors import EmberError
+from ember.errors import EmberError, annotate
 from ember.ir.graph import Eqn, Graph, Literal, Var
 
 
@@ -91,13 +91,6 @@ class GraphTrace(Trace):
             Eqn(prim, [t.atom for t in tracers], out_vars, dict(params), source))
         outs = [GraphTracer(self, var, source) for var in out_vars]
         return outs if prim.multiple_results else outs[0]
-
-
-def annotate(error: EmberError, source: SourceInfo | None) -> EmberError:
-    """Add the user's source line to an Ember error (once)."""
-    if source is not None and error.args and "(at " not in str(error.args[0]):
-        error.args = (f"{error.args[0]}\n  (at {source})", *error.args[1:])
-    return error
 
 
 def trace_to_graph(fun: Callable[..., Sequence[Any]], in_avals: Sequence[ShapedArray]) -> Graph:

@@ -17,3 +17,9 @@ def stop_gradient(x):
     from ember.transforms.api import stop_gradient as _stop_gradient
 
     return _stop_gradient(x)
+
+
+# Errors raised anywhere below a public function name the user's line.
+from ember.errors import wrap_public_functions as _wrap  # noqa: E402
+
+_wrap(globals())

@@ -42,3 +42,10 @@ inf = float("inf")
 nan = float("nan")
 newaxis = None
 euler_gamma = 0.5772156649015329
+
+# Errors raised anywhere below a public function name the user's line.
+from ember.errors import wrap_public_functions as _wrap  # noqa: E402
+
+_wrap(globals())
+_wrap(fft.__dict__)
+_wrap(linalg.__dict__)

@@ -11,8 +11,7 @@ from ember.core import dtypes
 from ember.core.abstract import ShapedArray, aval_of
 from ember.core.primitive import Primitive
 from ember.core.source_info import user_frame
-from ember.core.staging import annotate
-from ember.errors import EmberError, EmberValueError, NaNError
+from ember.errors import EmberError, EmberValueError, NaNError, annotate
 from ember.runtime.array import Array, canonical_host, from_host
 from ember.runtime.devices import default_device
 
