@@ -30,6 +30,12 @@ class Array(ArrayOps):
     def devices(self) -> set[Device]:
         return {self._device}
 
+    def to_device(self, device: Device | str, /, *, stream: Any = None) -> "Array":
+        """A copy on ``device`` (Array API); ``stream`` is accepted and ignored."""
+        from ember.runtime.dispatch import device_put
+
+        return device_put(self, device)
+
     def block_until_ready(self) -> "Array":
         self._device.backend.synchronize(self._buffer)
         return self

@@ -50,3 +50,10 @@ def test_devices_lists_reference():
 
 def test_repr():
     assert repr(enp.asarray([1, 2])) == "Array([1, 2], dtype=int32)"
+
+
+def test_to_device_moves_between_backends():
+    x = enp.asarray([1.0, 2.0])
+    moved = x.to_device("reference")
+    assert moved.device.platform == "reference"
+    assert np.asarray(moved).tolist() == [1.0, 2.0]
