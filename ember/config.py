@@ -75,7 +75,6 @@ class Config:
 
     def __init__(self) -> None:
         self._values: dict[str, Any] = {}
-        self._listeners: list[Callable[[str, Any], None]] = []
         self._snapshot: tuple | None = None
         for flag in FLAGS.values():
             raw = os.environ.get(flag.env_var)
@@ -95,14 +94,6 @@ class Config:
             value = FLAGS[name].parse(value)
         self._values[name] = value
         self._snapshot = None
-        for listener in self._listeners:
-            listener(name, value)
-
-    def read(self, name: str) -> Any:
-        return getattr(self, name)
-
-    def on_change(self, listener: Callable[[str, Any], None]) -> None:
-        self._listeners.append(listener)
 
     @contextlib.contextmanager
     def override(self, **changes: Any) -> Iterator[None]:

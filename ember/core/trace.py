@@ -9,10 +9,9 @@ Level 0 is eager evaluation. Staging a function into a Graph (jit) installs a
 from __future__ import annotations
 
 import contextlib
-import itertools
 from typing import Any, Iterator, Sequence
 
-from ember.core.abstract import ShapedArray, aval_of
+from ember.core.abstract import ShapedArray
 from ember.core.array_ops import ArrayOps
 from ember.core.primitive import Primitive
 from ember.errors import ConcretizationError, TracerLeakError
@@ -188,18 +187,3 @@ def bind(prim: Primitive, args: Sequence[Any], params: dict) -> Any:
 def is_tracing() -> bool:
     """True while any transformation (jit staging, grad, vmap) is active."""
     return len(_trace_stack) > 1
-
-
-def current_level() -> int:
-    return len(_trace_stack) - 1
-
-
-_fresh_ids = itertools.count()
-
-
-def fresh_id() -> int:
-    return next(_fresh_ids)
-
-
-def get_aval(value: Any) -> ShapedArray:
-    return aval_of(value)

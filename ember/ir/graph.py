@@ -10,7 +10,7 @@ operands.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -118,15 +118,3 @@ def uses(graph: Graph) -> dict[Var, int]:
         if isinstance(atom, Var):
             counts[atom] = counts.get(atom, 0) + 1
     return counts
-
-
-def new_var_like(atom: Atom) -> Var:
-    return Var(atom.aval)
-
-
-def literal_scalar(value: Any, dtype: Any) -> Literal:
-    return Literal(value, ShapedArray((), np.dtype(dtype)))
-
-
-def as_atoms(values: Sequence[Any]) -> list[Atom]:
-    return list(values)

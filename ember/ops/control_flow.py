@@ -57,13 +57,6 @@ def _describe(avals: Sequence[ShapedArray]) -> str:
     return "(" + ", ".join(a.str_short() for a in avals) + ")"
 
 
-def _with_unused_inputs(graph: Graph, before: Sequence[ShapedArray],
-                        after: Sequence[ShapedArray] = ()) -> Graph:
-    """Give ``graph`` extra leading/trailing inputs it ignores (to share one signature)."""
-    return graph.replace(inputs=[*(Var(a) for a in before), *graph.inputs,
-                                 *(Var(a) for a in after)])
-
-
 def _run(graph: Graph, args: Sequence[Any]) -> list[Any]:
     """Evaluate a body under whatever interpreters are active (re-binding its equations)."""
     return eval_graph(graph, list(args), bind_equation)
