@@ -245,6 +245,7 @@ class Conv2d:
 def _pool(x: Any, window: Sequence[int], strides: Sequence[int], combine: Callable) -> Any:
     """Combine the ``window`` of every output position over the last two axes ('VALID'
     windows), one strided slice per window offset."""
+    x = jnp.asarray(x)
     (kh, kw), (sh, sw) = _pair(window), _pair(strides)
     height, width = x.shape[-2:]
     if kh > height or kw > width:
