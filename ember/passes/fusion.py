@@ -51,7 +51,68 @@ class FusionPolicy:
 
 def fuse(graph: Graph, policy: FusionPolicy) -> Schedule:
     """Group the equations of ``graph`` into kernels, library calls and host calls."""
-    return _Fuser(graph, policy).run()
+    return _Fuser(absorb_into_contractions(graph, policy), policy).run()
+
+
+# --- contractions absorb the sums and transposes of their results ----------------------
+
+def absorb_into_contractions(graph: Graph, policy: FusionPolicy) -> Graph:
+    """Let a library dot_general compute what its only consumer wants:
+
+    - ``reduce_sum`` over batch axes of the product: those axes become contracting axes
+      (a weight gradient summed over a batch is one GEMM, not a batch of GEMMs and a sum);
+    - ``transpose`` swapping the two free blocks: swap the operands (C^T = B^T A^T).
+    """
+    uses: dict[Var, int] = {}
+    for eqn in graph.eqns:
+        for atom in eqn.inputs:
+            if isinstance(atom, Var):
+                uses[atom] = uses.get(atom, 0) + 1
+    for atom in graph.outputs:
+        if isinstance(atom, Var):
+            uses[atom] = uses.get(atom, 0) + 2
+    producer: dict[Var, Eqn] = {}
+    eqns: list[Eqn] = []
+    for eqn in graph.eqns:
+        operand = eqn.inputs[0] if eqn.inputs else None
+        dot = producer.get(operand) if isinstance(operand, Var) else None
+        if dot is not None and dot.prim.name == "dot_general" and uses.get(operand) == 1 \
+                and policy.library(dot):
+            new = _absorbed(dot, eqn)
+            if new is not None and policy.library(new):
+                eqns.remove(dot)
+                eqn = new
+        eqns.append(eqn)
+        producer.update((v, eqn) for v in eqn.outputs)
+    return graph.replace(eqns=eqns) if len(eqns) != len(graph.eqns) else graph
+
+
+def _absorbed(dot: Eqn, consumer: Eqn) -> Eqn | None:
+    (lc, rc), (lb, rb) = dot.params["dimension_numbers"]
+    name = consumer.prim.name
+    if name == "reduce_sum" and set(consumer.params["axes"]) <= set(range(len(lb))):
+        axes = set(consumer.params["axes"])
+        # (batch axes are usually outermost: contracting them first keeps operands
+        # readable as one strided axis)
+        dims = ((tuple(lb[a] for a in sorted(axes)) + tuple(lc),
+                 tuple(rb[a] for a in sorted(axes)) + tuple(rc)),
+                (tuple(d for a, d in enumerate(lb) if a not in axes),
+                 tuple(d for a, d in enumerate(rb) if a not in axes)))
+        return dot.replace(params={**dot.params, "dimension_numbers": dims},
+                           outputs=consumer.outputs)
+    if name == "transpose":
+        lhs, rhs = dot.inputs[0].aval, dot.inputs[1].aval
+        nb = len(lb)
+        n_lhs = lhs.ndim - len(lc) - nb
+        n_rhs = rhs.ndim - len(rc) - nb
+        swapped = (*range(nb), *range(nb + n_lhs, nb + n_lhs + n_rhs), *range(nb, nb + n_lhs))
+        if tuple(consumer.params["permutation"]) != swapped:
+            return None
+        dims = ((tuple(rc), tuple(lc)), (tuple(rb), tuple(lb)))
+        return dot.replace(inputs=[dot.inputs[1], dot.inputs[0]],
+                           params={**dot.params, "dimension_numbers": dims},
+                           outputs=consumer.outputs)
+    return None
 
 
 def domain_syms(shape: tuple[int, ...]) -> tuple[Sym, ...]:

@@ -64,12 +64,10 @@ class CpuBackend(Backend):
                                                 link_blas=module.uses_blas,
                                                 extra_flags=extra_flags())
         library = toolchain.load_library(path)
-        if module.uses_blas:
-            _set_blas_threads(library, blas.symbol_prefix, threads)
         executable = CpuExecutable(
-            graph=graph, optimized=optimized, kernels=module.kernels,
-            cost=_cost(optimized, schedule), memory=_memory(plan, inputs, outputs),
-            schedule_text=schedule.text(_namer(optimized)))
+            graph=graph, optimized=schedule.graph, kernels=module.kernels,
+            cost=_cost(schedule), memory=_memory(plan, inputs, outputs),
+            schedule_text=schedule.text(_namer(schedule.graph)))
         executable.library = library  # keeps the shared object loaded
         return executable.configure(
             entry=entry_point(library), layout=layout,
@@ -150,9 +148,10 @@ def _results(graph: Graph, plan: BufferPlan) -> list[tuple[str, Any]]:
     return results
 
 
-def _cost(graph: Graph, schedule: Schedule) -> dict[str, float]:
+def _cost(schedule: Schedule) -> dict[str, float]:
     from ember.passes.analysis import cost_of_graph
 
+    graph = schedule.graph
     traffic = 0.0
     for group in schedule.groups:
         traffic += sum(v.aval.nbytes for v in group.reads())
@@ -185,8 +184,3 @@ def _dump(schedule: Schedule, name: str) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{name}.schedule.txt").write_text(schedule.text(_namer(schedule.graph)) + "\n")
 
-
-def _set_blas_threads(library: Any, prefix: str, threads: int) -> None:
-    setter = getattr(library, f"{prefix}openblas_set_num_threads", None)
-    if setter is not None:
-        setter(threads)

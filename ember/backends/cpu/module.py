@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ember.backends.base import KernelInfo
+from ember.backends.cpu.gemm_call import render_gemm
 from ember.backends.cpu.program import LoweredStep
 from ember.codegen.c import CRenderer
-from ember.codegen.gemm import GemmPlan, Matrix
 from ember.codegen.kernel_ir import Buffer
 from ember.ir.graph import Var
 from ember.passes.memory import BufferPlan, Location
@@ -28,7 +28,6 @@ PRELUDE = """\
 #include "ember_math.h"
 #include "ember_kernels.h"
 """
-_CBLAS_ROW_MAJOR, _CBLAS_NO_TRANS, _CBLAS_TRANS = 101, 111, 112
 
 
 @dataclass
@@ -147,42 +146,11 @@ def _kernel_arguments(step: LoweredStep, plan: BufferPlan, layout: Layout,
 def _gemm_call(step: LoweredStep, plan: BufferPlan, layout: Layout, renderer: CRenderer,
                prefix: str) -> list[str]:
     gemm = step.gemm
-    out = step.group.library.outputs[0]
     ctype = renderer.storage_types[gemm.dtype.name]
     a = _pointer(step.gemm_operands[0], plan, layout, ctype)
     b = _pointer(step.gemm_operands[1], plan, layout, ctype)
-    c = _pointer(out, plan, layout, ctype)
-    function = f"{prefix}cblas_{'s' if gemm.dtype == np.float32 else 'd'}gemm"
-    lines = [f"{{ const {ctype} *A = {a}, *B = {b}; {ctype} *C = {c};"]
-    count = int(np.prod(gemm.batch, dtype=np.int64))
-    if gemm.m == 0 or gemm.n == 0 or count == 0:
-        return lines + ["}"]
-    if gemm.k == 0:
-        return lines + [f"  memset(C, 0, sizeof({ctype}) * {count * gemm.m * gemm.n}); }}"]
-    body = (f"{function}({_CBLAS_ROW_MAJOR}, {_trans(gemm.a)}, {_trans(gemm.b)}, {gemm.m}, "
-            f"{gemm.n}, {gemm.k}, 1, A + {_offset(gemm.a, gemm)}, {gemm.a.ld}, "
-            f"B + {_offset(gemm.b, gemm)}, {gemm.b.ld}, 0, C + {gemm.m * gemm.n} * bt, "
-            f"{gemm.n});")
-    if count == 1:
-        lines.append("  { const int64_t bt = 0; " + body + " }")
-    else:
-        lines.append(f"  for (int64_t bt = 0; bt < {count}; bt++) {{ {body} }}")
-    return lines + ["}"]
-
-
-def _trans(matrix: Matrix) -> int:
-    return _CBLAS_TRANS if matrix.transposed else _CBLAS_NO_TRANS
-
-
-def _offset(matrix: Matrix, gemm: GemmPlan) -> str:
-    """Element offset of batch ``bt`` (row-major over the batch axes) in an operand."""
-    terms = [str(matrix.offset)]
-    stride = 1
-    for extent, step in reversed(list(zip(gemm.batch, matrix.batch_strides))):
-        if extent > 1 and step:
-            terms.append(f"(bt / {stride} % {extent}) * {step}")
-        stride *= extent
-    return "(" + " + ".join(terms) + ")"
+    c = _pointer(step.group.library.outputs[0], plan, layout, ctype)
+    return render_gemm(gemm, a, b, c, ctype, prefix, renderer.threads)
 
 
 def _kernel_info(step: LoweredStep, source: str) -> KernelInfo:

@@ -195,3 +195,15 @@ def test_concatenate_selects_its_operands_by_position():
         return lax.concatenate([a * 2.0, b, c], 1) + 1.0, lax.concatenate([c, c], 0)
 
     assert_matches_reference(fun, a, b, c)
+
+
+def test_sums_and_transposes_of_products_become_one_gemm():
+    a, b = randn(4, 32, 48), randn(4, 32, 40)
+
+    def weight_gradient(a, b):
+        per_item = lax.dot_general(a, b, (((1,), (1,)), ((0,), (0,))))  # (4, 48, 40)
+        return lax.transpose(lax.reduce_sum(per_item, (0,)), (1, 0))
+
+    assert_matches_reference(weight_gradient, a, b, tolerance=(1e-4, 1e-4))
+    kernels = compiled(weight_gradient, a, b).kernels
+    assert [k.kind for k in kernels] == ["library"] and kernels[0].ops == ["dot_general"]
