@@ -185,8 +185,10 @@ class _Fuser:
             group.add_root(out, ix.identity(group.syms), self._reason(out))
         else:
             group.kind = "library"
-            if out in self.needs:
-                group.add_root(out, ix.identity(group.syms), self.needs[out])
+            others = len(self.demands.get(out, {})) - 1
+            if out in self.needs or others:
+                reason = self.needs.get(out) or f"result also read by {others} other kernels"
+                group.add_root(out, ix.identity(group.syms), reason)
         group.library = eqn
         for position in range(len(eqn.inputs)):
             base, index, syms = self._fold_operand(eqn, position)
@@ -195,16 +197,26 @@ class _Fuser:
             self.loaded_by_calls.add(base)
 
     def _epilogue_for(self, out: Var) -> Group | None:
-        """The consumer kernel that can run as this GEMM's epilogue, if any."""
+        """A consumer kernel that can run as this GEMM's epilogue, if any: an elementwise
+        kernel over the whole product. Other consumers then read the product's buffer,
+        so the epilogue kernel must not depend on them."""
         demands = self.demands.get(out, {})
-        if len(demands) != 1 or out in self.loaded_by_calls:
+        if out in self.loaded_by_calls:
             return None
-        (group, index_set), = demands.items()
-        if (group.kind != "loop" or group.outer_rank is not None
-                or group.domain != out.aval.shape
-                or index_set != {ix.identity(group.syms)}):
-            return None
-        return group
+        readers = list(demands)
+        for group in readers:
+            if (group.kind == "loop" and group.outer_rank is None
+                    and group.domain == out.aval.shape
+                    and demands[group] == {ix.identity(group.syms)}
+                    and not self._depends_on_any(group, [g for g in readers if g is not group])):
+                return group
+        return None
+
+    def _depends_on_any(self, group: Group, others: list[Group]) -> bool:
+        if not others:
+            return False
+        deps = _producers(self.groups)
+        return any(_reaches(group, other, deps) for other in others)
 
     def _fold_operand(self, eqn: Eqn, position: int) -> tuple[Var, Index, tuple[Sym, ...]]:
         """The deepest buffer BLAS can read this operand from, through a chain of views."""
