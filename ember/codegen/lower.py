@@ -28,7 +28,7 @@ from ember.codegen.kernel_ir import (AccFinish, AccInit, Accumulator, AccUpdate,
                                      Loop, Node, Op, Stmt, Store)
 from ember.ir.graph import Eqn, Literal, Var
 
-MIN_PARALLEL_WORK = 1 << 15  # elements (times phases) below which a kernel runs on one thread
+MIN_PARALLEL_WORK = 1 << 18  # elements (times phases): below, waking a second thread costs more
 
 # reduction primitive -> accumulator kind
 _ACC_KIND = {

@@ -102,7 +102,7 @@ def plan_buffers(steps: Sequence[Step], inputs: Sequence[Var], donated: Sequence
         for var in _placement_order(step, last_use, index):
             if var in locations:
                 continue
-            shared = _sibling_target(var, step, fresh)
+            shared = _sibling_target(var, step, fresh) if last_use.get(var) == index else None
             if shared is not None:  # a temporary of this step, updated in place by it
                 locations[var] = locations[shared]
                 fresh.discard(shared)

@@ -62,6 +62,14 @@ def test_a_step_temporary_shares_the_fresh_buffer_of_its_result():
     assert plan.arena_bytes == 0
 
 
+def test_a_step_result_read_later_keeps_its_own_buffer():
+    x, gemm_out, result, later = var(), var(), var(), var()
+    steps = [Step([x], [result, gemm_out], inplace=[(result, gemm_out)]),
+             Step([gemm_out], [later])]
+    plan = plan_buffers(steps, [x], [False], [result, later])
+    assert plan.locations[gemm_out] != plan.locations[result]
+
+
 def test_donated_argument_takes_the_output():
     x, y, out = var(), var(), var()
     steps = [Step([x, y], [out], inplace=[(out, x)])]
