@@ -8,8 +8,14 @@ import numpy as np
 import pytest
 
 from ember import demo
+from ember.runtime.devices import default_backend
+
+# The demo on the oracle and on what a user gets by default (other backends run every
+# layer, optimizer and mixed-precision test; the demo's eager comparison is slow there).
+DEMO_BACKENDS = sorted({"reference", default_backend().name})
 
 
+@pytest.mark.parametrize("backend", DEMO_BACKENDS)
 def test_demo_trains_and_reports(backend, tmp_path, capsys):
     out = tmp_path / "out"
     code = demo.main(["--steps", "12", "--layers", "1", "--width", "32", "--batch", "8",
