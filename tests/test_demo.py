@@ -7,6 +7,7 @@ import re
 import numpy as np
 import pytest
 
+import ember
 from ember import demo
 from ember.runtime.devices import default_backend
 
@@ -18,8 +19,9 @@ DEMO_BACKENDS = sorted({"reference", default_backend().name})
 @pytest.mark.parametrize("backend", DEMO_BACKENDS)
 def test_demo_trains_and_reports(backend, tmp_path, capsys):
     out = tmp_path / "out"
-    code = demo.main(["--steps", "12", "--layers", "1", "--width", "32", "--batch", "8",
-                      "--sample", "12", "--backend", backend, "--out", str(out)])
+    with ember.config.override(backend=None):  # restores the flag that --backend sets
+        code = demo.main(["--steps", "12", "--layers", "1", "--width", "32", "--batch", "8",
+                          "--sample", "12", "--backend", backend, "--out", str(out)])
     printed = capsys.readouterr().out
     assert code == 0
     losses = re.search(r"loss: ([\d.]+) -> ([\d.]+) over 12 steps", printed).groups()
