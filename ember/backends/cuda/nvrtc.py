@@ -33,7 +33,7 @@ def _nvrtc():
         from cuda.bindings import nvrtc
     except ImportError as error:
         raise BackendUnavailableError(
-            "the CUDA backend needs NVRTC: pip install 'cuda-python>=12' nvidia-cuda-nvrtc "
+            "the CUDA backend needs NVRTC: pip install 'cuda-python>=13' 'nvidia-cuda-nvrtc>=13' "
             "(or pip install 'ember[cuda]')") from error
     return nvrtc
 

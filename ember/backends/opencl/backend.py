@@ -20,9 +20,6 @@ class OpenCLBackend(GpuBackend):
     name = "opencl"
 
     def is_available(self) -> bool:
-        import os  # WIP-GUARD: remove before enabling
-        if not os.environ.get("EMBER_OPENCL_WIP"):
-            return False
         return importlib.util.find_spec("pyopencl") is not None and bool(self.devices())
 
     def devices(self) -> list[Device]:

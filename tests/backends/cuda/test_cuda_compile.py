@@ -25,7 +25,7 @@ from gpu_programs import CASES, FUSION_CASES, softmax, x64_mode  # noqa: E402
 
 pytestmark = [
     pytest.mark.skipif(nvrtc_version() is None, reason="NVRTC is not installed: pip install "
-                       "'cuda-python>=12' nvidia-cuda-nvrtc (or 'ember[cuda]')"),
+                       "'cuda-python>=13' 'nvidia-cuda-nvrtc>=13' (or 'ember[cuda]')"),
     pytest.mark.skipif(bool(gpus()), reason="a GPU is present: these test compile-only mode"),
 ]
 _KERNEL_NAME = re.compile(r"__launch_bounds__\(\d+\) (\w+)\(")

@@ -1,0 +1,106 @@
+"""How the GPU renderers map the kernel IR onto a grid (no device needed): elementwise
+kernels as grid-stride loops over collapsed loop nests, row kernels as a block per row
+with block reductions, stores outside spread loops done by one thread, 32- vs 64-bit
+indices, launch shapes, and the tiled GEMM's coalesced tile loads."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from gpu_programs import softmax
+
+import ember
+from ember import lax
+from ember.codegen import indexing as ix
+from ember.codegen.cuda import CudaRenderer
+from ember.codegen.gpu import BLOCK, LaunchShape
+from ember.codegen.kernel_ir import Buffer, Kernel, Let, Load, Loop, Store
+from ember.codegen.opencl import OpenCLRenderer
+from ember.backends.gpu.program import build_program
+
+
+def program(fun, *args, renderer=None):
+    graph = ember.jit(fun).lower(*args).graph
+    return build_program(graph, "opencl", renderer or OpenCLRenderer())
+
+
+def only_kernel(fun, *args, renderer=None):
+    built = program(fun, *args, renderer=renderer)
+    (step,) = built.steps
+    (launch,) = step.launches
+    return built.kernels[0].source, launch.shape
+
+
+def test_an_elementwise_kernel_is_one_grid_stride_loop():
+    source, shape = only_kernel(lambda x: x * 2.0 + 1.0, np.ones((300, 1000), np.float32))
+    assert "for (int i0 = (int)(get_group_id(0)) * 256 + tid; i0 < 300000; " \
+           "i0 += (int)(get_num_groups(0)) * 256)" in source
+    assert shape == LaunchShape((min(-(-300000 // BLOCK), OpenCLRenderer.max_blocks), 1, 1),
+                                (BLOCK, 1, 1))
+
+
+def test_a_transposed_view_collapses_its_loop_nest_into_the_grid_loop():
+    source, _ = only_kernel(lambda x: x.T * 2.0, np.ones((37, 53), np.float32))
+    assert "f_i0 < 1961" in source  # 53 * 37 iterations in one flat loop
+    assert "const int i0 = f_i0 / 37;" in source and "const int i1 = (f_i0) % 37;" in source
+
+
+def test_grids_are_capped_and_walk_the_rest_in_strides():
+    _, shape = only_kernel(lambda x: x + 1.0, np.ones(BLOCK * 5000, np.float32))
+    assert shape.grid == (OpenCLRenderer.max_blocks, 1, 1)
+    _, shape = only_kernel(lambda x: x + 1.0, np.ones(BLOCK * 5000, np.float32),
+                           renderer=CudaRenderer())
+    assert shape.grid == (5000, 1, 1)
+
+
+def test_a_row_kernel_takes_a_block_per_row_and_a_thread_per_element():
+    source, shape = only_kernel(softmax, np.ones((100, 700), np.float32))
+    assert "for (int o0 = (int)(get_group_id(0)); o0 < 100; o0 += (int)(get_num_groups(0)))" \
+        in source
+    assert source.count("k0 = tid; k0 < 700; k0 += 256") == 2  # the max, then the sum
+    assert "i0 = tid; i0 < 700; i0 += 256" in source  # the output
+    assert source.count("__local float acc") == 2 and "__local int acc0_nan_s[256];" in source
+    assert shape == LaunchShape((100, 1, 1), (BLOCK, 1, 1))
+
+
+def test_a_store_outside_the_spread_loops_is_done_by_the_first_thread():
+    source, _ = only_kernel(lambda x: lax.reduce_max(x, (1,)), np.ones((6, 50), np.float32))
+    assert "if (tid == 0) { b1[o0] = t" in source
+    source, shape = only_kernel(lambda x: lax.reduce_sum(x, (0, 1)), np.ones((6, 50), np.float32))
+    assert "if (tid == 0) { b1[0] = t" in source
+    assert shape.grid == (1, 1, 1)  # a single row: the whole array
+
+
+def test_cuda_reductions_shuffle_within_warps():
+    source, _ = only_kernel(lambda x: lax.argmax(x, 1, np.int32), np.ones((4, 600), np.float32),
+                            renderer=CudaRenderer())
+    assert "ember_shfl_down(acc0_v, s)" in source and "ember_shfl_down(acc0, s)" in source
+    assert "__shared__ float acc0_v_s[8];" in source and "__shared__ int32_t acc0_s[8];" in source
+
+
+def test_indices_are_32_bit_unless_a_buffer_needs_64():
+    sym = ix.Sym("i0", 2 ** 31)
+    src, dst = Buffer("b0", np.float32, 2 ** 31), Buffer("b1", np.float32, 2 ** 31)
+    dst.written = True
+    load = Load(src, ix.var(sym), np.dtype(np.float32))
+    load.id, load.source = 0, ""
+    kernel = Kernel("big", [src, dst], [Loop(sym, [Let(load), Store(dst, ix.var(sym), load)])])
+    source = CudaRenderer().render_kernel(kernel)
+    assert "for (int64_t i0 = (int64_t)(blockIdx.x) * 256 + tid; i0 < 2147483648;" in source
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_gemm_tiles_load_along_the_contiguous_axis(transposed):
+    a = np.ones((48, 64) if transposed else (64, 48), np.float32)
+    b = np.ones((48, 40), np.float32)
+    dims = (((0,), (0,)) if transposed else ((1,), (0,)), ((), ()))
+    source, shape = only_kernel(lambda a, b: lax.dot_general(a, b, dims), a, b)
+    slot = "As[tx][ty]" if transposed else "As[ty][tx]"
+    assert f"{slot} = " in source and "Bs[ty][tx] = " in source
+    assert shape == LaunchShape((3, 4, 1), (16, 16, 1))
+
+
+def test_without_fp64_float64_is_left_to_the_host():
+    renderer = OpenCLRenderer(fp64=False)
+    assert not renderer.supports("add", np.dtype(np.float64))
+    assert renderer.supports("add", np.dtype(np.float32))
+    assert "cl_khr_fp64" not in renderer.prelude
