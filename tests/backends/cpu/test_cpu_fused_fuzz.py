@@ -1,5 +1,6 @@
 """Random fused programs (elementwise chains with broadcasting, views, pads and
-concatenations, reductions with their results broadcast back, several outputs) on 'cpu' vs the reference backend."""
+concatenations, reductions with their results broadcast back, contractions through BLAS
+or generated loops, values with several consumers, several outputs) on 'cpu' vs the reference backend."""
 from __future__ import annotations
 
 import hypothesis
@@ -8,6 +9,7 @@ import numpy as np
 from cpu_testing import assert_matches_reference, requires_cpu
 
 from ember import lax
+from ember.backends.cpu import policy
 
 pytestmark = requires_cpu
 
@@ -26,16 +28,18 @@ def programs(draw):
     steps = []
     for _ in range(draw(st.integers(1, 6))):
         kind = draw(st.sampled_from(["unary", "binary", "transpose", "reduce", "slice",
-                                     "rev", "flatten", "keep", "pad", "concatenate"]))
+                                     "rev", "flatten", "keep", "pad", "concatenate",
+                                     "matmul", "reuse"]))
         steps.append((kind, draw(st.integers(0, 1000))))
     return steps
 
 
 def run(program, x, y):
     """Apply ``program`` to ``x``; ``y`` (shape of x's last axis) is broadcast in."""
-    outputs = []
+    outputs, seen = [], []
     for kind, seed in program:
         choice = np.random.default_rng(seed)
+        seen.append(x)
         if kind == "unary":
             x = getattr(lax, str(choice.choice(UNARY)))(x)
         elif kind == "binary" and x.ndim and x.shape[-1] == y.shape[0]:
@@ -64,15 +68,28 @@ def run(program, x, y):
             x = lax.pad(x, np.float32(0.5), config)
         elif kind == "concatenate" and x.ndim:
             x = lax.concatenate([x, lax.neg(x)], int(choice.integers(x.ndim)))
+        elif kind == "matmul" and x.ndim:
+            axis = int(choice.integers(x.ndim))  # contract any axis with a matrix
+            matrix = choice.standard_normal((x.shape[axis], 3)).astype(np.float32)
+            x = lax.dot_general(x, matrix, (((axis,), (0,)), ((), ())))
+        elif kind == "reuse":  # a value with several consumers
+            earlier = [v for v in seen if v.shape == x.shape]
+            x = x * 0.5 + earlier[int(choice.integers(len(earlier)))]
         elif kind == "keep":
             outputs.append(x)
     return [x, *outputs]
 
 
-@hypothesis.settings(max_examples=25)
-@hypothesis.given(shape=shapes(), program=programs(), seed=st.integers(0, 2 ** 16))
-def test_random_fused_programs_match_the_reference(shape, program, seed):
+@hypothesis.settings(max_examples=30)
+@hypothesis.given(shape=shapes(), program=programs(), seed=st.integers(0, 2 ** 16),
+                  blas=st.booleans())
+def test_random_fused_programs_match_the_reference(shape, program, seed, blas):
     values = np.random.default_rng(seed)
     x = values.standard_normal(shape).astype(np.float32)
     y = values.standard_normal(shape[-1:]).astype(np.float32)
-    assert_matches_reference(lambda x, y: run(program, x, y), x, y, tolerance=(1e-4, 1e-5))
+    saved = policy.MIN_GEMM_FLOPS
+    policy.MIN_GEMM_FLOPS = 0 if blas else saved  # every product through BLAS, or none
+    try:
+        assert_matches_reference(lambda x, y: run(program, x, y), x, y, tolerance=(1e-4, 1e-4))
+    finally:
+        policy.MIN_GEMM_FLOPS = saved
