@@ -56,11 +56,16 @@ def matmul(x1: Any, x2: Any, /):
         raise EmberValueError(f"matmul: the last axis of {tuple(np.shape(x1))} and the "
                               f"{'first' if b_vector else 'second-to-last'} axis of "
                               f"{tuple(np.shape(x2))} differ ({a.shape[-1]} != {b.shape[-2]})")
-    batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    a = broadcast_to_shape(a, batch + a.shape[-2:])
-    b = broadcast_to_shape(b, batch + b.shape[-2:])
-    nb = len(batch)
-    out = lax.dot_general(a, b, (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb)))))
+    if b.ndim == 2:
+        # (..., m, k) @ (k, n): one GEMM over the flattened leading axes, no batch copy
+        # of the right operand (as XLA would get from JAX).
+        out = lax.dot_general(a, b, (((a.ndim - 1,), (0,)), ((), ())))
+    else:
+        batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        a = broadcast_to_shape(a, batch + a.shape[-2:])
+        b = broadcast_to_shape(b, batch + b.shape[-2:])
+        nb = len(batch)
+        out = lax.dot_general(a, b, (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb)))))
     if a_vector:
         out = lax.squeeze(out, (out.ndim - 2,))
     if b_vector:

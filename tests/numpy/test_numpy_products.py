@@ -167,3 +167,11 @@ def test_products_under_jit_match_eager():
     with ember.config.override(backend="reference"):
         for eager, jitted in zip(f(a, b), ember.jit(f)(a, b)):
             np.testing.assert_array_equal(np.asarray(eager), np.asarray(jitted))
+
+
+def test_matmul_with_a_matrix_is_one_unbatched_gemm():
+    """(..., m, k) @ (k, n) must not copy the right operand per batch (one plain GEMM)."""
+    graph = ember.make_graph(enp.matmul)(np.ones((4, 3, 5), np.float32), np.ones((5, 2), np.float32))
+    names = [e.prim.name for e in graph.eqns]
+    assert names == ["dot_general"]
+    assert graph.eqns[0].params["dimension_numbers"] == (((2,), (0,)), ((), ()))
