@@ -26,9 +26,8 @@ class BufferPool:
         self._max = max_cached_bytes
         self._lock = threading.Lock()
 
-    def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-        """An uninitialized array, from recycled memory when it is large."""
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    def empty(self, shape: tuple[int, ...], dtype: np.dtype, nbytes: int) -> np.ndarray:
+        """An uninitialized array of ``nbytes``, from recycled memory when it is large."""
         if nbytes < MIN_BYTES:
             return np.empty(shape, dtype)
         raw = self._take(nbytes)
