@@ -9,6 +9,7 @@ from ember.backends.base import Device
 from ember.core import dtypes
 from ember.core.abstract import ShapedArray
 from ember.core.array_ops import ArrayOps
+from ember.errors import EmberValueError
 
 
 class Array(ArrayOps):
@@ -40,9 +41,23 @@ class Array(ArrayOps):
         self._device.backend.synchronize(self._buffer)
         return self
 
+    # --- donation ---------------------------------------------------------------
+    def mark_donated(self) -> None:
+        self._buffer = None
+
+    def is_deleted(self) -> bool:
+        return self._buffer is None
+
+    def live_buffer(self) -> Any:
+        if self._buffer is None:
+            raise EmberValueError(
+                "this array was donated to a jitted function (donate_argnums) and its memory "
+                "may have been reused for the results; use the function's outputs instead")
+        return self._buffer
+
     # --- host interop -----------------------------------------------------------
     def _host(self) -> np.ndarray:
-        return self._device.backend.to_host(self._buffer)
+        return self._device.backend.to_host(self.live_buffer())
 
     def _concrete(self) -> np.ndarray:
         return self._host()

@@ -31,7 +31,7 @@ def common_device(values: Sequence[Any]) -> Device:
 
 def to_buffer(value: Any, device: Device) -> Any:
     if isinstance(value, Array):
-        return value._buffer
+        return value.live_buffer()
     return device.backend.put(canonical_host(value), device)
 
 

@@ -254,7 +254,7 @@ class Lowered:
 def _const_buffer(value: Any, device) -> Any:
     if isinstance(value, Array):
         if value.device == device:
-            return value._buffer
+            return value.live_buffer()
         return device.backend.put(value._host(), device)
     return device.backend.put(canonical_host(value), device)
 
@@ -305,7 +305,9 @@ class Compiled:
         device = self.device
         if config.debug_nans or any(a._device != device for a in args):
             return self._call_flat(list(args))
-        outs = self.executable.run([a._buffer for a in args])
+        outs = self.executable.run([a.live_buffer() for a in args])
+        if self.donated:
+            _consume_donated(args, self.donated)
         arrays = [Array(buf, aval, device) for buf, aval in zip(outs, self._out_avals)]
         if self._single_output:
             return arrays[0]
@@ -317,12 +319,14 @@ class Compiled:
         buffers = []
         for leaf, aval in zip(leaves, self._in_avals):
             if isinstance(leaf, Array) and leaf._device == device:
-                buffers.append(leaf._buffer)
+                buffers.append(leaf.live_buffer())
             elif isinstance(leaf, Array):
                 buffers.append(backend.put(leaf._host(), device))
             else:
                 buffers.append(backend.put(canonical_host(leaf, aval.dtype), device))
         outs = self.executable.run(buffers)
+        if self.donated:
+            _consume_donated(leaves, self.donated)
         arrays = [Array(buf, aval, device) for buf, aval in zip(outs, self._out_avals)]
         if config.debug_nans:
             from ember.runtime.debug import check_nans_in_outputs
@@ -330,6 +334,13 @@ class Compiled:
             check_nans_in_outputs(self.executable.graph, [backend.to_host(b) for b in buffers],
                                   [a._host() for a in arrays])
         return tree_unflatten(self.out_tree, arrays)
+
+
+def _consume_donated(leaves: Sequence[Any], donated: Sequence[bool]) -> None:
+    """Donated arrays gave their buffers to the program: they cannot be used again."""
+    for leaf, is_donated in zip(leaves, donated):
+        if is_donated and isinstance(leaf, Array):
+            leaf.mark_donated()
 
 
 def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(),

@@ -153,3 +153,18 @@ def test_debug_nans_names_op_and_line():
     with ember.config.override(debug_nans=True):
         with pytest.raises(FloatingPointError, match="'mul'|'log'|'sub'"):
             ember.jit(lambda x: ember.lax.log(x) * 1.0)(np.float32(-1.0))
+
+
+def test_donated_arrays_cannot_be_used_again():
+    step = ember.jit(lambda w, g: w - 0.1 * g, donate_argnums=0)
+    w = enp.asarray(np.ones(4, np.float32))
+    g = enp.asarray(np.ones(4, np.float32))
+    w2 = step(w, g)
+    np.testing.assert_allclose(np.asarray(w2), 0.9)
+    assert w.is_deleted() and not g.is_deleted()
+    with pytest.raises(EmberValueError, match="donated"):
+        np.asarray(w)
+    with pytest.raises(EmberValueError, match="donated"):
+        step(w, g)
+    w3 = step(w2, g)  # the outputs carry on
+    np.testing.assert_allclose(np.asarray(w3), 0.8, rtol=1e-6)
