@@ -154,6 +154,14 @@ def elementwise_operand_index(atom, out: Index) -> Index | None:
     return () if atom.aval.shape == () else out
 
 
+# Elementwise primitives whose cost is many instructions (recomputing them is not free).
+EXPENSIVE = frozenset({
+    "exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan",
+    "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "cbrt", "erf",
+    "erfc", "erf_inv", "lgamma", "digamma", "pow", "atan2", "rem", "nextafter",
+})
+
+
 def _reduction_names() -> frozenset[str]:
     from ember.ops.reductions import REDUCTIONS
 

@@ -11,6 +11,9 @@ A kernel is straight-line scalar code inside loop nests, written as statements:
   ``Const``.
 - ``Store(buffer, index, node)``, ``AccInit(acc)``, ``AccUpdate(acc, node, position)``
   (``position`` is the flat reduction index, for argmax / argmin), ``AccFinish(acc)``.
+- ``Scratch(buffer)``: a kernel-local array; a row-wise kernel keeps values computed in a
+  reduction loop there (``Store``) and its output loop takes them back (``Let(node,
+  value=Load)``) instead of recomputing them (softmax's exponentials).
 
 Node dtypes are the *logical* dtypes of the values (float16 stays float16); a renderer
 decides how to hold them (C computes half precision in float). Every renderer consumes
@@ -29,14 +32,16 @@ from ember.codegen.indexing import Affine, Sym
 class Buffer:
     """A kernel parameter: one array in memory, read and/or written by the kernel."""
 
-    __slots__ = ("name", "dtype", "size", "written", "label")
+    __slots__ = ("name", "dtype", "size", "written", "label", "scratch")
 
-    def __init__(self, name: str, dtype: np.dtype, size: int, label: str = "") -> None:
+    def __init__(self, name: str, dtype: np.dtype, size: int, label: str = "",
+                 scratch: bool = False) -> None:
         self.name = name
         self.dtype = np.dtype(dtype)
         self.size = size
         self.written = False
         self.label = label  # what it holds, for comments: "x:f32[8,16]"
+        self.scratch = scratch  # kernel-local (declared by ``Scratch``), in compute type
 
     def __repr__(self) -> str:
         return f"Buffer({self.name})"
@@ -149,7 +154,18 @@ class Stmt:
 
 @dataclass(eq=False)
 class Let(Stmt):
+    """Compute ``node`` into its temporary; with ``value``, take it from there instead
+    (a value kept from an earlier loop)."""
+
     node: Node
+    value: "Node | None" = None
+
+
+@dataclass(eq=False)
+class Scratch(Stmt):
+    """Declare a kernel-local array (per thread when inside a parallel loop)."""
+
+    buffer: Buffer
 
 
 @dataclass(eq=False)

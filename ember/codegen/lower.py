@@ -25,7 +25,7 @@ from ember.codegen import indexing as ix
 from ember.codegen.indexing import Affine, Index, Sym
 from ember.codegen.kernel_ir import (AccFinish, AccInit, Accumulator, AccUpdate, AccValue,
                                      Buffer, Const, IndexCond, IndexValue, Kernel, Let, Load,
-                                     Loop, Node, Op, Stmt, Store)
+                                     Loop, Node, Op, Scratch, Stmt, Store)
 from ember.ir.graph import Eqn, Literal, Var
 
 MIN_PARALLEL_WORK = 1 << 18  # elements (times phases): below, waking a second thread costs more
@@ -91,6 +91,10 @@ class _Builder:
     def __init__(self, group: LoopGroup, subst: dict[Sym, Affine]) -> None:
         self.group = group
         self.subst = subst
+        # A reduction over the extents of the output loop's axes runs over the same
+        # loop variables, so a value at one position is one node in both loops.
+        rank = group.outer_rank
+        self.inner = group.syms[rank:] if rank is not None and rank < len(group.syms) else ()
         self.params: dict[Var, Buffer] = {}
         self.nodes: dict[tuple, Node] = {}
         self.info: dict[int, _NodeInfo] = {}
@@ -257,7 +261,11 @@ class _Builder:
             position = None
         else:
             operand_index, raw_syms = access.reduction_operand_index(eqn, index)
-            forms, syms = self._rsyms(raw_syms)
+            if self.inner and tuple(s.extent for s in raw_syms) == tuple(
+                    s.extent for s in self.inner):
+                forms, syms = self._rsyms(self.inner)
+            else:
+                forms, syms = self._rsyms(raw_syms)
             mapping = dict(zip(raw_syms, forms))
             operand_index = tuple(ix.substitute(i, mapping) for i in operand_index)
             body = self.value(eqn.inputs[0], operand_index)
@@ -398,11 +406,15 @@ def _plan_loops(group: LoopGroup, first: _Builder) -> tuple[dict[Sym, Affine], _
     outer = _substitution(_merge_runs(list(group.syms[:rank]), forms), "o", subst)
     inner = _substitution(_merge_runs(list(group.syms[rank:]), forms), "i", subst)
     for syms in dict.fromkeys(red.syms for red in first.reductions.values()):
-        _substitution(_merge_runs(list(syms), forms), "k", subst)
+        if not set(syms) <= set(group.syms):  # (shared with the output loops: done)
+            _substitution(_merge_runs(list(syms), forms), "k", subst)
     return subst, _LoopPlan(outer, inner)
 
 
 # --- emitting statements --------------------------------------------------------------
+
+MAX_STASH = 1 << 13  # elements of one row kept on the stack
+
 
 class _Emitter:
     def __init__(self, builder: _Builder, plan: _LoopPlan, threads: int) -> None:
@@ -412,6 +424,9 @@ class _Emitter:
         self.scopes: list[_Scope] = []
         self.ops: list[str] = []
         self.lines: dict[str, None] = {}
+        self.stash = self._stash_buffers()
+        self.stashed: set[int] = set()  # stored by a reduction loop: reuse in the output loop
+        self.reusing = False
 
     def kernel(self, name: str) -> Kernel:
         top = _Scope(frozenset(), [])
@@ -467,9 +482,49 @@ class _Emitter:
                 return False
         return True
 
+    # keeping expensive row values between a reduction loop and the output loop
+    def _stash_buffers(self) -> dict[int, Buffer]:
+        """Scratch rows for expensive values computed by a reduction loop and needed again,
+        at the same positions, by the output loop (softmax's exponentials)."""
+        if len(self.plan.inner) != 1 or self.plan.inner[0].extent > MAX_STASH:
+            return {}
+        loop = self.plan.inner[0]
+        phase_nodes = self._needed([r.body for r in self.b.reductions.values()], loop)
+        final_nodes = self._needed([n for _, _, n in self.b.stores], loop)
+        stash = {}
+        for node_id in phase_nodes & final_nodes:
+            node = self._node[node_id]
+            if isinstance(node, Op) and node.op in access.EXPENSIVE:
+                stash[node_id] = Buffer(f"s{len(stash)}", node.dtype, loop.extent,
+                                        scratch=True)
+        return stash
+
+    def _needed(self, roots: list[Node], loop: Sym) -> set[int]:
+        """Nodes computed inside ``loop`` to evaluate ``roots`` (which depend on it)."""
+        self._node = {n.id: n for n in self.b.nodes.values()}
+        found: set[int] = set()
+        stack = [n for n in roots if loop in self._free(n)]
+        while stack:
+            node = stack.pop()
+            if node.id in found or loop not in self._free(node):
+                continue
+            found.add(node.id)
+            stack.extend(node.operands())
+        return found
+
+    def _keep(self) -> None:
+        """Store the stash values this reduction loop has just computed."""
+        scope = self.scopes[-1]
+        for node_id, buffer in self.stash.items():
+            if node_id in scope.bound and node_id not in self.stashed:
+                scope.stmts.append(Store(buffer, ix.var(self.plan.inner[0]),
+                                         self._node[node_id]))
+                self.stashed.add(node_id)
+
     # phases
     def _phases(self) -> None:
         scope = self.scopes[-1]
+        scope.stmts.extend(Scratch(buffer) for buffer in self.stash.values())
         reductions = sorted(self.b.reductions.values(), key=lambda r: r.phase)
         phases = sorted({r.phase for r in reductions})
         for phase in phases:
@@ -490,7 +545,9 @@ class _Emitter:
                     self._bind(node)
                     self.scopes[-1].stmts.append(Store(buf, flat, node))
 
+            self.reusing = True
             scope.stmts.extend(self._nest(self.plan.inner, fill, self._parallel_inner()))
+            self.reusing = False
 
     def _reduction_loop(self, batch: list[_Reduction]) -> None:
         scope = self.scopes[-1]
@@ -502,6 +559,7 @@ class _Emitter:
             for red in batch:
                 self._bind(red.body)
                 self.scopes[-1].stmts.append(AccUpdate(red.acc, red.body, red.position))
+            self._keep()
 
         accs = [r.acc for r in batch]
         parallel = self._parallel_inner() and not any(
@@ -523,6 +581,11 @@ class _Emitter:
         """Make ``node`` available in the current scope, computing it in the outermost
         open scope that has its loop variables."""
         if isinstance(node, Const) or any(node.id in s.bound for s in self.scopes):
+            return
+        if self.reusing and node.id in self.stashed:
+            kept = Load(self.stash[node.id], ix.var(self.plan.inner[0]), node.dtype)
+            self.scopes[-1].stmts.append(Let(node, kept))
+            self.scopes[-1].bound.add(node.id)
             return
         for child in node.operands():
             self._bind(child)

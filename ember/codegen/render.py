@@ -15,7 +15,7 @@ from ember.codegen import indexing as ix
 from ember.codegen.indexing import Affine
 from ember.codegen.kernel_ir import (AccFinish, AccInit, Accumulator, AccUpdate, AccValue,
                                      Buffer, Const, IndexCond, IndexValue, Kernel, Let, Load,
-                                     Loop, Node, Op, Stmt, Store)
+                                     Loop, Node, Op, Scratch, Stmt, Store)
 
 # Math functions by generic name: the C name for double; float32 appends 'f'.
 MATH_FUNCTIONS = (
@@ -107,9 +107,12 @@ class Renderer:
 
     def statement(self, stmt: Stmt) -> list[str]:
         if isinstance(stmt, Let):
-            return [self.let(stmt.node)]
+            return [self.let(stmt.node, stmt.value)]
+        if isinstance(stmt, Scratch):
+            return [self.scratch_declaration(stmt.buffer)]
         if isinstance(stmt, Store):
-            value = self.stored(stmt.value, stmt.buffer.dtype)
+            value = self.ref(stmt.value) if stmt.buffer.scratch \
+                else self.stored(stmt.value, stmt.buffer.dtype)
             return [f"{stmt.buffer.name}[{self.index(stmt.index)}] = {value};"]
         if isinstance(stmt, AccInit):
             return self.acc_init(stmt.acc)
@@ -120,9 +123,12 @@ class Renderer:
         raise TypeError(f"unknown statement {stmt!r}")
 
     # values
-    def let(self, node: Node) -> str:
+    def scratch_declaration(self, buffer: Buffer) -> str:
+        return f"{self.ctype(buffer.dtype)} {buffer.name}[{max(buffer.size, 1)}];"
+
+    def let(self, node: Node, value: Node | None = None) -> str:
         name = f"t{node.id}"
-        text = f"{self.ctype(node.dtype)} {name} = {self.expression(node)};"
+        text = f"{self.ctype(node.dtype)} {name} = {self.expression(value or node)};"
         self.names[node.id] = name
         if isinstance(node, Op) and node.source:
             text += f"  // {node.op} at {_clean(node.source)}"
@@ -139,6 +145,8 @@ class Renderer:
     def expression(self, node: Node) -> str:
         if isinstance(node, Load):
             ref = f"{node.buffer.name}[{self.index(node.index)}]"
+            if node.buffer.scratch:
+                return ref
             value = self.load_templates.get(node.dtype.name, "{0}").format(ref)
             if node.guard is not None:
                 value = f"({self.ref(node.guard)} ? {value} : 0)"

@@ -32,11 +32,7 @@ from ember.ir.graph import Eqn, Graph, Literal, Var
 from ember.passes.schedule import Group, Schedule
 
 # Elementwise primitives worth storing rather than recomputing in several kernels.
-EXPENSIVE = frozenset({
-    "exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan",
-    "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "cbrt", "erf",
-    "erfc", "erf_inv", "lgamma", "digamma", "pow", "atan2", "rem", "nextafter",
-})
+EXPENSIVE = access.EXPENSIVE
 MAX_DUPLICATES = 4  # a cheap value is recomputed in at most this many kernels
 
 

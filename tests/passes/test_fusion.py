@@ -71,6 +71,11 @@ def test_softmax_over_rows_is_one_row_wise_kernel(softmax):
     assert schedule.groups[0].outer_rank == 1
 
 
+def test_softmax_keeps_its_exponentials_for_the_output_loop():
+    (ops,) = kernel_ops(schedule_of(nn.softmax, x))
+    assert ops.count("exp") == 1
+
+
 def test_layernorm_over_rows_is_one_row_wise_kernel():
     gamma, beta = np.ones(128, np.float32), np.zeros(128, np.float32)
     schedule = schedule_of(layernorm, x, gamma, beta)

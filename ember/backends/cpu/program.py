@@ -40,7 +40,8 @@ class LoweredStep:
             loads.setdefault(load.buffer, set()).add(load.index)
         stores: dict[Buffer, list] = {}
         for store in self.kernel.stores():
-            stores.setdefault(store.buffer, []).append(store.index)
+            if not store.buffer.scratch:
+                stores.setdefault(store.buffer, []).append(store.index)
         pairs = []
         for out_buf, indices in stores.items():
             if len(indices) != 1:
