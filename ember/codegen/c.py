@@ -124,8 +124,9 @@ class CRenderer(Renderer):
     def loop_header(self, loop: Loop) -> list[str]:
         sym = loop.sym
         clauses = []
-        if loop.parallel:
-            clauses.append(f"num_threads({self.threads}) schedule(static)")
+        if loop.parallel:  # guided: a thread that starts late (shared cores) takes less
+            schedule = "simd:guided" if loop.vector else "guided"
+            clauses.append(f"num_threads({self.threads}) schedule({schedule})")
         for acc in loop.accumulators if (loop.parallel or loop.vector) else ():
             clauses += self.reduction_clauses(acc)
         pragma = []

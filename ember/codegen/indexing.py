@@ -15,6 +15,7 @@ dimensions gives the original loop variables.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
@@ -86,10 +87,13 @@ def var(sym: Sym) -> Affine:
     return Affine(((sym, 1),), 0)
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _atom_key(atom: Atom) -> tuple:
+    """A total order of atoms (so that equal forms have equal term tuples)."""
     if isinstance(atom, Sym):
-        return (0, atom.name)
-    return (1 if isinstance(atom, FloorDiv) else 2, repr(atom.arg), atom.divisor)
+        return (0, atom.name, atom.extent)
+    arg = tuple((_atom_key(a), c) for a, c in atom.arg.terms) + (atom.arg.const,)
+    return (1 if isinstance(atom, FloorDiv) else 2, arg, atom.divisor)
 
 
 def _build(coefs: dict[Atom, int], constant: int) -> Affine:
