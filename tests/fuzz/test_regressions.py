@@ -12,6 +12,8 @@ from ember import lax
 from ember.runtime.devices import available_backends
 
 needs_cpu = pytest.mark.skipif("cpu" not in available_backends(), reason="no CPU backend here")
+needs_opencl = pytest.mark.skipif("opencl" not in available_backends(),
+                                  reason="no OpenCL backend here")
 
 
 @pytest.mark.xfail(strict=True, reason="reference backend / jit runtime: the reference "
@@ -72,3 +74,30 @@ def test_cpu_grad_of_cumulative_extrema(op):
     expected = np.asarray(ember.grad(loss)(x, w))
     np.testing.assert_allclose(ember.jit(ember.grad(loss), backend="cpu")(x, w), expected,
                                rtol=1e-5, atol=1e-6)
+
+
+@needs_opencl
+@pytest.mark.xfail(strict=True, reason="OpenCL backend: the jitted gradient of a vector's dot "
+                   "product with itself does not compile (generated code uses an undeclared "
+                   "'acc0_s')")
+def test_opencl_grad_of_a_self_dot_product():
+    def loss(x):
+        return lax.dot_general(x, x, (((0,), (0,)), ((), ())))
+
+    x = np.array([-1.18, 0.5], np.float32)
+    np.testing.assert_allclose(ember.jit(ember.grad(loss), backend="opencl")(x), 2 * x, rtol=1e-6)
+
+
+@needs_opencl
+@pytest.mark.xfail(strict=True, reason="OpenCL backend: a gradient that adds a zero-size "
+                   "dot_general's (empty) contribution comes out as garbage (601 for 2.348): "
+                   "uninitialized memory")
+def test_opencl_grad_with_an_empty_dot_product():
+    def loss(x, v):
+        empty = lax.dot_general(v, x, (((1,), (0,)), ((), ())), preferred_element_type=np.float32)
+        square = lax.dot_general(x, x, (((0,), (0,)), ((), ())))
+        return lax.add(lax.reduce_sum(empty, (0,)), lax.convert_element_type(square, np.float32))
+
+    x, v = np.array([1.174], np.float16), np.zeros((0, 1), np.float16)
+    got = ember.jit(ember.grad(loss), backend="opencl")(x, v)
+    np.testing.assert_allclose(np.asarray(got, np.float32), [2.348], rtol=1e-2)
