@@ -71,6 +71,9 @@ class Array(ArrayOps):
         return host
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        export = getattr(self._device.backend, "dlpack_capsule", None)
+        if export is not None and dl_device is None:  # device memory, without a copy
+            return export(self._buffer, stream)
         host = self._host()
         if max_version is None:
             return host.__dlpack__(stream=stream)
@@ -78,6 +81,9 @@ class Array(ArrayOps):
                                copy=copy)
 
     def __dlpack_device__(self):
+        device = getattr(self._device.backend, "dlpack_device", None)
+        if device is not None:
+            return device(self._buffer)
         return self._host().__dlpack_device__()
 
     def __repr__(self) -> str:
