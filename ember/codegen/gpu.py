@@ -27,10 +27,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ember.codegen import indexing as ix
 from ember.codegen.c import OP_TEMPLATES, CRenderer
 from ember.codegen.gemm import GemmPlan, Matrix
-from ember.codegen.kernel_ir import (AccFinish, Accumulator, Buffer, Kernel, Loop, Stmt,
-                                     Store, walk)
+from ember.codegen.kernel_ir import (AccFinish, Accumulator, Buffer, Kernel, Load, Loop, Node,
+                                     Stmt, Store, walk)
 
 THREAD = "tid"  # the variable holding the thread's index in its block
 BLOCK = 256  # threads per block of every generated loop kernel (a multiple of 32)
@@ -182,10 +183,27 @@ class GpuRenderer(CRenderer):
 
     # --- statements --------------------------------------------------------------------
     def statement(self, stmt: Stmt) -> list[str]:
+        if isinstance(stmt, Store) and stmt.buffer.scratch:
+            return [f"{stmt.buffer.name}[{self.scratch_slot(stmt.index)}] = "
+                    f"{self.ref(stmt.value)};"]
         lines = super().statement(stmt)
         if id(stmt) in self.mapping.guarded:
             return [f"if ({self.first_thread()}) {{ {' '.join(lines)} }}"]
         return lines
+
+    # --- scratch rows: values a reduction loop keeps for the output loop ---------------
+    # Both loops walk the row thread-strided, so each thread keeps only the positions it
+    # visits: slot ``i / BLOCK`` of a small per-thread array.
+    def scratch_declaration(self, buffer: Buffer) -> str:
+        return f"{self.ctype(buffer.dtype)} {buffer.name}[{max(-(-buffer.size // BLOCK), 1)}];"
+
+    def scratch_slot(self, index) -> str:
+        return f"({self.index(index)}) / {BLOCK}"
+
+    def expression(self, node: Node) -> str:
+        if isinstance(node, Load) and node.buffer.scratch:
+            return f"{node.buffer.name}[{self.scratch_slot(node.index)}]"
+        return super().expression(node)
 
     def first_thread(self) -> str:
         if self.mapping.rows:
@@ -367,9 +385,26 @@ def _map_loops(kernel: Kernel) -> _Mapping:
     for stmt in body:
         if isinstance(stmt, Loop):
             mapping.roles[id(stmt)] = "thread"
+    _check_scratch(kernel, body)
     mapping.accumulators = [s.acc for s in walk(kernel.body) if isinstance(s, AccFinish)]
     _guard_stores(kernel.body, mapping)
     return mapping
+
+
+def _check_scratch(kernel: Kernel, row: list[Stmt]) -> None:
+    """Scratch rows are read and written only at a thread-strided loop's own position
+    (what ``GpuRenderer.scratch_slot`` relies on)."""
+    spread = {loop.sym for loop in row if isinstance(loop, Loop) and len(_perfect_nest(loop)) == 1}
+    for stmt in walk(kernel.body):
+        index = None
+        if isinstance(stmt, Store) and stmt.buffer.scratch:
+            index = stmt.index
+        elif getattr(stmt, "value", None) is not None and isinstance(stmt.value, Load) \
+                and stmt.value.buffer.scratch:
+            index = stmt.value.index
+        if index is not None and not any(index == ix.var(sym) for sym in spread):
+            raise AssertionError(f"internal error: scratch row {index!r} of {kernel.name} is "
+                                 "not indexed by a thread-strided row loop")
 
 
 def _nest_size(loop: Loop) -> int:

@@ -22,15 +22,16 @@ import importlib.util
 from typing import Any
 
 from ember.backends.base import Device
-from ember.backends.cuda import nvrtc
-from ember.backends.cuda.driver import (CompileOnlyModule, CudaModule, CudaRuntime, gpus,
-                                        no_device_message)
+from ember.backends.cuda import dlpack, nvrtc
+from ember.backends.cuda.driver import (Borrowed, CompileOnlyModule, CudaModule, CudaRuntime,
+                                        gpus, no_device_message)
+from ember.backends.gpu.buffers import DeviceBuffer
 from ember.backends.gpu.backend import GpuBackend
 from ember.backends.gpu.executable import DeviceExecutable
 from ember.backends.gpu.program import DeviceProgram, dump_source
 from ember.codegen.cuda import CudaRenderer
 from ember.core.primitive import Primitive
-from ember.errors import BackendUnavailableError
+from ember.errors import BackendUnavailableError, EmberValueError
 
 COMPILE_ONLY = Device("cuda", 0, f"no CUDA device: compile-only ({nvrtc.DEFAULT_ARCH})")
 
@@ -85,6 +86,34 @@ class CudaBackend(GpuBackend):
         if runtime is None:
             return CompileOnlyModule(compiled)
         return runtime.load(compiled)
+
+    # --- DLPack (zero-copy exchange with PyTorch, CuPy, ...) ------------------------------
+    def dlpack_device(self, buffer: DeviceBuffer) -> tuple[int, int]:
+        if buffer.runtime is None:  # the compile-only device holds host memory
+            return (dlpack.KDL_CPU, 0)
+        return (dlpack.KDL_CUDA, buffer.runtime.gpu.ordinal)
+
+    def dlpack_capsule(self, buffer: DeviceBuffer, stream: int | None = None) -> Any:
+        """A capsule of the device memory, ready for use on any stream (Ember's stream is
+        synchronized first), holding ``buffer`` alive until the consumer is done."""
+        if buffer.runtime is None:
+            return buffer.host().__dlpack__()
+        memory = buffer.memory()
+        buffer.runtime.synchronize()
+        return dlpack.export_capsule(int(memory), buffer.shape, buffer.dtype, dlpack.KDL_CUDA,
+                                     buffer.runtime.gpu.ordinal, owner=buffer)
+
+    def from_dlpack(self, producer: Any) -> DeviceBuffer:
+        """A buffer over a CUDA tensor of another library, without a copy (the producer's
+        memory stays alive as long as the buffer does)."""
+        device_type, ordinal = producer.__dlpack_device__()
+        if device_type != dlpack.KDL_CUDA or ordinal >= len(gpus()):
+            raise EmberValueError(f"from_dlpack on the CUDA backend needs a tensor on a CUDA "
+                                  f"device, got DLPack device ({device_type}, {ordinal})")
+        runtime = _runtime(ordinal)
+        runtime.synchronize()
+        imported = dlpack.import_capsule(producer.__dlpack__(stream=None))
+        return DeviceBuffer(runtime, imported.shape, imported.dtype, memory=Borrowed(imported))
 
     def apply_primitive(self, prim: Primitive, buffers: list, params: dict) -> Any:
         self._require_device()

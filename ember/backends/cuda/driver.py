@@ -82,6 +82,19 @@ class CudaMemory:
             pass
 
 
+class Borrowed:
+    """Device memory another library owns (imported through DLPack)."""
+
+    __slots__ = ("pointer", "owner")
+
+    def __init__(self, imported: Any) -> None:
+        self.pointer = imported.pointer
+        self.owner = imported  # its deleter runs when the last buffer over it goes
+
+    def __int__(self) -> int:
+        return int(self.pointer)
+
+
 class CudaRuntime:
     """One GPU: its primary context and an Ember stream; every operation is queued on it."""
 

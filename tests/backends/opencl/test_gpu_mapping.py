@@ -4,6 +4,8 @@ with block reductions, stores outside spread loops done by one thread, 32- vs 64
 indices, launch shapes, and the tiled GEMM's coalesced tile loads."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from gpu_programs import softmax
@@ -56,10 +58,17 @@ def test_a_row_kernel_takes_a_block_per_row_and_a_thread_per_element():
     source, shape = only_kernel(softmax, np.ones((100, 700), np.float32))
     assert "for (int o0 = (int)(get_group_id(0)); o0 < 100; o0 += (int)(get_num_groups(0)))" \
         in source
-    assert source.count("k0 = tid; k0 < 700; k0 += 256") == 2  # the max, then the sum
-    assert "i0 = tid; i0 < 700; i0 += 256" in source  # the output
+    # the max, the sum and the output walk the row thread-strided
+    assert len(re.findall(r"for \(int (\w+) = tid; \1 < 700; \1 \+= 256\)", source)) == 3
     assert source.count("__local float acc") == 2 and "__local int acc0_nan_s[256];" in source
     assert shape == LaunchShape((100, 1, 1), (BLOCK, 1, 1))
+
+
+def test_a_kept_row_holds_only_the_positions_its_thread_visits():
+    source, _ = only_kernel(softmax, np.ones((10, 700), np.float32))
+    (name,) = re.findall(r"float (s\d+)\[3\];", source)  # 700 / 256 positions per thread
+    assert re.search(rf"{name}\[\((\w+)\) / 256\] = t\d+;", source)  # the exps, kept
+    assert re.search(rf"= {name}\[\((\w+)\) / 256\];", source)  # and taken back
 
 
 def test_a_store_outside_the_spread_loops_is_done_by_the_first_thread():
