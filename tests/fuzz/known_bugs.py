@@ -22,10 +22,6 @@ def _source(failure: Failure) -> str:
     return function_source(failure.program)
 
 
-def _has_empty_value(failure: Failure) -> bool:
-    return any(aval.size == 0 for aval in failure.program.avals().values())
-
-
 KNOWN_BUGS = (
     KnownBug("test_reference_jit_returns_arrays_for_0d_clamp_and_select",
              lambda f: f.target == "reference:jit" and f.kind == "crash"
@@ -39,12 +35,6 @@ KNOWN_BUGS = (
     KnownBug("test_cpu_grad_of_cumulative_extrema",
              lambda f: f.target == "cpu:jit" and f.variant == "grad" and f.kind == "mismatch"
              and any(op in _source(f) for op in ("cummax", "cummin", "cumlogsumexp"))),
-    KnownBug("test_opencl_grad_of_a_self_dot_product",
-             lambda f: f.target.startswith("opencl") and f.error_type == "CompileError"
-             and "acc0_s" in f.detail),
-    KnownBug("test_opencl_grad_with_an_empty_dot_product",
-             lambda f: f.target.startswith("opencl") and f.kind == "mismatch"
-             and "dot_general" in _source(f) and _has_empty_value(f)),
 )
 
 
