@@ -30,7 +30,7 @@ import numpy as np
 from ember.codegen import indexing as ix
 from ember.codegen.c import OP_TEMPLATES, CRenderer
 from ember.codegen.gemm import GemmPlan, Matrix
-from ember.codegen.kernel_ir import (AccFinish, Accumulator, Buffer, Kernel, Load, Loop, Node,
+from ember.codegen.kernel_ir import (Accumulator, AccUpdate, Buffer, Kernel, Load, Loop, Node,
                                      Stmt, Store, walk)
 
 THREAD = "tid"  # the variable holding the thread's index in its block
@@ -55,6 +55,7 @@ class _Mapping:
     roles: dict[int, str] = field(default_factory=dict)  # id(loop) -> 'grid'|'block'|'thread'
     guarded: set[int] = field(default_factory=set)  # id(store) done by one thread only
     iterations: int = 1  # grid kernels: iterations of the grid loop; row kernels: rows
+    # accumulators updated by threads of a block in turn: combined after their loop
     accumulators: list[Accumulator] = field(default_factory=list)
 
 
@@ -212,7 +213,8 @@ class GpuRenderer(CRenderer):
 
     # --- block reductions ------------------------------------------------------------------
     def acc_finish(self, acc: Accumulator) -> list[str]:
-        return self.block_reduction(acc) + super().acc_finish(acc)
+        combine = self.block_reduction(acc) if acc in self.mapping.accumulators else []
+        return combine + super().acc_finish(acc)
 
     def components(self, acc: Accumulator) -> list[tuple[str, str, str]]:
         """(variable, type, identity) of each part of an accumulator's state."""
@@ -386,7 +388,9 @@ def _map_loops(kernel: Kernel) -> _Mapping:
         if isinstance(stmt, Loop):
             mapping.roles[id(stmt)] = "thread"
     _check_scratch(kernel, body)
-    mapping.accumulators = [s.acc for s in walk(kernel.body) if isinstance(s, AccFinish)]
+    spread = [s for s in body if isinstance(s, Loop)]
+    mapping.accumulators = list({s.acc.name: s.acc for s in walk(spread)
+                                 if isinstance(s, AccUpdate)}.values())
     _guard_stores(kernel.body, mapping)
     return mapping
 

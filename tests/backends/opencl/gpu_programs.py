@@ -272,6 +272,12 @@ def _column_and_total(x):
     return lax.reduce_sum(x, (0,)), lax.reduce_max(x, (0, 1)), lax.reduce_sum(x * x, (0, 1))
 
 
+def _one_element_reductions(x, y):
+    """Reductions over one element have no loop: each thread's result is already whole."""
+    self_dot = ember.grad(lambda v: lax.dot_general(v, v, (((0,), (0,)), ((), ()))))(y)
+    return lax.reduce_sum(x, (1,)) * 2.0, lax.argmax(x, 1, np.int32), self_dot
+
+
 def _constant(x):
     return x * np.arange(7, dtype=np.float32) + 1.0
 
@@ -318,6 +324,8 @@ CASES: dict[str, Case] = {
         tolerance=(2e-2, 2e-2)),
     "host_calls": Case(_host_calls, lambda rng: (normal(rng, 5, 7),)),
     "iota": Case(_iota, lambda rng: (normal(rng, 4, 6),)),
+    "one_element_reductions": Case(_one_element_reductions, lambda rng: (
+        normal(rng, 300, 1), normal(rng, 2))),
     "constant_operand": Case(_constant, lambda rng: (normal(rng, 3, 7),)),
     "scalar_outputs": Case(_scalar_output, lambda rng: (normal(rng, 9),)),
 }
