@@ -259,6 +259,8 @@ class _Builder:
         if eqn.prim.name == "dot_general":
             body, syms, acc_dtype = self._dot_body(eqn, index, source)
             position = None
+            if not syms:  # nothing contracted: an outer product, no accumulator
+                return self._as(body, out.aval.dtype, source)
         else:
             operand_index, raw_syms = access.reduction_operand_index(eqn, index)
             if self.inner and tuple(s.extent for s in raw_syms) == tuple(
