@@ -18,6 +18,7 @@ from typing import Any, Sequence
 
 from ember.backends.base import Backend, Executable
 from ember.backends.cpu import toolchain
+from ember.backends.cpu.control import control_runner
 from ember.backends.cpu.executable import CpuExecutable, HostCall, entry_point, literal_result
 from ember.backends.cpu.module import Layout, build_module
 from ember.backends.cpu.policy import cpu_policy
@@ -71,9 +72,14 @@ class CpuBackend(Backend):
         executable.library = library  # keeps the shared object loaded
         return executable.configure(
             entry=entry_point(library), layout=layout,
-            program=_program(steps, module.segments, plan),
+            program=_program(steps, module.segments, plan, self._compile_body),
             constants=optimized.constvals, output_avals=[v.aval for v in outputs],
             results=_results(optimized, plan), arena_bytes=plan.arena_bytes)
+
+
+    def _compile_body(self, graph: Graph) -> Executable:
+        """A control-flow body, compiled like a program of its own."""
+        return self.compile(graph)
 
 
 def optimize(graph: Graph) -> Graph:
@@ -122,7 +128,8 @@ def _host_slots(plan: BufferPlan) -> int:
     return sum(1 for loc in plan.locations.values() if loc.kind == "host")
 
 
-def _program(steps: list[LoweredStep], segments: list[list[int]], plan: BufferPlan) -> list:
+def _program(steps: list[LoweredStep], segments: list[list[int]], plan: BufferPlan,
+             compile_graph) -> list:
     """Segment numbers and host calls in execution order."""
     segment_of = {index: number for number, segment in enumerate(segments) for index in segment}
     program: list = []
@@ -132,7 +139,7 @@ def _program(steps: list[LoweredStep], segments: list[list[int]], plan: BufferPl
             inputs = [literal_result(a) if isinstance(a, Literal) else plan.locations[a]
                       for a in eqn.inputs]
             outputs = [plan.locations.get(v) for v in eqn.outputs]
-            program.append(HostCall(eqn, inputs, outputs))
+            program.append(HostCall(eqn, inputs, outputs, control_runner(eqn, compile_graph)))
         elif not program or program[-1] != segment_of[index]:
             program.append(segment_of[index])
     return program

@@ -207,3 +207,20 @@ def test_sums_and_transposes_of_products_become_one_gemm():
     assert_matches_reference(weight_gradient, a, b, tolerance=(1e-4, 1e-4))
     kernels = compiled(weight_gradient, a, b).kernels
     assert [k.kind for k in kernels] == ["library"] and kernels[0].ops == ["dot_general"]
+
+
+def test_control_flow_bodies_run_compiled():
+    x = randn(5, 4)
+
+    def fun(x):
+        def body(carry, row):
+            carry = lax.tanh(carry * 1.5 + row)
+            return carry, lax.reduce_sum(carry, (0,))
+
+        final, sums = lax.scan(body, x[0] * 0.0, x)
+        looped = lax.while_loop(lambda c: c[0] < 5, lambda c: (c[0] + 1, lax.exp(c[1]) * 0.5),
+                                (0, final))
+        chosen = lax.cond(sums[0] > 0, lambda v: v * 2.0, lambda v: v - 1.0, sums)
+        return final, sums, looped[1], chosen
+
+    assert_matches_reference(fun, x)
