@@ -4,7 +4,7 @@ grid of thread blocks (OpenCL: work-groups), block-level reductions, a tiled GEM
 Lowering (``ember.codegen.lower``) produces two shapes of kernel, and each gets one
 mapping, decided here from the kernel IR alone:
 
-- *elementwise* kernels (no accumulators): the loop nest becomes one grid-stride loop
+- *elementwise* kernels (no reduction loop): the loop nest becomes one grid-stride loop
   over all its iterations. Consecutive threads take consecutive iterations of the
   innermost loop, which lowering made the contiguous one: loads and stores coalesce.
 - *row* kernels (reductions: sums, softmax, layernorm): one block per row (the loops
@@ -13,7 +13,8 @@ mapping, decided here from the kernel IR alone:
   the threads' partial accumulators are combined by a block-level tree reduction in
   shared memory (CUDA: warp shuffles first), which leaves the result in every thread,
   so the next phase (softmax: the sum after the max, then the output) goes on at once.
-  A store outside the spread loops is done by the block's first thread.
+  A store outside the spread loops is done by the block's first thread. (A kernel with
+  reductions but no row loop, e.g. a full sum, is one row: a single block.)
 
 A perfect nest of loops (a loop whose body is one loop) is collapsed into one flat loop
 before it is mapped. Everything else (sequential loops, values, accumulator updates) is
@@ -110,12 +111,12 @@ class GpuRenderer(CRenderer):
         return self.builtins["barrier"]
 
     # --- a whole kernel ------------------------------------------------------------------
-    def render_kernel(self, kernel: Kernel, aliases={}) -> str:
+    def render_kernel(self, kernel: Kernel, aliases: dict[Buffer, Buffer] = {}) -> str:
         self.mapping = _map_loops(kernel)
         self.index_type = "int" if _fits_int32(kernel, self.max_blocks) else "int64_t"
         header, _, rest = super().render_kernel(kernel, aliases).partition("\n")
         shared = [line for acc in self.mapping.accumulators
-                  for line in self.scratch_declarations(acc)]
+                  for line in self.combine_scratch(acc)]
         shared.append(f"const int {THREAD} = {self.builtin('thread')};")
         return "\n".join([header, *(self.indent_unit + line for line in shared), rest])
 
@@ -229,7 +230,8 @@ class GpuRenderer(CRenderer):
     def scratch_size(self) -> int:
         return BLOCK // self.warp_size if self.warp_size else BLOCK
 
-    def scratch_declarations(self, acc: Accumulator) -> list[str]:
+    def combine_scratch(self, acc: Accumulator) -> list[str]:
+        """Shared arrays the block reduction of ``acc`` goes through."""
         return [f"{self.shared_qualifier} {ctype} {name}_s[{self.scratch_size()}];"
                 for name, ctype, _ in self.components(acc)]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import shlex
+import threading
 import warnings
 from typing import Any, Sequence
 
@@ -99,7 +100,9 @@ class OpenCLModule:
         self.queue = queue
         self.program = program
         self.kernels = {k.function_name: k for k in program.all_kernels()}
+        self.lock = threading.Lock()  # a kernel object holds its arguments until enqueued
 
     def launch(self, kernel: str, memories: Sequence[cl.Buffer], shape: LaunchShape) -> None:
         global_size = tuple(g * b for g, b in zip(shape.grid, shape.block))
-        self.kernels[kernel](self.queue, global_size, shape.block, *memories)
+        with self.lock:
+            self.kernels[kernel](self.queue, global_size, shape.block, *memories)
