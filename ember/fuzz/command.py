@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ember.fuzz.choices import RandomChoices
-from ember.fuzz.generate import Limits, generate, unexpected_rejections
+from ember.fuzz.generate import DEFAULT_LIMITS, Limits, generate, unexpected_rejections
 from ember.fuzz.reproducer import write_reproducer
 from ember.fuzz.runner import Failure, Report, check
 from ember.fuzz.shrink import shrink
@@ -51,7 +51,7 @@ def _likeness(failure: Failure) -> tuple:
 
 def run_campaign(seed: int, keep_going: Callable[[Campaign], bool], *,
                  backends: Sequence[str] | None = None, variants: Sequence[str] = VARIANTS,
-                 limits: Limits = Limits(), out: Path | None = None, shrink_tries: int = 200,
+                 limits: Limits = DEFAULT_LIMITS, out: Path | None = None, shrink_tries: int = 200,
                  log: Callable[[str], None] = print) -> Campaign:
     """Generate and check programs while ``keep_going(campaign)``; shrink and write new
     failures to ``out`` (when given)."""
@@ -81,9 +81,9 @@ def run_campaign(seed: int, keep_going: Callable[[Campaign], bool], *,
 
 def summary(campaign: Campaign) -> str:
     report = campaign.report
-    lines = [f"ember fuzz: seed {campaign.seed}, {campaign.programs} programs, "
-             f"{report.runs} target runs, {len(report.failures)} failures, "
-             f"{len(report.rejected)} variants rejected by the reference"]
+    lines = [(f"ember fuzz: seed {campaign.seed}, {campaign.programs} programs, "
+              f"{report.runs} target runs, {len(report.failures)} failures, "
+              f"{len(report.rejected)} variants rejected by the reference")]
     kinds = collections.Counter(f"{f.kind} in {f.variant} on {f.target}" for f in report.failures)
     lines += [f"  {count:5d} x {kind}" for kind, count in kinds.most_common()]
     reasons = collections.Counter(reason for _, reason in report.rejected)
@@ -96,8 +96,9 @@ def summary(campaign: Campaign) -> str:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="ember fuzz", description="Differential fuzzing of Ember's compiler: random "
-        "programs, every backend (eager and jit), grad and vmap, against the reference.")
+        prog="ember fuzz", description=("Differential fuzzing of Ember's compiler: random "
+                                        "programs, every backend (eager and jit), grad and "
+                                        "vmap, against the reference."))
     parser.add_argument("--minutes", type=float, default=1.0, help="how long to run (default 1)")
     parser.add_argument("--programs", type=int, default=None, help="stop after this many programs")
     parser.add_argument("--seed", type=int, default=None, help="campaign seed (default: random)")

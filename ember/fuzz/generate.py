@@ -39,6 +39,9 @@ class Limits:
     families: tuple[str, ...] | None = None  # None: every family
 
 
+DEFAULT_LIMITS = Limits()
+
+
 @functools.lru_cache(maxsize=8192)
 def typecheck(expr: str, avals: tuple[ShapedArray, ...]) -> ShapedArray | None:
     """The output type of ``expr`` applied to values of ``avals``, or None if Ember
@@ -117,7 +120,7 @@ class Builder:
             self.inputs = [i for i in self.inputs if i.name in read]
 
 
-def generate(choices: Choices, limits: Limits = Limits(), seed: int | None = None) -> Program:
+def generate(choices: Choices, limits: Limits = DEFAULT_LIMITS) -> Program:
     """A random program; every decision comes from ``choices``."""
     from ember.fuzz.ops import FAMILIES
 
@@ -125,7 +128,7 @@ def generate(choices: Choices, limits: Limits = Limits(), seed: int | None = Non
     builder = Builder(choices, limits)
     for _ in range(choices.integer(1, 2)):
         builder.new_input(ShapedArray(builder.shape(), builder.dtype()))
-    value_seed = choices.integer(0, 2**31 - 1) if seed is None else seed
+    value_seed = choices.integer(0, 2**31 - 1)
     for _ in range(choices.integer(1, limits.max_steps)):
         family = pick(choices, [f for f in families for _ in range(f.weight)])
         candidates = builder.names(family.accepts)

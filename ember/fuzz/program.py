@@ -72,7 +72,7 @@ class Program:
     def has_tag(self, tag: str) -> bool:
         return any(tag in step.tags for step in self.steps)
 
-    def replace(self, **changes) -> "Program":
+    def replace(self, **changes) -> Program:
         return replace(self, **changes)
 
 

@@ -17,8 +17,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ember.errors import EmberError
 from ember.core import dtypes
+from ember.errors import EmberError
 from ember.fuzz.compare import differences, rtol_for
 from ember.fuzz.program import Program, compile_source
 from ember.fuzz.targets import ORACLE, Target, all_targets, host_leaves, scope

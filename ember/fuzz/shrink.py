@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Callable, Iterator
 
 from ember.fuzz.choices import ReplayChoices
-from ember.fuzz.generate import Limits, generate
+from ember.fuzz.generate import DEFAULT_LIMITS, Limits, generate
 from ember.fuzz.program import Input, Program
 from ember.fuzz.runner import Failure, reproduce
 
@@ -131,7 +131,7 @@ def shrink_steps(program: Program, fails: Callable[[Program], bool], budget: _Bu
     return program
 
 
-def shrink(failure: Failure, answers: list[int] | None = None, limits: Limits = Limits(),
+def shrink(failure: Failure, answers: list[int] | None = None, limits: Limits = DEFAULT_LIMITS,
            tries: int = 200) -> Failure:
     """A failure like ``failure`` on as small a program as ``tries`` runs can find
     (two thirds of them for the choices, the rest and what is left for the steps)."""

@@ -12,7 +12,9 @@ from __future__ import annotations
 import collections
 
 import pytest
-from hypothesis import given, note, strategies as st
+from hypothesis import given, note
+from hypothesis import strategies as st
+from known_bugs import describe, new_failures
 
 from ember.fuzz.choices import HypothesisChoices
 from ember.fuzz.command import run_campaign
@@ -22,7 +24,6 @@ from ember.fuzz.runner import check
 from ember.fuzz.targets import all_targets
 from ember.fuzz.variants import VARIANTS
 from ember.runtime.devices import available_backends
-from known_bugs import describe, new_failures
 
 LIMITS = Limits(max_steps=6, max_rank=3, max_dim=4)
 CAMPAIGN_PROGRAMS = 120

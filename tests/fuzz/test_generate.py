@@ -6,13 +6,24 @@ import collections
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from ember.fuzz.choices import HypothesisChoices, RandomChoices, ReplayChoices, permutation
+from ember.fuzz.choices import (
+    HypothesisChoices,
+    RandomChoices,
+    ReplayChoices,
+    permutation,
+)
 from ember.fuzz.generate import Limits, generate
-from ember.fuzz.ops import FAMILIES
-from ember.fuzz.program import (INDEX, compile_source, function_source, input_value,
-                                input_values, values_source)
+from ember.fuzz.program import (
+    INDEX,
+    compile_source,
+    function_source,
+    input_value,
+    input_values,
+    values_source,
+)
 
 PROGRAMS = [generate(RandomChoices(f"generate:{i}")) for i in range(150)]
 

@@ -24,7 +24,7 @@ def _big_program_using(op: str) -> tuple[list[int], Program]:
 
 
 def test_choices_shrink_to_one_step_keeping_the_failing_operation():
-    answers, program = _big_program_using("lax.dot_general")
+    answers, _ = _big_program_using("lax.dot_general")
     calls = []
 
     def fails(candidate: Program) -> bool:
@@ -55,7 +55,7 @@ def test_budget_bounds_the_work():
 
 def test_shrink_of_a_real_failure_keeps_its_signature(monkeypatch):
     """A target made wrong for graphs with a dot_general shrinks to a one-op program."""
-    import ember.fuzz.targets as targets
+    from ember.fuzz import targets
 
     original = targets.optimized_on_reference
 

@@ -178,7 +178,7 @@ def test_bad_input_raises_an_ember_error_naming_the_problem(case):
 
 
 def _line_of_call() -> str:
-    lines, start = inspect.getsourcelines(call)
+    _, start = inspect.getsourcelines(call)
     return f"{__file__}:{start + 1}"
 
 

@@ -41,7 +41,7 @@ def test_repeated_calls_of_a_cached_function_keep_memory_flat(backend):
     gc.collect()
     before = resident_bytes()
     for _ in range(CALLS):
-        total, aux = jitted(params, x)
+        total, _ = jitted(params, x)
     gc.collect()
     grown = resident_bytes() - before
     assert grown < SLACK_BYTES, f"resident memory grew by {grown} bytes over {CALLS} calls"
