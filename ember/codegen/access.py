@@ -7,7 +7,7 @@ reshape, squeeze, slice, rev) cost nothing at run time: they only change indices
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from ember.codegen import indexing as ix
 from ember.codegen.indexing import ZERO, Index, Sym

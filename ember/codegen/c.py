@@ -9,7 +9,7 @@ with reduction clauses for accumulators.
 from __future__ import annotations
 
 import math
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 

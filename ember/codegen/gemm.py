@@ -9,8 +9,9 @@ axis and one of the two has unit stride. The output is a fresh row-major buffer
 """
 from __future__ import annotations
 
+import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -65,7 +66,7 @@ def _collapse(extents: Sequence[int], strides: Sequence[int]) -> tuple[int, int]
     total = int(np.prod(extents, dtype=np.int64))
     if not kept:
         return total, 0
-    for (_, outer), (n_inner, inner) in zip(kept, kept[1:]):
+    for (_, outer), (n_inner, inner) in itertools.pairwise(kept):
         if outer != inner * n_inner:
             return None
     return total, kept[-1][1]
@@ -109,7 +110,7 @@ def operand_matrix(eqn: Eqn, position: int, base_shape: Sequence[int], index: In
 
 
 def plan_gemm(eqn: Eqn, lhs: Matrix, rhs: Matrix) -> GemmPlan:
-    (lc, _), (lb, _) = eqn.params["dimension_numbers"]
+    _, (lb, _) = eqn.params["dimension_numbers"]
     lhs_shape = eqn.inputs[0].aval.shape
     batch = tuple(lhs_shape[d] for d in lb)
     return GemmPlan(dtype=eqn.outputs[0].aval.dtype, batch=batch, m=lhs.rows, n=rhs.cols,

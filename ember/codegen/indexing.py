@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class Sym:
 
 @dataclass(frozen=True)
 class FloorDiv:
-    arg: "Affine"
+    arg: Affine
     divisor: int
 
     def __repr__(self) -> str:
@@ -43,7 +43,7 @@ class FloorDiv:
 
 @dataclass(frozen=True)
 class Mod:
-    arg: "Affine"
+    arg: Affine
     divisor: int
 
     def __repr__(self) -> str:

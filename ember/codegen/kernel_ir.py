@@ -21,8 +21,9 @@ this IR; none of them re-derives fusion or indexing.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -32,7 +33,7 @@ from ember.codegen.indexing import Affine, Sym
 class Buffer:
     """A kernel parameter: one array in memory, read and/or written by the kernel."""
 
-    __slots__ = ("name", "dtype", "size", "written", "label", "scratch")
+    __slots__ = ("dtype", "label", "name", "scratch", "size", "written")
 
     def __init__(self, name: str, dtype: np.dtype, size: int, label: str = "",
                  scratch: bool = False) -> None:
@@ -55,7 +56,7 @@ class Node:
     id: int
     source: str
 
-    def operands(self) -> tuple["Node", ...]:
+    def operands(self) -> tuple[Node, ...]:
         return ()
 
 
@@ -71,23 +72,23 @@ class Load(Node):
     """``buffer[index]``; with a ``guard`` (a bool node), read only where it holds (else 0),
     so the index may leave the buffer where the guard is false (pad, concatenate)."""
 
-    __slots__ = ("buffer", "index", "guard")
+    __slots__ = ("buffer", "guard", "index")
 
     def __init__(self, buffer: Buffer, index: Affine, dtype: np.dtype,
-                 guard: "Node | None" = None) -> None:
+                 guard: Node | None = None) -> None:
         self.buffer = buffer
         self.index = index
         self.dtype = dtype
         self.guard = guard
 
-    def operands(self) -> tuple["Node", ...]:
+    def operands(self) -> tuple[Node, ...]:
         return (self.guard,) if self.guard is not None else ()
 
 
 class IndexCond(Node):
     """Whether ``lo <= index <= hi`` and ``(index - lo) % step == 0`` (a bool)."""
 
-    __slots__ = ("index", "lo", "hi", "step")
+    __slots__ = ("hi", "index", "lo", "step")
 
     def __init__(self, index: Affine, lo: int, hi: int, step: int) -> None:
         self.index = index
@@ -114,7 +115,7 @@ class Op(Node):
     conversion, the exponent of integer_pow, the rounding method).
     """
 
-    __slots__ = ("op", "args", "param")
+    __slots__ = ("args", "op", "param")
 
     def __init__(self, op: str, args: tuple[Node, ...], dtype: np.dtype, param: Any = None):
         self.op = op
@@ -158,7 +159,7 @@ class Let(Stmt):
     (a value kept from an earlier loop)."""
 
     node: Node
-    value: "Node | None" = None
+    value: Node | None = None
 
 
 @dataclass(eq=False)

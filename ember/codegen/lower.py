@@ -15,17 +15,35 @@ values that do not depend on a loop are hoisted out of it.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
 from ember.codegen import access
 from ember.codegen import indexing as ix
 from ember.codegen.indexing import Affine, Index, Sym
-from ember.codegen.kernel_ir import (AccFinish, AccInit, Accumulator, AccUpdate, AccValue,
-                                     Buffer, Const, IndexCond, IndexValue, Kernel, Let, Load,
-                                     Loop, Node, Op, Scratch, Stmt, Store)
+from ember.codegen.kernel_ir import (
+    AccFinish,
+    AccInit,
+    Accumulator,
+    AccUpdate,
+    AccValue,
+    Buffer,
+    Const,
+    IndexCond,
+    IndexValue,
+    Kernel,
+    Let,
+    Load,
+    Loop,
+    Node,
+    Op,
+    Scratch,
+    Stmt,
+    Store,
+)
 from ember.ir.graph import Eqn, Literal, Var
 
 MIN_PARALLEL_WORK = 1 << 18  # elements (times phases): below, waking a second thread costs more

@@ -7,15 +7,33 @@ one-line hooks. See ``ember/codegen/__init__.py`` for the contract.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
 from ember.codegen import indexing as ix
 from ember.codegen.indexing import Affine
-from ember.codegen.kernel_ir import (AccFinish, AccInit, Accumulator, AccUpdate, AccValue,
-                                     Buffer, Const, IndexCond, IndexValue, Kernel, Let, Load,
-                                     Loop, Node, Op, Scratch, Stmt, Store)
+from ember.codegen.kernel_ir import (
+    AccFinish,
+    AccInit,
+    Accumulator,
+    AccUpdate,
+    AccValue,
+    Buffer,
+    Const,
+    IndexCond,
+    IndexValue,
+    Kernel,
+    Let,
+    Load,
+    Loop,
+    Node,
+    Op,
+    Scratch,
+    Stmt,
+    Store,
+)
 
 # Math functions by generic name: the C name for double; float32 appends 'f'.
 MATH_FUNCTIONS = (
@@ -274,8 +292,8 @@ class Renderer:
 
     # accumulators
     def acc_init(self, acc: Accumulator) -> list[str]:
-        lines = [f"{self.ctype(acc.dtype)} {acc.name}{self.value_suffix(acc)} = "
-                 f"{self.reduction_identity(acc)};"]
+        lines = [(f"{self.ctype(acc.dtype)} {acc.name}{self.value_suffix(acc)} = "
+                  f"{self.reduction_identity(acc)};")]
         if acc.kind in ("argmax", "argmin"):
             lines.append(f"{self.ctype(acc.index_dtype)} {acc.name} = 0;")
         if self.tracks_nan(acc):
@@ -306,8 +324,8 @@ class Renderer:
         better = ">" if acc.kind == "argmax" else "<"
         nan = f" || ({value} != {value} && {name}_v == {name}_v)" \
             if dtype_class(acc.value_dtype) == "float" else ""
-        return [f"if ({value} {better} {name}_v{nan}) {{ {name}_v = {value}; "
-                f"{name} = {self.index(position)}; }}"]
+        return [(f"if ({value} {better} {name}_v{nan}) {{ {name}_v = {value}; "
+                 f"{name} = {self.index(position)}; }}")]
 
     def acc_finish(self, acc: Accumulator) -> list[str]:
         if self.tracks_nan(acc):

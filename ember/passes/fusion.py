@@ -21,8 +21,8 @@ and unused values are never computed. Every boundary records why it exists.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from ember.codegen import access
 from ember.codegen import indexing as ix

@@ -9,8 +9,8 @@ written over the donated buffer. Results of host calls live in NumPy arrays.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from ember.ir.graph import Var
 

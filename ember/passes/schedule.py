@@ -15,8 +15,8 @@ constants, or roots of earlier groups).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from ember.codegen.indexing import Index, Sym
 from ember.ir.graph import Eqn, Graph, Var

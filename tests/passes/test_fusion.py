@@ -6,9 +6,8 @@ import numpy as np
 import pytest
 
 import ember
-import ember.nn as nn
 import ember.numpy as jnp
-from ember import lax
+from ember import lax, nn
 from ember.backends.cpu.policy import cpu_policy
 from ember.backends.cpu.program import lower_schedule
 from ember.codegen.c import CRenderer

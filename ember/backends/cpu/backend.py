@@ -13,13 +13,21 @@ import hashlib
 import importlib.util
 import os
 import re
+import sys
+import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ember.backends.base import Backend, Executable
 from ember.backends.cpu import toolchain
 from ember.backends.cpu.control import control_runner
-from ember.backends.cpu.executable import CpuExecutable, HostCall, entry_point, literal_result
+from ember.backends.cpu.executable import (
+    CpuExecutable,
+    HostCall,
+    entry_point,
+    literal_result,
+)
 from ember.backends.cpu.module import Layout, build_module
 from ember.backends.cpu.policy import cpu_policy
 from ember.backends.cpu.program import LoweredStep, lower_schedule
@@ -45,26 +53,18 @@ class CpuBackend(Backend):
         return reference_apply(prim, buffers, params)
 
     def compile(self, graph: Graph, donated: Sequence[bool] = ()) -> Executable:
-        optimized = optimize(graph)
+        timed = _Timer()
+        optimized = timed("passes", optimize, graph)
         threads = num_threads()
         renderer = CRenderer(threads, vector_math_functions())
-        schedule = fuse(optimized, cpu_policy(renderer))
-        steps = lower_schedule(schedule, threads)
-        inputs = [*optimized.inputs, *optimized.constvars]
-        donated = [*donated, *[False] * (len(inputs) - len(donated))][:len(inputs)]
-        written = {v for step in steps for v in step.group.writes()}
-        outputs = list(dict.fromkeys(v for v in optimized.outputs
-                                     if isinstance(v, Var) and v in written))
-        plan = plan_buffers([s.step() for s in steps], inputs, donated, outputs)
-        layout = Layout(len(inputs), len(outputs), _host_slots(plan))
+        schedule = timed("fusion", fuse, optimized, cpu_policy(renderer))
+        steps = timed("lowering", lower_schedule, schedule, threads)
+        plan, layout, outputs = timed("buffers", _plan, steps, optimized, donated)
         blas = toolchain.blas()
-        module = build_module(steps, plan, layout, renderer, blas.symbol_prefix if blas else "")
-        name = "ember_" + hashlib.sha256(module.source.encode()).hexdigest()[:12]
-        _dump(schedule, name)
-        path = toolchain.compile_shared_library(module.source, name=name,
-                                                link_blas=module.uses_blas,
-                                                extra_flags=extra_flags())
-        library = toolchain.load_library(path)
+        module = timed("codegen", build_module, steps, plan, layout, renderer,
+                       blas.symbol_prefix if blas else "")
+        library = timed("cc", _build, module, schedule)
+        inputs = [*optimized.inputs, *optimized.constvars]
         executable = CpuExecutable(
             graph=graph, optimized=schedule.graph, kernels=module.kernels,
             cost=_cost(schedule), memory=_memory(plan, inputs, outputs),
@@ -76,10 +76,42 @@ class CpuBackend(Backend):
             constants=optimized.constvals, output_avals=[v.aval for v in outputs],
             results=_results(optimized, plan), arena_bytes=plan.arena_bytes)
 
-
     def _compile_body(self, graph: Graph) -> Executable:
         """A control-flow body, compiled like a program of its own."""
         return self.compile(graph)
+
+
+class _Timer:
+    """Runs compile phases; with ``EMBER_LOG=compile`` prints the time of each."""
+
+    def __init__(self) -> None:
+        self.enabled = config.log_enabled("compile")
+
+    def __call__(self, phase: str, fn, *args):
+        start = time.perf_counter()
+        result = fn(*args)
+        if self.enabled:
+            print(f"ember: cpu {phase} {time.perf_counter() - start:.4f} s", file=sys.stderr)
+        return result
+
+
+def _plan(steps: list[LoweredStep], graph: Graph, donated: Sequence[bool]):
+    inputs = [*graph.inputs, *graph.constvars]
+    donated = [*donated, *[False] * (len(inputs) - len(donated))][:len(inputs)]
+    written = {v for step in steps for v in step.group.writes()}
+    outputs = list(dict.fromkeys(v for v in graph.outputs
+                                 if isinstance(v, Var) and v in written))
+    plan = plan_buffers([s.step() for s in steps], inputs, donated, outputs)
+    return plan, Layout(len(inputs), len(outputs), _host_slots(plan)), outputs
+
+
+def _build(module, schedule: Schedule):
+    name = "ember_" + hashlib.sha256(module.source.encode()).hexdigest()[:12]
+    _dump(schedule, name)
+    path = toolchain.compile_shared_library(module.source, name=name,
+                                            link_blas=module.uses_blas,
+                                            extra_flags=extra_flags())
+    return toolchain.load_library(path)
 
 
 def optimize(graph: Graph) -> Graph:
@@ -91,7 +123,7 @@ def optimize(graph: Graph) -> Graph:
     return run_pipeline(graph, "cpu")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _has_avx512() -> bool:
     try:
         return " avx512f " in Path("/proc/cpuinfo").read_text()
@@ -113,7 +145,7 @@ def num_threads() -> int:
     return max(1, int(config.num_threads or os.cpu_count() or 1))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _vector_math(header: str) -> frozenset[str]:
     return frozenset(re.findall(r"\bember_([a-z0-9]+)f\s*\(", header))
 

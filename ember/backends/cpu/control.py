@@ -3,7 +3,8 @@ host, its bodies are compiled graphs (one native call per iteration) instead of 
 interpreted primitive by primitive."""
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import ctypes
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -52,7 +53,7 @@ class CpuExecutable(Executable):
 
     def configure(self, entry: Any, layout: Layout, program: list[int | HostCall],
                   constants: Sequence[np.ndarray], output_avals: Sequence[Any],
-                  results: list[tuple[str, Any]], arena_bytes: int) -> "CpuExecutable":
+                  results: list[tuple[str, Any]], arena_bytes: int) -> CpuExecutable:
         self._entry = entry
         self._address = ctypes.cast(entry, ctypes.c_void_p).value
         self._launch = launcher()

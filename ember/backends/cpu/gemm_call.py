@@ -57,8 +57,8 @@ def _part_body(plan: GemmPlan, axis: str, parts: int, count: int, prefix: str) -
         prologue = []
     else:
         size = plan.m if axis == "m" else plan.n
-        prologue = [f"const int64_t lo = part * {size} / {parts}, "
-                    f"hi = (part + 1) * {size} / {parts};"]
+        prologue = [(f"const int64_t lo = part * {size} / {parts}, "
+                     f"hi = (part + 1) * {size} / {parts};")]
         loop = f"for (int64_t bt = 0; bt < {count}; bt++)"
         if axis == "m":
             a_off += f" + lo * {1 if plan.a.transposed else plan.a.ld}"

@@ -7,8 +7,8 @@ from __future__ import annotations
 import ctypes
 import functools
 import sysconfig
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -18,7 +18,7 @@ from ember.errors import CompileError
 _SOURCE = Path(__file__).with_name("launcher.c")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def launcher() -> Callable[[int, list, int], int] | None:
     """``launch(entry_address, arrays, segment)``, or None when it cannot be built."""
     flags = (f"-I{sysconfig.get_paths()['include']}", f"-I{np.get_include()}")

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from ember.backends.base import KernelInfo
 from ember.backends.cpu.gemm_call import render_gemm
 from ember.backends.cpu.program import LoweredStep

@@ -49,7 +49,7 @@ def test_non_contiguous_arguments():
 
 
 def test_donated_argument_becomes_the_output_buffer():
-    fun = lambda a, b: jnp.tanh(a) + b  # noqa: E731
+    fun = lambda a, b: jnp.tanh(a) + b
     donated = compiled(fun, x, x, donate_argnums=0)
     kept = compiled(fun, x, x)
     assert donated.memory_analysis()["alias_bytes"] == x.nbytes
