@@ -268,7 +268,8 @@ class _Fuser:
         if len(demands) > 1:
             if kind == "reduction":
                 return f"{name} result is used by {len(demands)} kernels (never recomputed)"
-            if name in EXPENSIVE or len(demands) > MAX_DUPLICATES:
+            free = all(not isinstance(a, Var) for a in eqn.inputs)  # e.g. a broadcast 0.0
+            if name in EXPENSIVE or (len(demands) > MAX_DUPLICATES and not free):
                 return (f"{name} is used by {len(demands)} kernels; storing it once is "
                         "cheaper than recomputing it in each")
         for group, index_set in list(demands.items()):

@@ -137,6 +137,15 @@ def test_cheap_values_are_recomputed_rather_than_stored():
     assert all(group.roots == group.roots[:1] for group in schedule.groups)
 
 
+def test_constants_are_recomputed_by_every_kernel_that_needs_them():
+    def fun(x):
+        ones = jnp.ones_like(x)
+        return tuple(jnp.sum(x * ones * i, axis=axis) for i in range(3) for axis in (0, 1))
+
+    schedule = schedule_of(fun, x, optimize=False)
+    assert all(group.reads() for group in schedule.groups)  # none just fills a buffer
+
+
 def test_a_program_output_is_stored_by_the_kernel_that_consumes_it():
     schedule = schedule_of(lambda x: (jnp.tanh(x), jnp.tanh(x) * 2.0), x)
     assert kinds(schedule) == ["loop"]
