@@ -3,6 +3,7 @@ target that changes only tables and hooks."""
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import numpy as np
 
@@ -124,7 +125,7 @@ def test_tables_say_what_the_target_covers():
 class _MarkedRenderer(CRenderer):
     """A target that differs from C only by its tables and the kernel header."""
 
-    op_templates = {**CRenderer.op_templates, "exp": {"float": "fast_exp({0})"}}
+    op_templates: ClassVar = {**CRenderer.op_templates, "exp": {"float": "fast_exp({0})"}}
 
     def kernel_header(self, kernel, params):
         return "__kernel void " + kernel.name + "(" + ", ".join(
