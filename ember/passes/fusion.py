@@ -331,10 +331,14 @@ class _Fuser:
                     self.demands.setdefault(atom, {}).setdefault(group, set()).add(operand_index)
 
     def _reason(self, var: Var) -> str:
+        """Why a GEMM product is stored rather than passed to an epilogue."""
         if var in self.needs:
             return self.needs[var]
         users = len(self.demands.get(var, {}))
-        return f"result used by {users} kernels" if users > 1 else ""
+        if users > 1:
+            return f"result used by {users} kernels"
+        return ("its consumer reads it through a view or reduces it (a GEMM epilogue is "
+                "elementwise over the whole product)")
 
 
 # --- sibling fusion and ordering -----------------------------------------------------
