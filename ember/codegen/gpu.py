@@ -32,7 +32,7 @@ from ember.codegen import indexing as ix
 from ember.codegen.c import OP_TEMPLATES, CRenderer
 from ember.codegen.gemm import GemmPlan, Matrix
 from ember.codegen.kernel_ir import (Accumulator, AccUpdate, Buffer, Kernel, Load, Loop, Node,
-                                     Stmt, Store, walk)
+                                     Op, Stmt, Store, walk)
 
 THREAD = "tid"  # the variable holding the thread's index in its block
 BLOCK = 256  # threads per block of every generated loop kernel (a multiple of 32)
@@ -185,6 +185,11 @@ class GpuRenderer(CRenderer):
 
     # --- statements --------------------------------------------------------------------
     def statement(self, stmt: Stmt) -> list[str]:
+        if isinstance(stmt, AccUpdate) and _is_float_product_sum(stmt):
+            # one rounding, as the C backend's contracted multiply-adds (dot products)
+            a, b = (self.ref(arg) for arg in stmt.value.args)
+            fma = self.library_function("fma", stmt.acc.dtype)
+            return [f"{stmt.acc.name} = {fma}({a}, {b}, {stmt.acc.name});"]
         if isinstance(stmt, Store) and stmt.buffer.scratch:
             return [f"{stmt.buffer.name}[{self.scratch_slot(stmt.index)}] = "
                     f"{self.ref(stmt.value)};"]
@@ -395,6 +400,12 @@ def _map_loops(kernel: Kernel) -> _Mapping:
                                  if isinstance(s, AccUpdate)}.values())
     _guard_stores(kernel.body, mapping)
     return mapping
+
+
+def _is_float_product_sum(update: AccUpdate) -> bool:
+    value = update.value
+    return (update.acc.kind == "sum" and update.acc.dtype.kind == "f"
+            and isinstance(value, Op) and value.op == "mul" and value.dtype == update.acc.dtype)
 
 
 def _check_scratch(kernel: Kernel, row: list[Stmt]) -> None:
