@@ -112,3 +112,27 @@ def test_dump_writes_the_program_source(tmp_path):
         ember.jit(lambda v: v * 3.0 + 1.0, backend="opencl")(np.ones(5, np.float32))
     (dumped,) = tmp_path.glob("*.cl")
     assert "__kernel" in dumped.read_text()
+
+
+def test_opencl_as_the_default_backend():
+    import ember.numpy as enp
+
+    with ember.config.override(backend="opencl"):
+        x = enp.arange(6.0).reshape(2, 3)
+        y = enp.sum(enp.exp(x) * 2.0, axis=1)
+    assert x.device.platform == y.device.platform == "opencl"
+    np.testing.assert_allclose(np.asarray(y), (np.exp(np.arange(6.0)) * 2).reshape(2, 3).sum(1),
+                               rtol=1e-5)
+
+
+def test_one_compiled_program_called_from_several_threads():
+    from concurrent.futures import ThreadPoolExecutor
+
+    compiled = ember.jit(softmax, backend="opencl")
+    inputs = [np.random.default_rng(seed).standard_normal((8, 50), np.float32) for seed in range(6)]
+    compiled(inputs[0])  # compile once
+    with ThreadPoolExecutor(3) as pool:
+        results = list(pool.map(lambda x: np.asarray(compiled(x)), inputs))
+    for x, got in zip(inputs, results):
+        want = np.exp(x - x.max(1, keepdims=True))
+        np.testing.assert_allclose(got, want / want.sum(1, keepdims=True), rtol=1e-5, atol=1e-7)
