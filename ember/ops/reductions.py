@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ember.core import dtypes
-from ember.core.abstract import ShapedArray
+from ember.core.abstract import ShapedArray, aval_of
 from ember.core.primitive import Primitive
 from ember.errors import EmberIndexError, EmberTypeError, EmberValueError
 from ember.ops.elementwise import convert_element_type, div, eq, mul
@@ -286,7 +286,7 @@ def products_of_others(x: Any, axes: tuple[int, ...]) -> Any:
     moved = transpose(x, axes + kept)
     n = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
     if n == 0:
-        return zeros_like_aval(x.aval)
+        return zeros_like_aval(aval_of(x))
     flat = reshape(moved, (n, *moved.shape[len(axes):]))
     one = broadcast_in_dim(np.ones((), x.dtype), (1, *flat.shape[1:]), ())
     before = concatenate([one, slice_in_dim(cumprod(flat, 0), 0, n - 1)], 0)

@@ -617,6 +617,8 @@ def _dynamic_slice_batch(values, dims, *, slice_sizes):
 
     size = batch_size(values, dims)
     (x, *indices), (x_dim, *index_dims) = values, dims
+    if not indices:  # a 0-d operand: the window is the whole value
+        return x, x_dim
     index_vector, index_dim = _index_vector(indices, index_dims, size)
     params = window_gather_params(slice_sizes)
     return batch_gather(x, x_dim, index_vector, index_dim, **params)
@@ -734,6 +736,8 @@ def _dynamic_update_slice_batch(values, dims):
 
     size = batch_size(values, dims)
     (x, update, *indices), (x_dim, update_dim, *index_dims) = values, dims
+    if not indices:  # a 0-d operand: the update replaces all of it
+        return move_batch_axis(update, update_dim, 0, size), 0
     index_vector, index_dim = _index_vector(indices, index_dims, size)
     params = window_scatter_params(len(indices))
     return batch_scatter(scatter_p, (x, index_vector, update), (x_dim, index_dim, update_dim),

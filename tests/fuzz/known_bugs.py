@@ -23,15 +23,6 @@ def _source(failure: Failure) -> str:
 
 
 KNOWN_BUGS = (
-    KnownBug("test_reference_jit_returns_arrays_for_0d_clamp_and_select",
-             lambda f: f.target == "reference:jit" and f.kind == "crash"
-             and "__array__ method not producing an array" in f.detail),
-    KnownBug("test_vmap_of_dynamic_slice_on_a_scalar",
-             lambda f: f.variant == "vmap" and f.error_type == "IndexError"
-             and "dtypes.py" in f.detail and "dynamic_" in _source(f)),
-    KnownBug("test_grad_of_reduce_prod_over_an_empty_axis",
-             lambda f: f.variant == "grad" and f.error_type == "AttributeError"
-             and "reductions.py" in f.detail and "reduce_prod" in _source(f)),
     KnownBug("test_cpu_grad_of_cumulative_extrema",
              lambda f: f.target == "cpu:jit" and f.variant == "grad" and f.kind == "mismatch"
              and any(op in _source(f) for op in ("cummax", "cummin", "cumlogsumexp"))),

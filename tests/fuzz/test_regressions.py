@@ -16,9 +16,6 @@ needs_opencl = pytest.mark.skipif("opencl" not in available_backends(),
                                   reason="no OpenCL backend here")
 
 
-@pytest.mark.xfail(strict=True, reason="reference backend / jit runtime: the reference "
-                   "executable returns NumPy scalars (not arrays) for 0-d clamp/select_n "
-                   "results, so np.asarray(result) raises ValueError")
 def test_reference_jit_returns_arrays_for_0d_clamp_and_select():
     clamp = ember.jit(lambda x: lax.clamp(-2.0, x, 3.0), backend="reference")
     select = ember.jit(lambda p, x: lax.select_n(p, x, -x), backend="reference")
@@ -26,9 +23,6 @@ def test_reference_jit_returns_arrays_for_0d_clamp_and_select():
     assert np.asarray(select(np.array(True), np.float32(5))) == np.float32(-5)
 
 
-@pytest.mark.xfail(strict=True, reason="ops/structural batch rules: vmap of dynamic_slice / "
-                   "dynamic_update_slice with no start indices (rank-0 operand) raises "
-                   "IndexError in dtypes.result_type via _index_vector")
 def test_vmap_of_dynamic_slice_on_a_scalar():
     x = np.array([1.0, 2.0], np.float32)
     np.testing.assert_array_equal(ember.vmap(lambda v: lax.dynamic_slice(v, (), ()))(x), x)
@@ -48,9 +42,6 @@ def test_cpu_grad_of_half_precision_cummax(dtype):
     np.testing.assert_array_equal(np.asarray(got, np.float32), [0.5, -1.0])
 
 
-@pytest.mark.xfail(strict=True, reason="ops/reductions: the gradient of reduce_prod over an "
-                   "empty axis raises AttributeError ('numpy.ndarray' has no 'aval') in "
-                   "products_of_others, eagerly")
 def test_grad_of_reduce_prod_over_an_empty_axis():
     def loss(x):
         return lax.reduce_sum(lax.reduce_prod(x, (0,)), (0,))

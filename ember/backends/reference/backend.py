@@ -7,12 +7,15 @@ from typing import Any, Sequence
 from ember.backends.base import Backend, Executable
 from ember.core.primitive import Primitive
 from ember.ir.graph import Graph
-from ember.ir.interpreter import eval_graph, reference_apply
+from ember.ir.interpreter import as_numpy, eval_graph, reference_apply
 
 
 class ReferenceExecutable(Executable):
     def run(self, buffers: Sequence[Any]) -> list[Any]:
-        return eval_graph(self.optimized, list(buffers))
+        outs = eval_graph(self.optimized, list(buffers))
+        # NumPy returns scalars (not 0-d arrays) from some 0-d operations: buffers are arrays.
+        return [as_numpy(value, atom.aval.dtype) for value, atom in
+                zip(outs, self.optimized.outputs)]
 
 
 class ReferenceBackend(Backend):
