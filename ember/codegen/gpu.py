@@ -36,7 +36,8 @@ from ember.codegen.kernel_ir import (Accumulator, AccUpdate, Buffer, Kernel, Loa
 
 THREAD = "tid"  # the variable holding the thread's index in its block
 BLOCK = 256  # threads per block of every generated loop kernel (a multiple of 32)
-GEMM_TILE = 16  # GEMM kernels: TILE x TILE threads, each computing one output element
+GEMM_TILE = 16  # GEMM kernels: TILE x TILE threads,
+GEMM_REGS = 4  # each computing REGS x REGS outputs of a (TILE * REGS)^2 tile of C
 _INT32_LIMIT = 2 ** 31 - 1
 
 
@@ -276,64 +277,80 @@ class GpuRenderer(CRenderer):
     # --- GEMM ------------------------------------------------------------------------
     def render_gemm(self, name: str, plan: GemmPlan) -> tuple[str, LaunchShape]:
         """A tiled GEMM kernel ``C[bt] = A[bt] @ B[bt]`` over the strided operands of
-        ``plan``; C is a fresh row-major (batch, m, n) buffer."""
+        ``plan``; C is a fresh row-major (batch, m, n) buffer.
+
+        A block of 16 x 16 threads computes a 64 x 64 tile of C, each thread 4 x 4 values
+        held in registers (rows ``ty + 16 i``, columns ``tx + 16 j``: conflict-free shared
+        reads, coalesced stores); K goes by 16 through shared-memory tiles of A and B,
+        which the block's threads load along each operand's contiguous axis."""
         ctype = self.storage_types[plan.dtype.name]
-        tile, it = GEMM_TILE, "int64_t"
-        g, q = self.global_qualifier, self.shared_qualifier
-        tx, ty = self.builtin("thread", 0), self.builtin("thread", 1)
+        g, q, it = self.global_qualifier, self.shared_qualifier, "int64_t"
+        side, depth, per = GEMM_TILE * GEMM_REGS, GEMM_TILE, GEMM_REGS
+        fma = self.library_function("fma", plan.dtype)
         batch = math.prod(plan.batch)
         params = (f"{g}const {ctype} *{self.restrict} A, {g}const {ctype} *{self.restrict} B, "
                   f"{g}{ctype} *{self.restrict} C")
-        lines = [
-            f"{self.prefix((tile, tile, 1))} {name}({params}) {{",
-            f"  {q} {ctype} As[{tile}][{tile + 1}];",
-            f"  {q} {ctype} Bs[{tile}][{tile + 1}];",
-            f"  const int tx = {tx}, ty = {ty};",
-            f"  const int col = {self.builtin('block', 0)} * {tile} + tx;",
-            f"  for ({it} bt = {self.builtin('block', 2)}; bt < {batch}; "
+        body = [
+            f"{q} {ctype} As[{depth}][{side + 1}];",
+            f"{q} {ctype} Bs[{depth}][{side + 1}];",
+            f"const int tx = {self.builtin('thread', 0)}, ty = {self.builtin('thread', 1)};",
+            f"const int t = ty * {GEMM_TILE} + tx;",
+            f"const {it} c0 = ({it}){self.builtin('block', 0)} * {side};",
+            f"for ({it} bt = {self.builtin('block', 2)}; bt < {batch}; "
             f"bt += {self.builtin('blocks', 2)}) {{",
-            f"    for ({it} r0 = ({it}){self.builtin('block', 1)} * {tile}; r0 < {plan.m}; "
-            f"r0 += ({it}){self.builtin('blocks', 1)} * {tile}) {{",
-            f"      const {it} row = r0 + ty;",
-            f"      {g}const {ctype} *a = A + {_batch_offset(plan.a, plan)};",
-            f"      {g}const {ctype} *b = B + {_batch_offset(plan.b, plan)};",
-            f"      {ctype} acc = 0;",
-            f"      for ({it} k0 = 0; k0 < {plan.k}; k0 += {tile}) {{",
-            *("        " + line for line in _tile_loads(plan, tile)),
-            f"        {self.barrier()}",
-            f"        for (int kk = 0; kk < {tile}; kk++) acc += As[ty][kk] * Bs[kk][tx];",
-            f"        {self.barrier()}",
+            f"  {g}const {ctype} *a = A + {_batch_offset(plan.a, plan)};",
+            f"  {g}const {ctype} *b = B + {_batch_offset(plan.b, plan)};",
+            f"  for ({it} r0 = ({it}){self.builtin('block', 1)} * {side}; r0 < {plan.m}; "
+            f"r0 += ({it}){self.builtin('blocks', 1)} * {side}) {{",
+            f"    {ctype} acc[{per}][{per}];",
+            f"    for (int i = 0; i < {per}; i++) for (int j = 0; j < {per}; j++) acc[i][j] = 0;",
+            f"    for ({it} k0 = 0; k0 < {plan.k}; k0 += {depth}) {{",
+            *("      " + line for line in _tile_loads(plan, side, depth)),
+            f"      {self.barrier()}",
+            f"      for (int kk = 0; kk < {depth}; kk++) {{",
+            f"        {ctype} x[{per}], y[{per}];",
+            f"        for (int i = 0; i < {per}; i++) x[i] = As[kk][ty + {GEMM_TILE} * i];",
+            f"        for (int j = 0; j < {per}; j++) y[j] = Bs[kk][tx + {GEMM_TILE} * j];",
+            f"        for (int i = 0; i < {per}; i++) for (int j = 0; j < {per}; j++) "
+            f"acc[i][j] = {fma}(x[i], y[j], acc[i][j]);",
             "      }",
+            f"      {self.barrier()}",
+            "    }",
+            f"    for (int i = 0; i < {per}; i++) for (int j = 0; j < {per}; j++) {{",
+            f"      const {it} row = r0 + ty + {GEMM_TILE} * i, col = c0 + tx + {GEMM_TILE} * j;",
             f"      if (row < {plan.m} && col < {plan.n}) "
-            f"C[bt * {plan.m * plan.n} + row * {plan.n} + col] = acc;",
-            "    }", "  }", "}",
+            f"C[bt * {plan.m * plan.n} + row * {plan.n} + col] = acc[i][j];",
+            "    }",
+            "  }",
+            "}",
         ]
-        blocks = (-(-plan.n // tile), min(-(-plan.m // tile), self.max_blocks),
+        block = (GEMM_TILE, GEMM_TILE, 1)
+        lines = [f"{self.prefix(block)} {name}({params}) {{", *("  " + b for b in body), "}"]
+        blocks = (-(-plan.n // side), min(-(-plan.m // side), self.max_blocks),
                   min(batch, self.max_blocks))
-        return "\n".join(lines), LaunchShape(tuple(max(1, b) for b in blocks), (tile, tile, 1))
+        return "\n".join(lines), LaunchShape(tuple(max(1, b) for b in blocks), block)
 
 
-def _tile_loads(plan: GemmPlan, tile: int) -> list[str]:
-    """Load one tile of A (rows x k) and of B (k x cols) into shared memory; the thread
-    index along x always walks the operand's contiguous axis (coalesced)."""
-    def element(matrix: Matrix, pointer: str, r: str, c: str) -> str:
-        return f"{pointer}[({c}) * {matrix.ld} + {r}]" if matrix.transposed \
-            else f"{pointer}[({r}) * {matrix.ld} + {c}]"
-
+def _tile_loads(plan: GemmPlan, side: int, depth: int) -> list[str]:
+    """Statements loading a ``side x depth`` tile of A and a ``depth x side`` tile of B
+    (zero outside the matrices) into ``As[k][row]`` and ``Bs[k][col]``: consecutive
+    threads take consecutive elements of the operand's contiguous axis (coalesced)."""
+    threads = GEMM_TILE * GEMM_TILE
     lines = []
-    # A: rows r0.., cols k0..; B: rows k0.., cols col0..
-    if plan.a.transposed:  # memory contiguous along rows: tx walks rows
-        r, c, slot = "r0 + tx", "k0 + ty", "As[tx][ty]"
-    else:
-        r, c, slot = "r0 + ty", "k0 + tx", "As[ty][tx]"
-    lines.append(f"{slot} = ({r} < {plan.m} && {c} < {plan.k}) ? "
-                 f"{element(plan.a, 'a', r, c)} : 0;")
-    if plan.b.transposed:  # contiguous along k: tx walks k
-        r, c, slot = "k0 + tx", "col - tx + ty", "Bs[tx][ty]"
-    else:
-        r, c, slot = "k0 + ty", "col", "Bs[ty][tx]"
-    lines.append(f"{slot} = ({r} < {plan.k} && {c} < {plan.n}) ? "
-                 f"{element(plan.b, 'b', r, c)} : 0;")
+    for matrix, pointer, slot, outer, extent in ((plan.a, "a", "As", "r0", plan.m),
+                                                  (plan.b, "b", "Bs", "c0", plan.n)):
+        # along k in memory: A row-major, B transposed; else along rows / columns
+        along_k = matrix.transposed == (pointer == "b")
+        k, other = ("e % {d}", "e / {d}") if along_k else ("e / {s}", "e % {s}")
+        k, other = k.format(d=depth, s=side), other.format(d=depth, s=side)
+        row, col = (f"{outer} + p", "k0 + q") if pointer == "a" else ("k0 + q", f"{outer} + p")
+        address = (f"({col}) * {matrix.ld} + {row}" if matrix.transposed
+                   else f"({row}) * {matrix.ld} + {col}")
+        lines += [f"for (int e = t; e < {side * depth}; e += {threads}) {{",
+                  f"  const int q = {k}, p = {other};",
+                  f"  {slot}[q][p] = ({outer} + p < {extent} && k0 + q < {plan.k}) ? "
+                  f"{pointer}[{address}] : 0;",
+                  "}"]
     return lines
 
 

@@ -103,9 +103,13 @@ def test_gemm_tiles_load_along_the_contiguous_axis(transposed):
     b = np.ones((48, 40), np.float32)
     dims = (((0,), (0,)) if transposed else ((1,), (0,)), ((), ()))
     source, shape = only_kernel(lambda a, b: lax.dot_general(a, b, dims), a, b)
-    slot = "As[tx][ty]" if transposed else "As[ty][tx]"
-    assert f"{slot} = " in source and "Bs[ty][tx] = " in source
-    assert shape == LaunchShape((3, 4, 1), (16, 16, 1))
+    # consecutive threads (e) take consecutive addresses: the 'e %' index is contiguous
+    a_load = "q = e / 64, p = e % 64" if transposed else "q = e % 16, p = e / 16"
+    a_address = "a[(k0 + q) * 64 + r0 + p]" if transposed else "a[(r0 + p) * 48 + k0 + q]"
+    assert a_load in source and a_address in source
+    assert "q = e / 64, p = e % 64" in source and "b[(k0 + q) * 40 + c0 + p]" in source
+    assert "acc[i][j] = fma(x[i], y[j], acc[i][j]);" in source  # 4 x 4 per thread
+    assert shape == LaunchShape((1, 1, 1), (16, 16, 1))  # one 64 x 64 tile of C
 
 
 def test_without_fp64_float64_is_left_to_the_host():
