@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import pytest
-from conftest import assert_trees_same, requires_opencl
-from gpu_programs import CASES, x64_mode
+from conftest import requires_opencl
+from gpu_programs import CASES, assert_trees_same, x64_mode
 
 import ember
 
