@@ -233,12 +233,13 @@ class GpuRenderer(CRenderer):
             parts.append((f"{acc.name}_nan", "int", "0"))
         return parts
 
-    def scratch_size(self) -> int:
+    def combine_slots(self) -> int:
+        """Entries of a block reduction's shared arrays: one per thread, or per warp."""
         return BLOCK // self.warp_size if self.warp_size else BLOCK
 
     def combine_scratch(self, acc: Accumulator) -> list[str]:
         """Shared arrays the block reduction of ``acc`` goes through."""
-        return [f"{self.shared_qualifier} {ctype} {name}_s[{self.scratch_size()}];"
+        return [f"{self.shared_qualifier} {ctype} {name}_s[{self.combine_slots()}];"
                 for name, ctype, _ in self.components(acc)]
 
     def combine(self, acc: Accumulator, mine: list[str], other: list[str]) -> list[str]:
