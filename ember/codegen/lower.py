@@ -91,8 +91,13 @@ class _Scope:
     bound: set[int] = field(default_factory=set)
 
 
-def lower_loop_group(group: LoopGroup, name: str, threads: int) -> tuple[Kernel, dict[Var, Buffer]]:
-    """The kernel IR of one loop group, and the value each kernel parameter holds."""
+def lower_loop_group(group: LoopGroup, name: str, threads: int,
+                     keep_rows: bool = True) -> tuple[Kernel, dict[Var, Buffer]]:
+    """The kernel IR of one loop group, and the value each kernel parameter holds.
+
+    ``keep_rows``: let a row-wise kernel keep expensive row values in a ``Scratch``
+    array between its loops (right for CPUs; a GPU target may prefer recomputing).
+    """
     if any(sym.extent == 0 for sym in group.syms):  # nothing to compute or store
         return Kernel(name, [], []), {}
     first = _Builder(group, {})
@@ -100,7 +105,7 @@ def lower_loop_group(group: LoopGroup, name: str, threads: int) -> tuple[Kernel,
     subst, loops = _plan_loops(group, first)
     second = _Builder(group, subst)
     second.build()
-    return _Emitter(second, loops, threads).kernel(name), dict(second.params)
+    return _Emitter(second, loops, threads, keep_rows).kernel(name), dict(second.params)
 
 
 # --- building nodes -------------------------------------------------------------------
@@ -437,14 +442,15 @@ MAX_STASH = 1 << 13  # elements of one row kept on the stack
 
 
 class _Emitter:
-    def __init__(self, builder: _Builder, plan: _LoopPlan, threads: int) -> None:
+    def __init__(self, builder: _Builder, plan: _LoopPlan, threads: int,
+                 keep_rows: bool) -> None:
         self.b = builder
         self.plan = plan
         self.threads = threads
         self.scopes: list[_Scope] = []
         self.ops: list[str] = []
         self.lines: dict[str, None] = {}
-        self.stash = self._stash_buffers()
+        self.stash = self._stash_buffers() if keep_rows else {}
         self.stashed: set[int] = set()  # stored by a reduction loop: reuse in the output loop
         self.reusing = False
 

@@ -52,12 +52,14 @@ class LoweredStep:
         return pairs
 
 
-def lower_schedule(schedule: Schedule, threads: int) -> list[LoweredStep]:
+def lower_schedule(schedule: Schedule, threads: int, keep_rows: bool = True) -> list[LoweredStep]:
+    """Kernel IR and GEMM plans for every group (``keep_rows``: see ``lower_loop_group``)."""
     producer = {v: eqn for eqn in schedule.graph.eqns for v in eqn.outputs}
-    return [_lower_group(group, producer, threads) for group in schedule.groups]
+    return [_lower_group(group, producer, threads, keep_rows) for group in schedule.groups]
 
 
-def _lower_group(group: Group, producer: dict[Var, Eqn], threads: int) -> LoweredStep:
+def _lower_group(group: Group, producer: dict[Var, Eqn], threads: int,
+                 keep_rows: bool) -> LoweredStep:
     if group.kind == "host":
         return LoweredStep(group)
     step = LoweredStep(group)
@@ -70,7 +72,7 @@ def _lower_group(group: Group, producer: dict[Var, Eqn], threads: int) -> Lowere
                          group.syms, group.outer_rank, producer)
         if loop.roots:
             name = f"{group.name}_epilogue" if group.library is not None else group.name
-            step.kernel, step.bindings = lower_loop_group(loop, name, threads)
+            step.kernel, step.bindings = lower_loop_group(loop, name, threads, keep_rows)
     return step
 
 
