@@ -78,7 +78,13 @@ class Config:
         self._snapshot: tuple | None = None
         for flag in FLAGS.values():
             raw = os.environ.get(flag.env_var)
-            self._values[flag.name] = flag.default if raw is None else flag.parse(raw)
+            self._set(flag.name, flag.default if raw is None else flag.parse(raw))
+
+    def _set(self, name: str, value: Any) -> None:
+        # Flags are also plain attributes: reading one is on every jitted call's path.
+        self._values[name] = value
+        self.__dict__[name] = value
+        self._snapshot = None
 
     def __getattr__(self, name: str) -> Any:
         values = self.__dict__.get("_values")
@@ -92,8 +98,7 @@ class Config:
             raise ValueError(f"unknown Ember flag {name!r}; known flags: {sorted(FLAGS)}")
         if isinstance(value, str) and not isinstance(FLAGS[name].default, str):
             value = FLAGS[name].parse(value)
-        self._values[name] = value
-        self._snapshot = None
+        self._set(name, value)
 
     @contextlib.contextmanager
     def override(self, **changes: Any) -> Iterator[None]:
@@ -113,8 +118,8 @@ class Config:
     def snapshot(self) -> tuple:
         """The flags that change what a traced or compiled program means (part of cache keys)."""
         if self._snapshot is None:
-            self._snapshot = (self.enable_x64, self.optimize, self.debug_nans, self.sanitize,
-                              self.cflags)
+            self._snapshot = (self.backend, self.enable_x64, self.optimize, self.debug_nans,
+                              self.sanitize, self.cflags)
         return self._snapshot
 
 

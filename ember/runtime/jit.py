@@ -127,7 +127,7 @@ class Jitted:
         if not kwargs and not self.static_argnums and not is_tracing():
             key = _fast_key(args)
             if key is not None:
-                compiled = self._fast_cache.get((key, config.backend, config.snapshot()))
+                compiled = self._fast_cache.get((key, config.snapshot()))
                 if compiled is not None:
                     return compiled._call_arrays(args)
         return self._call_general(args, kwargs)
@@ -148,7 +148,7 @@ class Jitted:
             self._cache[key] = compiled
         fast = _fast_key(args) if not kwargs and not statics else None
         if fast is not None:
-            self._fast_cache[(fast, config.backend, config.snapshot())] = compiled
+            self._fast_cache[(fast, config.snapshot())] = compiled
         return compiled._call_flat(leaves)
 
     def lower(self, *args: Any, **kwargs: Any) -> "Lowered":
@@ -303,9 +303,14 @@ class Compiled:
     def _call_arrays(self, args: tuple) -> Any:
         """Call with Ember Arrays already known to match the compiled signature."""
         device = self.device
-        if config.debug_nans or any(a._device != device for a in args):
+        buffers = []
+        for arg in args:
+            if arg._device != device or arg._buffer is None:
+                return self._call_flat(list(args))  # transfers, or the donated-array error
+            buffers.append(arg._buffer)
+        if config.debug_nans:
             return self._call_flat(list(args))
-        outs = self.executable.run([a.live_buffer() for a in args])
+        outs = self.executable.run(buffers)
         if self.donated:
             _consume_donated(args, self.donated)
         arrays = [Array(buf, aval, device) for buf, aval in zip(outs, self._out_avals)]
