@@ -23,6 +23,7 @@ from ember.config import config
 from ember.ir.graph import Graph
 from ember.ir.printer import print_graph
 from ember.ir.verifier import VerificationError, verify
+from ember.passes.barriers import drop_barriers
 from ember.passes.constant_folding import fold_constants
 from ember.passes.cse import cse
 from ember.passes.dce import dce
@@ -32,9 +33,10 @@ from ember.passes.simplify import simplify
 from ember.transforms.calls import inline_calls
 
 # Calls (custom_jvp/vjp, checkpoint) are inlined first so every later pass sees across
-# them; checkpoint's recomputation stays apart behind its optimization_barrier.
+# them; checkpoint's recomputation stays apart behind its optimization_barrier, which is
+# dropped last (code generators need not copy its operands).
 _OPTIMIZING: list[GraphPass] = [inline_calls, simplify, fold_constants, cse, licm,
-                                fold_constants, simplify, cse, dce]
+                                fold_constants, simplify, cse, dce, drop_barriers]
 
 GRAPH_PIPELINES: dict[str, list[GraphPass]] = {
     "reference": [dce],
