@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
+import json
 import os
 import re
 import shlex
@@ -26,7 +27,7 @@ from typing import Sequence
 
 from ember.config import config
 from ember.errors import BackendUnavailableError, CompileError
-from ember.runtime.compile_cache import default_cache
+from ember.runtime.compile_cache import default_cache, hash_key
 
 INCLUDE_DIR = Path(__file__).resolve().parent / "include"
 """Headers passed to every compile with ``-I`` (``ember_math.h``)."""
@@ -66,7 +67,8 @@ class BlasInfo:
 def find_toolchain() -> Toolchain | None:
     """The C compiler from ``$CC``, else ``cc``, ``gcc`` or ``clang`` on PATH; None if none.
 
-    Probing runs once per compiler; the flags follow ``config.sanitize`` and
+    Probing runs once per compiler, and its answers are kept in the compile cache
+    directory for later processes (``_probe``); the flags follow ``config.sanitize`` and
     ``config.cflags`` as they are at the time of the call. (A library built with
     ``sanitize="address"`` loads into Python only with the ASan runtime preloaded:
     ``LD_PRELOAD=$(cc -print-file-name=libasan.so)``.)
@@ -104,12 +106,145 @@ def _locate_compiler(cc_env: str | None) -> str | None:
     return None
 
 
+@dataclass
+class ProbeStats:
+    """What ``_probe`` did in this process: compiler probes run, and disk entries used."""
+
+    runs: int = 0
+    disk_hits: int = 0
+
+
+probe_stats = ProbeStats()
+
+_PROBE_FORMAT = "ember-probe/1"  # bump when _run_probes or the entry layout changes
+_PROBE_FOLDER = "toolchain"
+# Environment variables that change what the compiler driver finds (headers, libraries,
+# its own sub-programs), and so the OpenMP probe's answer.
+_PROBE_ENV = ("COMPILER_PATH", "GCC_EXEC_PREFIX", "CPATH", "C_INCLUDE_PATH",
+              "LIBRARY_PATH", "LD_LIBRARY_PATH")
+_CPU_KEYS = ("vendor_id", "cpu family", "model", "model name", "stepping", "flags",
+             "Features", "CPU implementer", "CPU architecture", "CPU variant", "CPU part",
+             "CPU revision", "isa", "uarch")
+
+
 @functools.lru_cache(maxsize=None)
 def _probe(cc: str) -> tuple[str, str, bool]:
-    """(first line of --version, target ISA identity, whether -fopenmp works)."""
+    """(first line of --version, target ISA identity, whether -fopenmp works).
+
+    Running the compiler costs tens of milliseconds per process, so the answer is also
+    kept on disk, in the compile cache directory, keyed by what determines it (see
+    ``_probe_key``); an entry that does not check out is ignored and probed again.
+    """
+    key = _probe_key(cc)
+    path = _probe_entry_path(key) if key is not None else None
+    if path is not None:
+        cached = _read_probe_entry(path, key)
+        if cached is not None:
+            probe_stats.disk_hits += 1
+            return cached
+    result = _run_probes(cc)
+    if path is not None:
+        _write_probe_entry(path, key, result)
+    return result
+
+
+def _run_probes(cc: str) -> tuple[str, str, bool]:
+    probe_stats.runs += 1
     version_lines = _run([cc, "--version"]).stdout.splitlines()
     version = version_lines[0].strip() if version_lines else "unknown"
     return version, _target_isa(cc), _supports_openmp(cc)
+
+
+def _cpu_identity() -> str | None:
+    """The first processor's model and feature lines of /proc/cpuinfo; None if unreadable."""
+    lines = []
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as file:
+            for line in file:
+                if not line.strip():
+                    if lines:
+                        break
+                    continue
+                name = line.split(":", 1)[0].strip()
+                if name in _CPU_KEYS:
+                    lines.append(" ".join(line.split()))
+    except OSError:
+        return None
+    return "\n".join(lines) if lines else None
+
+
+def _probe_key(cc: str) -> str | None:
+    """Hash of what decides the probes' answers, or None when it can't be known (no cache).
+
+    The compiler's resolved path, size and mtime (an upgrade changes them), the CPU's
+    model and feature flags (``-march=native``), the environment the driver reads, and
+    the Python-side probe format.
+    """
+    cpu = _cpu_identity()
+    if cpu is None:
+        return None
+    try:
+        real = os.path.realpath(cc)
+        info = os.stat(real)
+    except OSError:
+        return None
+    parts = [_PROBE_FORMAT, cc, real, str(info.st_size), str(info.st_mtime_ns), cpu,
+             *(f"{name}={os.environ.get(name, '')}" for name in _PROBE_ENV)]
+    return hash_key(parts)
+
+
+def _probe_entry_path(key: str) -> Path | None:
+    try:
+        return default_cache().directory / _PROBE_FOLDER / f"{key}.json"
+    except OSError:
+        return None
+
+
+def _probe_digest(key: str, version: str, target_isa: str, openmp: bool) -> str:
+    return hash_key([_PROBE_FORMAT, key, version, target_isa, "1" if openmp else "0"])
+
+
+def _read_probe_entry(path: Path, key: str) -> tuple[str, str, bool] | None:
+    """The probe answers stored at ``path``, or None when missing, damaged or not for ``key``."""
+    try:
+        if path.stat().st_size > 65536:
+            return None
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    version, target_isa, openmp = data.get("version"), data.get("target_isa"), data.get("openmp")
+    if (data.get("format") != _PROBE_FORMAT or data.get("key") != key
+            or not isinstance(version, str) or not isinstance(target_isa, str)
+            or not isinstance(openmp, bool) or not version or not target_isa
+            or data.get("digest") != _probe_digest(key, version, target_isa, openmp)):
+        return None
+    return version, target_isa, openmp
+
+
+def _write_probe_entry(path: Path, key: str, result: tuple[str, str, bool]) -> None:
+    """Store the answers atomically (temp file, fsync, rename); failures are ignored."""
+    version, target_isa, openmp = result
+    text = json.dumps({"format": _PROBE_FORMAT, "key": key, "version": version,
+                       "target_isa": target_isa, "openmp": openmp,
+                       "digest": _probe_digest(key, version, target_isa, openmp)})
+    tmp = None
+    try:
+        path.parent.mkdir(mode=0o700, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=f".{key}.", suffix=".tmp", dir=path.parent)
+        tmp = Path(name)
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(tmp, path)
+        tmp = None
+    except OSError:
+        pass
+    finally:
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
 
 
 def _run(command: Sequence[str], cwd: str | None = None) -> subprocess.CompletedProcess:

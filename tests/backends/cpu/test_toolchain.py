@@ -190,3 +190,74 @@ def test_blas_sgemm_matches_numpy(cache_dir):
     pointer = ctypes.c_void_p
     library.gemm(m, n, k, a.ctypes.data_as(pointer), b.ctypes.data_as(pointer), c.ctypes.data_as(pointer))
     np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
+PROBE_CHILD = """
+import json
+from ember.backends.cpu import toolchain
+found = toolchain.find_toolchain()
+print(json.dumps({"runs": toolchain.probe_stats.runs, "disk_hits": toolchain.probe_stats.disk_hits,
+                  "version": found.version, "target_isa": found.target_isa, "openmp": found.openmp}))
+"""
+
+
+def _probe_in_child(cache_dir):
+    env = {**os.environ, "EMBER_CACHE_DIR": str(cache_dir),
+           "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
+    child = subprocess.run([sys.executable, "-c", PROBE_CHILD], capture_output=True,
+                           text=True, env=env, cwd=REPO_ROOT, timeout=300)
+    assert child.returncode == 0, child.stderr
+    return json.loads(child.stdout.strip().splitlines()[-1])
+
+
+def test_a_second_process_reuses_the_compiler_probes(cache_dir):
+    found = toolchain.find_toolchain()
+    expected = {"version": found.version, "target_isa": found.target_isa, "openmp": found.openmp}
+    first = _probe_in_child(cache_dir)
+    assert first == {**expected, "runs": 1, "disk_hits": 0}
+    assert len(list((cache_dir / "toolchain").glob("*.json"))) == 1
+    second = _probe_in_child(cache_dir)
+    assert second == {**expected, "runs": 0, "disk_hits": 1}
+
+
+def _fresh_probe(cc):
+    runs, hits = toolchain.probe_stats.runs, toolchain.probe_stats.disk_hits
+    result = toolchain._probe.__wrapped__(cc)  # past the in-process lru_cache
+    return result, toolchain.probe_stats.runs - runs, toolchain.probe_stats.disk_hits - hits
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "tampered", "other_key", "empty"])
+def test_a_damaged_probe_entry_is_probed_again(cache_dir, damage):
+    cc = toolchain.find_toolchain().cc
+    expected, runs, hits = _fresh_probe(cc)
+    assert (runs, hits) == (1, 0)
+    assert _fresh_probe(cc) == (expected, 0, 1)
+    [entry] = (cache_dir / "toolchain").glob("*.json")
+    text = entry.read_text()
+    data = json.loads(text)
+    if damage == "garbage":
+        entry.write_bytes(b"\x00\xffnot json")
+    elif damage == "truncated":
+        entry.write_text(text[: len(text) // 2])
+    elif damage == "tampered":  # valid JSON, but the digest no longer matches
+        entry.write_text(json.dumps({**data, "target_isa": "x86_64-linux-gnu planted"}))
+    elif damage == "other_key":
+        entry.write_text(json.dumps({**data, "key": "0" * 64}))
+    else:
+        entry.write_text("")
+    assert _fresh_probe(cc) == (expected, 1, 0)
+    assert json.loads(entry.read_text()) == data  # rewritten, valid again
+    assert _fresh_probe(cc) == (expected, 0, 1)
+
+
+def test_probe_key_follows_the_compiler_and_the_cpu(monkeypatch):
+    cc = toolchain.find_toolchain().cc
+    key = toolchain._probe_key(cc)
+    assert key is not None and key == toolchain._probe_key(cc)
+    monkeypatch.setenv("LIBRARY_PATH", os.environ.get("LIBRARY_PATH", "") + ":/elsewhere")
+    assert toolchain._probe_key(cc) != key
+    monkeypatch.undo()
+    monkeypatch.setattr(toolchain, "_cpu_identity", lambda: "model name : another cpu")
+    assert toolchain._probe_key(cc) not in (key, None)
+    monkeypatch.setattr(toolchain, "_cpu_identity", lambda: None)
+    assert toolchain._probe_key(cc) is None  # unknown CPU: probe every time, store nothing
