@@ -313,6 +313,10 @@ class _Fuser:
         syms = ix.bare_syms(next(iter(index_set)))
         if syms is None or len(set(syms)) != len(syms):
             return False
+        # The loops must span the whole value: a consumer that reads only part of it (a
+        # slice of a program output) would leave the rest of the buffer unwritten.
+        if tuple(s.extent for s in syms) != out.aval.shape:
+            return False
         rank = group.outer_rank if kind != "reduction" or group.outer_rank is not None \
             else len(syms)
         return set(syms) == set(group.syms) or (

@@ -22,11 +22,7 @@ def _source(failure: Failure) -> str:
     return function_source(failure.program)
 
 
-KNOWN_BUGS = (
-    KnownBug("test_cpu_grad_of_cumulative_extrema",
-             lambda f: f.target == "cpu:jit" and f.variant == "grad" and f.kind == "mismatch"
-             and any(op in _source(f) for op in ("cummax", "cummin", "cumlogsumexp"))),
-)
+KNOWN_BUGS: tuple[KnownBug, ...] = ()
 
 
 def new_failures(failures: Sequence[Failure]) -> list[Failure]:

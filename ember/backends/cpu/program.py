@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from ember.codegen import indexing as ix
 from ember.codegen.gemm import GemmPlan, operand_matrix, plan_gemm
-from ember.codegen.kernel_ir import Buffer, Kernel
+from ember.codegen.kernel_ir import Buffer, Kernel, Let, Load, Store
 from ember.codegen.lower import LoopGroup, lower_loop_group
 from ember.ir.graph import Eqn, Var
 from ember.passes.memory import Step
@@ -31,23 +31,30 @@ class LoweredStep:
                     inplace=self.in_place_pairs())
 
     def in_place_pairs(self) -> list[tuple[Var, Var]]:
-        """(output, input) pairs the kernel reads and writes at exactly the same positions."""
+        """(output, input) pairs the kernel reads and writes at exactly the same positions,
+        every read of the input coming before the write of the output (a multi-output
+        kernel may store one output before it loads an operand of the next)."""
         if self.kernel is None:
             return []
         var_of = {buf: var for var, buf in self.bindings.items()}
         loads: dict[Buffer, set] = {}
-        for load in self.kernel.loads():
-            loads.setdefault(load.buffer, set()).add(load.index)
+        last_load: dict[Buffer, int] = {}  # program order of the last load of a buffer
         stores: dict[Buffer, list] = {}
-        for store in self.kernel.stores():
-            if not store.buffer.scratch:
-                stores.setdefault(store.buffer, []).append(store.index)
+        first_store: dict[Buffer, int] = {}
+        for order, stmt in enumerate(self.kernel.walk()):
+            if isinstance(stmt, Let) and isinstance(stmt.node, Load):
+                loads.setdefault(stmt.node.buffer, set()).add(stmt.node.index)
+                last_load[stmt.node.buffer] = order
+            elif isinstance(stmt, Store) and not stmt.buffer.scratch:
+                stores.setdefault(stmt.buffer, []).append(stmt.index)
+                first_store.setdefault(stmt.buffer, order)
         pairs = []
         for out_buf, indices in stores.items():
             if len(indices) != 1:
                 continue
             for in_buf, load_indices in loads.items():
-                if in_buf is not out_buf and load_indices == {indices[0]}:
+                if (in_buf is not out_buf and load_indices == {indices[0]}
+                        and last_load[in_buf] < first_store[out_buf]):
                     pairs.append((var_of[out_buf], var_of[in_buf]))
         return pairs
 

@@ -59,6 +59,30 @@ def test_donated_argument_becomes_the_output_buffer():
     np.testing.assert_allclose(np.asarray(out), np.tanh(x) + x, rtol=1e-6)
 
 
+def test_an_output_never_takes_the_buffer_of_an_input_read_after_it_is_stored():
+    """Sibling kernels merged into one store the first output before the second kernel
+    loads its operands: the donated ``a`` must not be overwritten by ``b * 2`` first
+    (the jitted gradient of cummax was wrong this way)."""
+    y = np.random.default_rng(1).standard_normal(x.shape).astype(np.float32)
+
+    def fun(a, b):
+        return b * 2.0, a + b
+
+    doubled, total = ember.jit(fun, backend="cpu", donate_argnums=0)(x.copy(), y)
+    np.testing.assert_allclose(np.asarray(doubled), y * 2.0, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(total), x + y, rtol=1e-6)
+
+
+def test_an_output_read_through_a_slice_is_stored_whole():
+    """A program output only sliced by its consumer is not stored by that consumer's
+    smaller loop (which would leave the rest of the output unwritten)."""
+    def fun(a):
+        y = a * 2.0
+        return y, lax.slice(y, (0, 0), (3, 5)) + 1.0
+
+    assert_matches_reference(fun, x)
+
+
 def test_dead_temporaries_are_reused_and_updated_in_place():
     def chain(a):
         for _ in range(6):
