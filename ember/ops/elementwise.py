@@ -165,7 +165,7 @@ def _erf_inv_scalar(y: float) -> float:
         err = math.erf(x) - y
         step = err / (2 / math.sqrt(math.pi) * math.exp(-x * x))
         x -= step
-        if abs(step) <= 1e-17 * max(1.0, abs(x)):
+        if math.fabs(step) <= 4e-16 * (1.0 if math.fabs(x) < 1.0 else math.fabs(x)):  # converged
             break
     return x
 
