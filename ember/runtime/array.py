@@ -15,13 +15,19 @@ from ember.errors import EmberValueError
 class Array(ArrayOps):
     """An immutable n-dimensional array on a device (host memory for cpu / reference)."""
 
-    __slots__ = ("_buffer", "aval", "_device", "__weakref__")
+    __slots__ = ("_buffer", "aval", "_device", "committed", "__weakref__")
     __array_priority__ = 100
 
-    def __init__(self, buffer: Any, aval: ShapedArray, device: Device) -> None:
+    def __init__(self, buffer: Any, aval: ShapedArray, device: Device,
+                 committed: bool = False) -> None:
         self._buffer = buffer
         self.aval = aval
         self._device = device
+        # Committed arrays were placed on purpose (device_put with a device, a jit with a
+        # backend, or computed from committed arrays): mixing two committed devices is an
+        # error. Uncommitted ones (asarray, constants) follow the committed operands, as
+        # in JAX.
+        self.committed = committed
 
     # --- device -----------------------------------------------------------------
     @property
@@ -111,10 +117,10 @@ def _rebuild(host: np.ndarray) -> "Array":
     return device_put(host)
 
 
-def from_host(host: np.ndarray, device: Device) -> Array:
+def from_host(host: np.ndarray, device: Device, committed: bool = False) -> Array:
     """Wrap or transfer a NumPy array (already of a canonical dtype) to ``device``."""
     aval = ShapedArray(host.shape, host.dtype)
-    return Array(device.backend.put(host, device), aval, device)
+    return Array(device.backend.put(host, device), aval, device, committed)
 
 
 def canonical_host(value: Any, dtype: Any = None) -> np.ndarray:

@@ -16,27 +16,42 @@ from ember.runtime.array import Array, canonical_host, from_host
 from ember.runtime.devices import default_device
 
 
-def common_device(values: Sequence[Any]) -> Device:
-    device = None
+def common_device(values: Sequence[Any]) -> tuple[Device, bool]:
+    """The device an operation on ``values`` runs on, and whether its result is committed.
+
+    Committed arrays decide (two different committed devices are an error); otherwise
+    the device every uncommitted array shares, else the default device.
+    """
+    committed: Device | None = None
+    uncommitted: set[Device] = set()
     for value in values:
-        if isinstance(value, Array):
-            if device is None:
-                device = value.device
-            elif value.device != device:
-                raise EmberValueError(
-                    f"arrays on different devices ({device} and {value.device}) met in one "
-                    "operation; move one with ember.device_put(x, device) first")
-    return device if device is not None else default_device()
+        if not isinstance(value, Array):
+            continue
+        if not value.committed:
+            uncommitted.add(value.device)
+        elif committed is None:
+            committed = value.device
+        elif value.device != committed:
+            raise EmberValueError(
+                f"arrays committed to different devices ({committed} and {value.device}) met "
+                "in one operation; move one with ember.device_put(x, device) first")
+    if committed is not None:
+        return committed, True
+    if len(uncommitted) == 1:
+        return uncommitted.pop(), False
+    return default_device(), False
 
 
 def to_buffer(value: Any, device: Device) -> Any:
     if isinstance(value, Array):
+        if value.device != device:  # an uncommitted array follows the committed ones
+            return device.backend.put(value._host(), device)
         return value.live_buffer()
     return device.backend.put(canonical_host(value), device)
 
 
 def apply_primitive(prim: Primitive, values: list, params: dict) -> Any:
-    device = common_device(values)
+    device, committed = common_device(values)
     avals = [aval_of(v) for v in values]
     try:
         out_avals = prim.abstract_eval(*avals, **params)
@@ -46,13 +61,13 @@ def apply_primitive(prim: Primitive, values: list, params: dict) -> Any:
     outs = device.backend.apply_primitive(prim, buffers, params)
     if not prim.multiple_results:
         outs, out_avals = [outs], [out_avals]
-    arrays = [_wrap(out, aval, device) for out, aval in zip(outs, out_avals)]
+    arrays = [_wrap(out, aval, device, committed) for out, aval in zip(outs, out_avals)]
     if config.debug_nans:
         check_nans(prim, arrays)
     return arrays if prim.multiple_results else arrays[0]
 
 
-def _wrap(buffer: Any, aval: ShapedArray, device: Device) -> Array:
+def _wrap(buffer: Any, aval: ShapedArray, device: Device, committed: bool) -> Array:
     if device.backend.host_memory:
         host = np.asarray(buffer)
         if host.dtype != aval.dtype:
@@ -62,7 +77,7 @@ def _wrap(buffer: Any, aval: ShapedArray, device: Device) -> Array:
         if host.flags.writeable:
             host.flags.writeable = False
         buffer = host
-    return Array(buffer, aval, device)
+    return Array(buffer, aval, device, committed)
 
 
 def check_nans(prim: Primitive, arrays: Sequence[Array], source=None) -> None:
@@ -81,12 +96,13 @@ def device_put(value: Any, device: Device | str | None = None) -> Any:
     if isinstance(device, str):
         device = get_backend(device).default_device()
     target = device or default_device()
+    committed = device is not None  # an explicit device commits the result (as JAX)
 
     def put(leaf: Any) -> Array:
         if isinstance(leaf, Array):
-            if leaf.device == target:
+            if leaf.device == target and leaf.committed >= committed:
                 return leaf
-            return from_host(leaf._host(), target)
-        return from_host(canonical_host(leaf), target)
+            return from_host(leaf._host(), target, committed)
+        return from_host(canonical_host(leaf), target, committed)
 
     return tree_map(put, value)

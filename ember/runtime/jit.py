@@ -140,11 +140,12 @@ class Jitted:
         if any(isinstance(leaf, Tracer) for leaf in leaves):
             return self.fun(*args, **kwargs)
         avals = tuple(_leaf_aval(leaf) for leaf in leaves)
-        backend = get_backend(self.backend_name)
+        backend = get_backend(self.backend_name or _committed_backend(leaves))
         key = _Signature(treedef, avals, statics, backend.name, config.snapshot())
         compiled = self._cache.get(key)
         if compiled is None:
             compiled = self._lower(statics, treedef, avals, backend).compile()
+            compiled.commits = self.backend_name is not None
             self._cache[key] = compiled
         fast = _fast_key(args) if not kwargs and not statics else None
         if fast is not None:
@@ -207,13 +208,24 @@ def _safe_signature(fun: Callable):
 
 
 def _fast_key(args: tuple) -> tuple | None:
-    """The avals of ``args`` if every one is a concrete Ember Array, else None."""
+    """The avals of ``args`` (with the device of committed ones) if every one is a
+    concrete Ember Array, else None."""
     avals = []
     for arg in args:
         if type(arg) is not Array:
             return None
-        avals.append(arg.aval)
+        avals.append((arg.aval, arg._device) if arg.committed else arg.aval)
     return tuple(avals)
+
+
+def _committed_backend(leaves: Sequence[Any]) -> str | None:
+    """The backend of the committed array arguments (None: the default backend)."""
+    devices = {leaf.device for leaf in leaves if isinstance(leaf, Array) and leaf.committed}
+    if len(devices) > 1:
+        raise EmberValueError(
+            f"arguments committed to different devices ({', '.join(map(str, devices))}); "
+            "move them with ember.device_put(x, device) or pass jit(..., backend=...)")
+    return devices.pop().platform if devices else None
 
 
 def _check_output(leaf: Any, fun: Callable) -> None:
@@ -271,6 +283,7 @@ class Compiled:
         self.donated = donated
         self._out_avals = executable.graph.out_avals
         self._single_output = out_tree.node_type is None
+        self.commits = False  # results are committed to the device (jit with backend=...)
         self._in_avals = executable.graph.in_avals
 
     @property
@@ -313,7 +326,8 @@ class Compiled:
         outs = self.executable.run(buffers)
         if self.donated:
             _consume_donated(args, self.donated)
-        arrays = [Array(buf, aval, device) for buf, aval in zip(outs, self._out_avals)]
+        committed = self.commits or any(arg.committed for arg in args)
+        arrays = [Array(buf, aval, device, committed) for buf, aval in zip(outs, self._out_avals)]
         if self._single_output:
             return arrays[0]
         return tree_unflatten(self.out_tree, arrays)
@@ -332,7 +346,9 @@ class Compiled:
         outs = self.executable.run(buffers)
         if self.donated:
             _consume_donated(leaves, self.donated)
-        arrays = [Array(buf, aval, device) for buf, aval in zip(outs, self._out_avals)]
+        committed = self.commits or any(isinstance(leaf, Array) and leaf.committed
+                                        for leaf in leaves)
+        arrays = [Array(buf, aval, device, committed) for buf, aval in zip(outs, self._out_avals)]
         if config.debug_nans:
             from ember.runtime.debug import check_nans_in_outputs
 

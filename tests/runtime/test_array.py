@@ -57,3 +57,21 @@ def test_to_device_moves_between_backends():
     moved = x.to_device("reference")
     assert moved.device.platform == "reference"
     assert np.asarray(moved).tolist() == [1.0, 2.0]
+
+
+def test_committed_and_uncommitted_placement():
+    """As in JAX: device_put(x, device) commits x; asarray and constants follow the
+    committed operand; two different committed devices are an error."""
+    from ember.errors import EmberValueError
+
+    on_ref = ember.device_put(np.ones(3, np.float32), "reference")
+    assert on_ref.committed and not enp.asarray([1.0]).committed
+    mixed = on_ref + enp.ones(3)  # the uncommitted operand moves to the committed device
+    assert mixed.device.platform == "reference" and mixed.committed
+    assert (on_ref * 2.0).device.platform == "reference"
+    assert ember.jit(lambda x: x * 2)(on_ref).device.platform == "reference"
+    elsewhere = [d for d in ember.devices() if d.platform != "reference"]
+    if elsewhere:
+        other = ember.device_put(np.ones(3, np.float32), elsewhere[0])
+        with pytest.raises(EmberValueError, match="committed to different devices"):
+            on_ref + other
