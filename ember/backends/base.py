@@ -25,6 +25,11 @@ class Device:
 
         return get_backend(self.platform)
 
+    def memory_stats(self) -> dict[str, int] | None:
+        """Bytes in use on this device and the most in use at once, as JAX's
+        ``Device.memory_stats()``; None where arrays are plain host memory (NumPy's)."""
+        return self.backend.memory_stats(self)
+
 
 @dataclass
 class KernelInfo:
@@ -83,3 +88,7 @@ class Backend:
 
     def synchronize(self, buffer: Any) -> None:
         """Wait until ``buffer`` is computed (asynchronous backends override)."""
+
+    def memory_stats(self, device: Device) -> dict[str, int] | None:
+        """See ``Device.memory_stats`` (backends that count their memory override)."""
+        return None

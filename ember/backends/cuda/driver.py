@@ -14,6 +14,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ember.backends.cuda.nvrtc import CompiledCuda
+from ember.backends.gpu.memory import MemoryStats
 from ember.codegen.gpu import LaunchShape
 from ember.errors import BackendUnavailableError
 
@@ -64,17 +65,20 @@ def gpus() -> tuple[Gpu, ...]:
 class CudaMemory:
     """A device allocation, freed (stream-ordered) when the last reference goes."""
 
-    __slots__ = ("pointer", "runtime")
+    __slots__ = ("pointer", "runtime", "nbytes")
 
     def __init__(self, runtime: "CudaRuntime", nbytes: int) -> None:
         self.runtime = runtime
         runtime.activate()
         self.pointer = check(_driver().cuMemAllocAsync(max(nbytes, 1), runtime.stream))
+        self.nbytes = nbytes
+        runtime.stats.allocated(nbytes)
 
     def __int__(self) -> int:
         return int(self.pointer)
 
     def __del__(self) -> None:
+        self.runtime.stats.freed(self.nbytes)
         try:
             self.runtime.activate()
             _driver().cuMemFreeAsync(self.pointer, self.runtime.stream)
@@ -106,6 +110,7 @@ class CudaRuntime:
         self.activate()
         self.stream = check(driver.cuStreamCreate(
             driver.CUstream_flags.CU_STREAM_NON_BLOCKING.value))
+        self.stats = MemoryStats()
 
     def activate(self) -> None:
         check(_driver().cuCtxSetCurrent(self.context))

@@ -46,6 +46,10 @@ class GpuBackend(Backend):
         if buffer.runtime is not None:
             buffer.runtime.synchronize()
 
+    def memory_stats(self, device: Device) -> dict[str, int] | None:
+        runtime = self.runtime(device)
+        return None if runtime is None else runtime.stats.as_dict()
+
     # --- eager: the NumPy reference on the host copies ---------------------------------
     def apply_primitive(self, prim: Primitive, buffers: list, params: dict) -> Any:
         runtime = buffers[0].runtime if buffers else self.runtime(self.default_device())

@@ -11,11 +11,14 @@ from typing import Any, Protocol, Sequence
 
 import numpy as np
 
+from ember.backends.gpu.memory import MemoryStats
 from ember.codegen.gpu import LaunchShape
 
 
 class DeviceRuntime(Protocol):
     """One device's memory and queue (CUDA: a stream; OpenCL: a command queue)."""
+
+    stats: MemoryStats
 
     def allocate(self, nbytes: int) -> Any: ...
 

@@ -1,8 +1,11 @@
 """The executable of the GPU backends: steps run in schedule order on one queue.
 
-Values computed on the device get fresh device buffers (no arena yet); a host call
-downloads its operands, runs the NumPy reference and leaves its results to be uploaded
-when a kernel reads them.
+Values computed on the device get fresh device buffers, and each temporary is let go
+right after the last step that uses it: on CUDA the stream-ordered allocator hands the
+memory to the next allocation on the stream, on OpenCL the buffer is released once the
+queued commands using it are done, so a program's peak is its live values, not all of
+its values (``Device.memory_stats()`` shows it). A host call downloads its operands,
+runs the NumPy reference and leaves its results to be uploaded when a kernel reads them.
 """
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ class DeviceExecutable(Executable):
         self._runtime = runtime
         self._module = module
         self._constants = [as_device_buffer(c, runtime) for c in program.optimized.constvals]
+        self._dead_after = _last_uses(program)
         return self
 
     def run(self, buffers: Sequence[Any]) -> list[Any]:
@@ -34,7 +38,7 @@ class DeviceExecutable(Executable):
         graph = self.program.optimized
         env: dict[Var, DeviceBuffer] = dict(zip([*graph.inputs, *graph.constvars],
                                                 [*buffers, *self._constants]))
-        for step in self.program.steps:
+        for step, dead in zip(self.program.steps, self._dead_after):
             if step.host is not None:
                 self._host_call(step.host, env)
             for var in step.writes:
@@ -43,6 +47,8 @@ class DeviceExecutable(Executable):
             for launch in step.launches:
                 self._module.launch(launch.kernel, [env[v].memory() for v in launch.args],
                                     launch.shape)
+            for var in dead:
+                del env[var]
         return [DeviceBuffer.from_host(self._runtime, literal_result(atom))
                 if isinstance(atom, Literal) else env[atom] for atom in graph.outputs]
 
@@ -54,6 +60,23 @@ class DeviceExecutable(Executable):
             results = [results]
         for var, value in zip(eqn.outputs, results):
             env[var] = DeviceBuffer.from_host(self._runtime, as_numpy(value, var.aval.dtype))
+
+
+def _last_uses(program: DeviceProgram) -> list[list[Var]]:
+    """Per step, the values no later step reads and the program does not return."""
+    returned = {a for a in program.optimized.outputs if isinstance(a, Var)}
+    last: dict[Var, int] = {}
+    for index, step in enumerate(program.steps):
+        used = [*step.writes, *(v for launch in step.launches for v in launch.args)]
+        if step.host is not None:
+            used += [*step.host.outputs, *(a for a in step.host.inputs if isinstance(a, Var))]
+        for var in used:
+            last[var] = index
+    dead: list[list[Var]] = [[] for _ in program.steps]
+    for var, index in last.items():
+        if var not in returned:
+            dead[index].append(var)
+    return dead
 
 
 def as_device_buffer(value: Any, runtime: DeviceRuntime | None) -> DeviceBuffer:

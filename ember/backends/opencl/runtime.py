@@ -12,6 +12,7 @@ import numpy as np
 import pyopencl as cl
 
 from ember.backends.cpu.toolchain import _save_failed_source
+from ember.backends.gpu.memory import MemoryStats
 from ember.codegen.gpu import LaunchShape
 from ember.config import config
 from ember.errors import CompileError
@@ -34,24 +35,43 @@ def has_fp64(device: Any) -> bool:
     return "cl_khr_fp64" in device.extensions.split()
 
 
+class OpenCLMemory:
+    """A ``cl.Buffer`` that reports its release to the device's ``MemoryStats`` (OpenCL
+    itself defers the release until the commands using the buffer are done)."""
+
+    __slots__ = ("buffer", "nbytes", "stats")
+
+    def __init__(self, buffer: cl.Buffer, nbytes: int, stats: MemoryStats) -> None:
+        self.buffer = buffer
+        self.nbytes = nbytes
+        self.stats = stats
+        stats.allocated(nbytes)
+
+    def __del__(self) -> None:
+        self.stats.freed(self.nbytes)
+
+
 class OpenCLRuntime:
     def __init__(self, device: Any) -> None:
         self.device = device
         self.context = cl.Context([device])
         self.queue = cl.CommandQueue(self.context)
+        self.stats = MemoryStats()
 
-    def allocate(self, nbytes: int) -> cl.Buffer:
-        return cl.Buffer(self.context, cl.mem_flags.READ_WRITE, max(nbytes, 1))
+    def allocate(self, nbytes: int) -> OpenCLMemory:
+        buffer = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, max(nbytes, 1))
+        return OpenCLMemory(buffer, nbytes, self.stats)
 
-    def upload(self, array: np.ndarray) -> cl.Buffer:
+    def upload(self, array: np.ndarray) -> OpenCLMemory:
         if not array.nbytes:
             return self.allocate(0)
         flags = cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR
-        return cl.Buffer(self.context, flags, hostbuf=array)
+        return OpenCLMemory(cl.Buffer(self.context, flags, hostbuf=array), array.nbytes,
+                            self.stats)
 
-    def download(self, memory: cl.Buffer, out: np.ndarray) -> None:
+    def download(self, memory: OpenCLMemory, out: np.ndarray) -> None:
         if out.nbytes:
-            cl.enqueue_copy(self.queue, out, memory, is_blocking=True)
+            cl.enqueue_copy(self.queue, out, memory.buffer, is_blocking=True)
 
     def synchronize(self) -> None:
         self.queue.finish()
@@ -102,7 +122,8 @@ class OpenCLModule:
         self.kernels = {k.function_name: k for k in program.all_kernels()}
         self.lock = threading.Lock()  # a kernel object holds its arguments until enqueued
 
-    def launch(self, kernel: str, memories: Sequence[cl.Buffer], shape: LaunchShape) -> None:
+    def launch(self, kernel: str, memories: Sequence[OpenCLMemory], shape: LaunchShape) -> None:
         global_size = tuple(g * b for g, b in zip(shape.grid, shape.block))
         with self.lock:
-            self.kernels[kernel](self.queue, global_size, shape.block, *memories)
+            self.kernels[kernel](self.queue, global_size, shape.block,
+                                 *(m.buffer for m in memories))

@@ -121,3 +121,16 @@ def test_a_call_launches_each_kernel_with_its_buffers(fake_gpu):
     del out
     gc.collect()
     assert fake_gpu.freed == freed + 1  # stream-ordered free when the array dies
+
+
+def test_memory_stats_follow_allocations_and_frees(fake_gpu):
+    (device,) = ember.devices("cuda")
+    assert device.memory_stats()["bytes_in_use"] == 0
+    x = ember.device_put(np.zeros(256, np.float32), device)
+    x._buffer.memory()  # uploads: one allocation of 1 KiB
+    assert device.memory_stats() == {"bytes_in_use": 1024, "peak_bytes_in_use": 1024,
+                                     "num_allocs": 1, "largest_alloc_size": 1024}
+    del x
+    gc.collect()
+    assert device.memory_stats()["bytes_in_use"] == 0
+    assert device.memory_stats()["peak_bytes_in_use"] == 1024
