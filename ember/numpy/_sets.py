@@ -15,11 +15,11 @@ from ember import lax
 from ember.core import dtypes
 from ember.errors import EmberValueError
 from ember.numpy._joining import concatenate
-from ember.numpy._manipulation import ravel
+from ember.numpy._axes import canonicalize_axis
+from ember.numpy._manipulation import moveaxis, ravel, reshape
 from ember.numpy._math import where
 from ember.numpy._promotion import broadcast_to_shape, concrete, ensure_array
 from ember.numpy._searching import flatnonzero
-from ember.numpy._sorting import argsort
 from ember.numpy.indexing import take
 
 __all__ = ["unique", "unique_all", "unique_counts", "unique_inverse", "unique_values", "isin",
@@ -43,52 +43,94 @@ class UniqueInverseResult(NamedTuple):
     inverse_indices: Any
 
 
-def _first_of_runs(sorted_values: Any, equal_nan: bool) -> Any:
-    """bool mask: True where a sorted element differs from its predecessor."""
-    upper, lower = sorted_values[1:], sorted_values[:-1]
+def _first_of_runs(sorted_rows: Any, equal_nan: bool) -> Any:
+    """bool mask: True where a row of the sorted ``(n, k)`` matrix differs from the one
+    before it."""
+    from ember.numpy._reductions import any as any_
+
+    upper, lower = sorted_rows[1:], sorted_rows[:-1]
     differs = lax.ne(upper, lower)
-    if equal_nan and dtypes.is_inexact(sorted_values.dtype):
+    if equal_nan and dtypes.is_inexact(sorted_rows.dtype):
         both_nan = lax.bitwise_and(lax.ne(upper, upper), lax.ne(lower, lower))
         differs = lax.bitwise_and(differs, lax.bitwise_not(both_nan))
-    return concatenate([np.ones(1, bool), differs])
+    return concatenate([np.ones(1, bool), any_(differs, axis=1)])
 
 
-def _unique(x: Any, equal_nan: bool, size: int | None, fill_value: Any) -> UniqueAllResult:
+def _as_rows(x: Any, axis: int | None) -> tuple[Any, int | None]:
+    """``x`` as an ``(n, k)`` matrix whose rows are the items to compare: its elements
+    (``axis=None``) or its slices along ``axis``; and the canonical axis."""
+    if axis is None:
+        return reshape(x, (-1, 1)), None
+    if x.ndim == 0:
+        raise EmberValueError("unique(axis=...) of a 0-d array: it has no axes (use axis=None)")
+    axis = canonicalize_axis(axis, x.ndim)
+    return reshape(moveaxis(x, axis, 0), (x.shape[axis], x.size // max(x.shape[axis], 1))), axis
+
+
+def _sort_rows(rows: Any) -> Any:
+    """The permutation that sorts the rows lexicographically (stable; NaNs last)."""
+    n, k = rows.shape
+    positions = lax.iota(dtypes.default_int(), n)
+    if k == 0:
+        return positions
+    columns = [rows[:, j] for j in range(k)]
+    return lax.sort((*columns, positions), 0, is_stable=True, num_keys=k)[-1]
+
+
+def _from_rows(rows: Any, x: Any, axis: int | None) -> Any:
+    """Rows of ``x``'s items back in ``x``'s layout: 1-D, or stacked along ``axis``."""
+    if axis is None:
+        return reshape(rows, (-1,))
+    items = reshape(rows, (rows.shape[0], *x.shape[:axis], *x.shape[axis + 1:]))
+    return moveaxis(items, 0, axis)
+
+
+def _unique(x: Any, equal_nan: bool, size: int | None, fill_value: Any,
+            axis: int | None = None) -> UniqueAllResult:
     x = ensure_array(x)
-    flat = ravel(x)
-    n = flat.size
+    rows, axis = _as_rows(x, axis)
+    n = rows.shape[0]
     index_dtype = dtypes.default_int()
+    inverse_shape = x.shape if axis is None else (n,)
     if n == 0:
         empty = ensure_array(np.zeros(0, index_dtype))
-        return UniqueAllResult(flat, empty, lax.reshape(empty, x.shape), empty)
-    order = argsort(flat, stable=True)
-    sorted_values = take(flat, order, mode="clip")
-    first = _first_of_runs(sorted_values, equal_nan)
+        return UniqueAllResult(_from_rows(rows, x, axis), empty,
+                               lax.reshape(empty, inverse_shape), empty)
+    order = _sort_rows(rows)
+    sorted_rows = take(rows, order, axis=0, mode="clip")
+    first = _first_of_runs(sorted_rows, equal_nan)
     if size is None:
         size = int(concrete(lax.reduce_sum(lax.convert_element_type(first, index_dtype), (0,)),
                             "unique without size="))
-    starts = flatnonzero(first, size=size, fill_value=n)
+    bounds = flatnonzero(first, size=size + 1, fill_value=n)  # one more: the last end
+    starts = bounds[:size]
     missing = lax.eq(starts, broadcast_to_shape(np.asarray(n, index_dtype), starts.shape))
-    fill = sorted_values[0] if fill_value is None else fill_value
-    values = where(missing, fill, take(sorted_values, starts, mode="clip"))
-    ends = concatenate([starts[1:], np.full(1, n, index_dtype)])
-    counts = lax.sub(ends, starts)
-    indices = where(missing, 0, take(order, starts, mode="clip"))
+    fill = sorted_rows[0] if fill_value is None else fill_value
+    values = where(missing[:, None], fill, take(sorted_rows, starts, axis=0, mode="clip"))
+    counts = lax.sub(bounds[1:], starts)
+    indices = take(order, starts, mode="clip")
+    indices = where(missing, indices[0], indices)  # as JAX: padding repeats the first index
     groups = lax.sub(lax.cumsum(lax.convert_element_type(first, index_dtype), 0),
                      broadcast_to_shape(np.ones((), index_dtype), (n,)))
     inverse = ensure_array(np.zeros(n, index_dtype)).at[order].set(groups)
-    return UniqueAllResult(lax.convert_element_type(values, x.dtype), indices,
-                           lax.reshape(inverse, x.shape), counts)
+    values = _from_rows(lax.convert_element_type(values, x.dtype), x, axis)
+    return UniqueAllResult(values, indices, lax.reshape(inverse, inverse_shape), counts)
 
 
 def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
            return_counts: bool = False, axis: int | None = None, *, equal_nan: bool = True,
            size: int | None = None, fill_value: Any = None):
-    """Sorted unique elements of the flattened ``ar`` (NumPy's ``unique``)."""
-    if axis is not None:
-        raise EmberValueError("unique(axis=...) is not supported yet; unique works on the "
-                              "flattened array")
-    result = _unique(ar, equal_nan, size, fill_value)
+    """Sorted unique elements of the flattened ``ar``, or with ``axis`` its unique slices
+    along that axis (sorted lexicographically), as NumPy's ``unique``.
+
+    ``return_index``: where each first occurs; ``return_inverse``: which unique value each
+    element (or slice) is, in ``ar``'s shape (``(n,)`` with ``axis``); ``return_counts``:
+    how often each occurs. NaNs count as one value unless ``equal_nan=False`` (with
+    ``axis`` too, as JAX). Under jit pass ``size=``: the result is cut or padded to
+    ``size`` entries, padding values ``fill_value`` (default: the smallest value), counts
+    0 and indices the first index.
+    """
+    result = _unique(ar, equal_nan, size, fill_value, axis)
     extras = [value for flag, value in ((return_index, result.indices),
                                         (return_inverse, result.inverse_indices),
                                         (return_counts, result.counts)) if flag]

@@ -7,7 +7,7 @@ from hypothesis.extra import numpy as hnp
 
 import ember
 import ember.numpy as enp
-from ember.errors import ConcretizationError, EmberValueError
+from ember.errors import ConcretizationError, EmberIndexError, EmberValueError
 
 SHAPES = hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=5)
 VALUES = st.integers(-3, 3)  # few distinct values: ties and repeats are common
@@ -156,8 +156,38 @@ def test_unique_with_size_under_jit():
     _same(enp.unique(x, size=2), [1, 2])
     with pytest.raises(ConcretizationError, match="unique without size="):
         ember.jit(enp.unique)(x)
-    with pytest.raises(EmberValueError, match="unique.axis=.... is not supported"):
-        enp.unique(x, axis=0)
+
+
+@given(shape=hnp.array_shapes(min_dims=1, max_dims=3, min_side=0, max_side=4), data=st.data())
+def test_unique_along_an_axis_matches_numpy(shape, data):
+    x = data.draw(hnp.arrays(np.int32, shape, elements=st.integers(0, 1)))  # repeated slices
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+    out = enp.unique(x, True, True, True, axis=axis)
+    expected = np.unique(x, True, True, True, axis=axis)
+    for actual, wanted in zip(out, expected):
+        _same(actual, wanted)
+
+
+def test_unique_along_an_axis_with_size_matches_jax():
+    jnp = pytest.importorskip("jax.numpy")
+    x = np.array([[1, 2], [3, 4], [1, 2], [0, 5]], np.int32)
+    with ember.config.override(backend="reference"):
+        out = ember.jit(lambda v: enp.unique(v, True, True, True, axis=0, size=5))(x)
+        filled = ember.jit(lambda v: enp.unique(v, axis=1, size=3, fill_value=-1))(x)
+    for actual, wanted in zip(out, jnp.unique(x, True, True, True, axis=0, size=5)):
+        _same(actual, wanted)
+    _same(filled, jnp.unique(x, axis=1, size=3, fill_value=-1))
+    _same(enp.unique(x, axis=0, size=2, return_counts=True)[1], [1, 2])  # cut, counts exact
+    nan_rows = np.array([[np.nan, 1], [np.nan, 1], [0, 1]], np.float32)
+    _same(enp.unique(nan_rows, axis=0), jnp.unique(nan_rows, axis=0))  # NaN rows merge
+    assert enp.unique(nan_rows, axis=0, equal_nan=False).shape == (3, 2)
+
+
+def test_unique_axis_errors():
+    with pytest.raises(EmberIndexError, match="axis 2 is out of bounds"):
+        enp.unique(np.ones((2, 2)), axis=2)
+    with pytest.raises(EmberValueError, match="0-d array"):
+        enp.unique(np.float32(1), axis=0)
 
 
 @given(data=st.data())
