@@ -297,7 +297,9 @@ class GpuRenderer(CRenderer):
             f"const int tx = {self.builtin('thread', 0)}, ty = {self.builtin('thread', 1)};",
             f"const int t = ty * {GEMM_TILE} + tx;",
             f"const {it} c0 = ({it}){self.builtin('block', 0)} * {side};",
-            f"for ({it} bt = {self.builtin('block', 2)}; bt < {batch}; "
+            # a 32-bit batch index (the grid's z extent is far below 2^31): NVRTC 13.5
+            # crashed compiling 64-bit division chains over two batch axes
+            f"for (int bt = {self.builtin('block', 2)}; bt < {batch}; "
             f"bt += {self.builtin('blocks', 2)}) {{",
             f"  {g}const {ctype} *a = A + {_batch_offset(plan.a, plan)};",
             f"  {g}const {ctype} *b = B + {_batch_offset(plan.b, plan)};",
@@ -320,7 +322,7 @@ class GpuRenderer(CRenderer):
             f"    for (int i = 0; i < {per}; i++) for (int j = 0; j < {per}; j++) {{",
             f"      const {it} row = r0 + ty + {GEMM_TILE} * i, col = c0 + tx + {GEMM_TILE} * j;",
             f"      if (row < {plan.m} && col < {plan.n}) "
-            f"C[bt * {plan.m * plan.n} + row * {plan.n} + col] = acc[i][j];",
+            f"C[({it})bt * {plan.m * plan.n} + row * {plan.n} + col] = acc[i][j];",
             "    }",
             "  }",
             "}",
@@ -361,7 +363,7 @@ def _batch_offset(matrix: Matrix, plan: GemmPlan) -> str:
     stride = 1
     for extent, step in reversed(list(zip(plan.batch, matrix.batch_strides))):
         if extent > 1 and step:
-            terms.append(f"(bt / {stride} % {extent}) * {step}")
+            terms.append(f"(int64_t)(bt / {stride} % {extent}) * {step}")
         stride *= extent
     return "(" + " + ".join(terms) + ")"
 
