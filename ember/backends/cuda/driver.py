@@ -13,8 +13,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ember.backends.cuda import cublas
+from ember.backends.cuda.cublas import Cublas
 from ember.backends.cuda.nvrtc import CompiledCuda
 from ember.backends.gpu.memory import MemoryStats
+from ember.codegen.gemm import GemmPlan
 from ember.codegen.gpu import LaunchShape
 from ember.errors import BackendUnavailableError
 
@@ -111,6 +114,16 @@ class CudaRuntime:
         self.stream = check(driver.cuStreamCreate(
             driver.CUstream_flags.CU_STREAM_NON_BLOCKING.value))
         self.stats = MemoryStats()
+        self._cublas: Cublas | None | bool = False  # False: not looked for yet
+
+    @property
+    def cublas(self) -> Cublas | None:
+        """A cuBLAS handle on this runtime's stream, or None without the library."""
+        if self._cublas is False:
+            library = cublas.load_library()
+            self.activate()
+            self._cublas = None if library is None else Cublas(library, int(self.stream))
+        return self._cublas
 
     def activate(self) -> None:
         check(_driver().cuCtxSetCurrent(self.context))
@@ -146,6 +159,7 @@ class CudaModule:
         self.module = module
         self.compiled = compiled
         self.functions: dict[str, Any] = {}
+        self.gemm_calls: dict[GemmPlan, cublas.CublasGemm | None] = {}
 
     def function(self, name: str) -> Any:
         if name not in self.functions:
@@ -161,6 +175,20 @@ class CudaModule:
         check(_driver().cuLaunchKernel(self.function(kernel), *shape.grid, *shape.block, 0,
                                        self.runtime.stream, params.ctypes.data, 0))
 
+    def library_gemm(self, plan: GemmPlan, memories: Sequence[CudaMemory]) -> bool:
+        handle = self.runtime.cublas
+        if handle is None:
+            return False
+        if plan not in self.gemm_calls:
+            self.gemm_calls[plan] = cublas.cublas_gemm(plan)
+        call = self.gemm_calls[plan]
+        if call is None:
+            return False
+        self.runtime.activate()
+        a, b, c = (int(m) for m in memories)
+        handle.gemm(call, a, b, c, plan.dtype.itemsize)
+        return True
+
 
 class CompileOnlyModule:
     """The kernels of a program compiled where no GPU is present: inspectable, not runnable."""
@@ -171,6 +199,9 @@ class CompileOnlyModule:
 
     def launch(self, kernel: str, memories: Sequence[Any], shape: LaunchShape) -> None:
         raise BackendUnavailableError(self.reason)
+
+    def library_gemm(self, plan: GemmPlan, memories: Sequence[Any]) -> bool:
+        return False  # the launch says why nothing runs here
 
 
 def no_device_message(arch: str) -> str:

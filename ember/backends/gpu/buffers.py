@@ -12,6 +12,7 @@ from typing import Any, Protocol, Sequence
 import numpy as np
 
 from ember.backends.gpu.memory import MemoryStats
+from ember.codegen.gemm import GemmPlan
 from ember.codegen.gpu import LaunchShape
 
 
@@ -34,6 +35,11 @@ class DeviceModule(Protocol):
     A module compiled for a device this machine lacks says why in ``reason``."""
 
     def launch(self, kernel: str, memories: Sequence[Any], shape: LaunchShape) -> None: ...
+
+    def library_gemm(self, plan: GemmPlan, memories: Sequence[Any]) -> bool:
+        """Run the GEMM of ``plan`` (operands A, B, output C) through the device's BLAS
+        library and return True, or return False to have the generated kernel run."""
+        ...
 
 
 class DeviceBuffer:

@@ -16,7 +16,7 @@ import numpy as np
 from ember.backends.base import Executable
 from ember.backends.cpu.executable import literal_result
 from ember.backends.gpu.buffers import DeviceBuffer, DeviceModule, DeviceRuntime
-from ember.backends.gpu.program import DeviceProgram
+from ember.backends.gpu.program import DeviceProgram, Launch
 from ember.errors import BackendUnavailableError
 from ember.ir.graph import Eqn, Literal, Var
 from ember.ir.interpreter import as_numpy, reference_apply
@@ -45,12 +45,16 @@ class DeviceExecutable(Executable):
                 env[var] = DeviceBuffer(self._runtime, var.aval.shape, var.aval.dtype,
                                         memory=self._runtime.allocate(var.aval.nbytes))
             for launch in step.launches:
-                self._module.launch(launch.kernel, [env[v].memory() for v in launch.args],
-                                    launch.shape)
+                self._launch(launch, env)
             for var in dead:
                 del env[var]
         return [DeviceBuffer.from_host(self._runtime, literal_result(atom))
                 if isinstance(atom, Literal) else env[atom] for atom in graph.outputs]
+
+    def _launch(self, launch: Launch, env: dict[Var, DeviceBuffer]) -> None:
+        memories = [env[v].memory() for v in launch.args]
+        if launch.gemm is None or not self._module.library_gemm(launch.gemm, memories):
+            self._module.launch(launch.kernel, memories, launch.shape)
 
     def _host_call(self, eqn: Eqn, env: dict[Var, DeviceBuffer]) -> None:
         values = [literal_result(a) if isinstance(a, Literal) else env[a].host()

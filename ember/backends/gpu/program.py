@@ -17,6 +17,7 @@ from ember.backends.base import KernelInfo
 from ember.backends.cpu.module import _kernel_info
 from ember.backends.cpu.policy import gemm_eligible, native
 from ember.backends.cpu.program import LoweredStep, lower_schedule
+from ember.codegen.gemm import GemmPlan
 from ember.codegen.gpu import GpuRenderer, LaunchShape
 from ember.config import config
 from ember.ir.graph import Eqn, Graph, Var
@@ -30,6 +31,7 @@ class Launch:
     kernel: str  # function name in the program
     args: tuple[Var, ...]  # the buffer of each parameter, in order
     shape: LaunchShape
+    gemm: GemmPlan | None = None  # a GEMM kernel: a device library may run it instead
 
 
 @dataclass
@@ -74,7 +76,7 @@ def _device_step(lowered: LoweredStep, renderer: GpuRenderer) -> tuple[DeviceSte
     if lowered.gemm is not None:
         text, shape = renderer.render_gemm(group.name, lowered.gemm)
         args = (*lowered.gemm_operands, group.library.outputs[0])
-        step.launches.append(Launch(group.name, args, shape))
+        step.launches.append(Launch(group.name, args, shape, gemm=lowered.gemm))
         texts.append(text)
     if lowered.kernel is not None:
         kernel = lowered.kernel

@@ -13,6 +13,7 @@ import pyopencl as cl
 
 from ember.backends.cpu.toolchain import _save_failed_source
 from ember.backends.gpu.memory import MemoryStats
+from ember.codegen.gemm import GemmPlan
 from ember.codegen.gpu import LaunchShape
 from ember.config import config
 from ember.errors import CompileError
@@ -127,3 +128,6 @@ class OpenCLModule:
         with self.lock:
             self.kernels[kernel](self.queue, global_size, shape.block,
                                  *(m.buffer for m in memories))
+
+    def library_gemm(self, plan: GemmPlan, memories: Sequence[OpenCLMemory]) -> bool:
+        return False  # no BLAS library here: the generated GEMM kernel runs

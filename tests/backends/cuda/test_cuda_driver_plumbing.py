@@ -47,7 +47,7 @@ class FakeDriver:
     def cuDeviceGetAttribute(self, attribute, device): return (0, 9 if attribute == "major" else 0)
     def cuDevicePrimaryCtxRetain(self, device): return (0, "context")
     def cuCtxSetCurrent(self, context): return (0,)
-    def cuStreamCreate(self, flags): return (0, "stream")
+    def cuStreamCreate(self, flags): return (0, 0x5EED)  # a CUstream converts to its address
     def cuStreamSynchronize(self, stream): return (0,)
     def cuGetErrorName(self, status): return (0, b"CUDA_ERROR_FAKE")
 

@@ -1,0 +1,133 @@
+"""Matmuls through cuBLAS on the runtime's stream, when the library is present.
+
+A GEMM step of a device program is a ``GemmPlan``: row-major, strided operands, a fresh
+row-major output. cuBLAS is column-major; a row-major ``C = A @ B`` is the column-major
+``C^T = B^T @ A^T``, and a row-major matrix read with its leading dimension *is* its own
+transpose in column-major terms, so the call swaps the operands and keeps every leading
+dimension (``cublas_gemm`` below). A plan whose batch axes do not collapse into one
+stride per operand, or whose dtype cuBLAS does not take here, runs as the generated
+GEMM kernel instead (the program always carries it, so kernel counts and sources do not
+depend on the library).
+
+The library comes from the ``nvidia-cublas`` wheel (``pip install 'ember[cuda]'``) or the
+system; without it, every GEMM is the generated kernel. Like the rest of the CUDA run
+path, this was written against the documented API and tested against a stand-in that
+implements cuBLAS's column-major semantics; it has not yet run on a GPU.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from ember.codegen.gemm import GemmPlan, Matrix
+
+_OP_N, _OP_T = 0, 1  # cublasOperation_t
+_FUNCTIONS = {np.dtype(np.float32): ("cublasSgemmStridedBatched", ctypes.c_float),
+              np.dtype(np.float64): ("cublasDgemmStridedBatched", ctypes.c_double)}
+
+
+@dataclass(frozen=True)
+class CublasGemm:
+    """The arguments of one ``cublas?gemmStridedBatched`` call (offsets in elements)."""
+
+    function: str
+    scalar: type  # ctypes type of alpha and beta
+    transa: int
+    transb: int
+    m: int
+    n: int
+    k: int
+    a_offset: int  # cuBLAS's A is our B
+    lda: int
+    stride_a: int
+    b_offset: int  # cuBLAS's B is our A
+    ldb: int
+    stride_b: int
+    ldc: int
+    stride_c: int
+    batch: int
+
+
+def cublas_gemm(plan: GemmPlan) -> CublasGemm | None:
+    """The cuBLAS call computing ``plan``, or None when it has no single such call."""
+    batch = int(np.prod(plan.batch, dtype=np.int64))
+    if plan.dtype not in _FUNCTIONS or 0 in (plan.m, plan.n, plan.k, batch):
+        return None
+    strides = [_batch_stride(plan.batch, matrix.batch_strides) for matrix in (plan.a, plan.b)]
+    if None in strides:
+        return None
+    function, scalar = _FUNCTIONS[plan.dtype]
+    return CublasGemm(
+        function, scalar, transa=_op(plan.b), transb=_op(plan.a), m=plan.n, n=plan.m, k=plan.k,
+        a_offset=plan.b.offset, lda=plan.b.ld, stride_a=strides[1],
+        b_offset=plan.a.offset, ldb=plan.a.ld, stride_b=strides[0],
+        ldc=plan.n, stride_c=plan.m * plan.n, batch=batch)
+
+
+def _op(matrix: Matrix) -> int:
+    # A row-major matrix seen column-major is its transpose: the untransposed operand
+    # already is what the swapped product needs.
+    return _OP_T if matrix.transposed else _OP_N
+
+
+def _batch_stride(extents: tuple[int, ...], strides: tuple[int, ...]) -> int | None:
+    """One element stride over the row-major flattened batch axes, or None."""
+    kept = [(n, s) for n, s in zip(extents, strides) if n != 1]
+    for (_, outer), (inner_extent, inner) in zip(kept, kept[1:]):
+        if outer != inner * inner_extent:
+            return None
+    return kept[-1][1] if kept else 0
+
+
+@functools.cache
+def load_library() -> Any | None:
+    """libcublas (CUDA 13) from the nvidia-cublas wheel or the system; None if absent."""
+    for path in _candidates():
+        try:
+            return ctypes.CDLL(path)
+        except OSError:
+            continue
+    return None
+
+
+def _candidates() -> list[str]:
+    paths = []
+    try:
+        import nvidia.cu13
+        paths += [os.path.join(folder, "lib", "libcublas.so.13") for folder in nvidia.cu13.__path__]
+    except ImportError:
+        pass
+    return paths + ["libcublas.so.13"]
+
+
+class Cublas:
+    """One cuBLAS handle bound to a runtime's stream (the caller makes its context current)."""
+
+    def __init__(self, library: Any, stream: int) -> None:
+        self.library = library
+        handle = ctypes.c_void_p()
+        _check(library.cublasCreate_v2(ctypes.byref(handle)), "cublasCreate")
+        self.handle = handle
+        _check(library.cublasSetStream_v2(handle, ctypes.c_void_p(stream)), "cublasSetStream")
+
+    def gemm(self, call: CublasGemm, a: int, b: int, c: int, itemsize: int) -> None:
+        """Run ``call`` on device pointers: ``a``, ``b`` our operands, ``c`` the output."""
+        function: Callable = getattr(self.library, call.function)
+        one, zero = call.scalar(1), call.scalar(0)
+        pointer, i64 = ctypes.c_void_p, ctypes.c_longlong
+        _check(function(
+            self.handle, call.transa, call.transb, call.m, call.n, call.k, ctypes.byref(one),
+            pointer(b + call.a_offset * itemsize), call.lda, i64(call.stride_a),
+            pointer(a + call.b_offset * itemsize), call.ldb, i64(call.stride_b),
+            ctypes.byref(zero), pointer(c), call.ldc, i64(call.stride_c), call.batch),
+            call.function)
+
+
+def _check(status: int, what: str) -> None:
+    if status != 0:
+        raise RuntimeError(f"{what} failed with cuBLAS status {status}")
