@@ -30,6 +30,7 @@ def _info(argv: Sequence[str]) -> int:
         print(f"BLAS: {info.version if info else 'not installed (pip install scipy-openblas32)'}")
     except ImportError:
         pass
+    print(f"CUDA: {_cuda_summary()}")
     try:
         from ember.runtime.compile_cache import default_cache
 
@@ -37,6 +38,17 @@ def _info(argv: Sequence[str]) -> int:
     except ImportError:
         pass
     return 0
+
+
+def _cuda_summary() -> str:
+    from ember.backends.cuda import cublas, driver, nvrtc
+
+    version = nvrtc.nvrtc_version()
+    if version is None:
+        return "NVRTC not installed (pip install 'ember[cuda]')"
+    gpus = ", ".join(g.name for g in driver.gpus()) or "no GPU (compile-only)"
+    library = "found" if cublas.load_library() is not None else "not installed"
+    return f"NVRTC {version}; {gpus}; cuBLAS {library}"
 
 
 def _lazy(module: str, function: str = "main") -> Callable[[Sequence[str]], int]:
