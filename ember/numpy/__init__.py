@@ -16,10 +16,12 @@ range and maps NaN to 0; sums and products of integers narrower than the default
 accumulate in the default integer.
 """
 from ember.numpy import fft, linalg  # noqa: F401
+from ember.numpy._convolution import *  # noqa: F401,F403
 from ember.numpy._creation import *  # noqa: F401,F403
 from ember.numpy._cumulative import *  # noqa: F401,F403
 from ember.numpy._dtypes import *  # noqa: F401,F403
 from ember.numpy._dtypes import bool_ as bool  # noqa: F401  (Array API name)
+from ember.numpy._histograms import *  # noqa: F401,F403
 from ember.numpy._info import __array_namespace_info__  # noqa: F401
 from ember.numpy._joining import *  # noqa: F401,F403
 from ember.numpy._manipulation import *  # noqa: F401,F403

@@ -27,7 +27,7 @@ from ember.numpy._promotion import (
 __all__ = [
     "sum", "prod", "max", "min", "amax", "amin", "mean", "var", "std", "all", "any",
     "count_nonzero", "ptp", "average", "nansum", "nanprod", "nanmax", "nanmin", "nanmean",
-    "nanvar", "nanstd", "bincount",
+    "nanvar", "nanstd",
 ]
 
 Axis = int | Sequence[int] | None
@@ -293,23 +293,3 @@ def nanstd(a: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof:
            keepdims: bool = False):
     """``std`` over the elements that are not NaN."""
     return std(a, axis, dtype, out, ddof, keepdims, where=_not_nan(a))
-
-
-def bincount(x: Any, weights: Any = None, minlength: int = 0, *, length: int | None = None):
-    """How often each non-negative integer occurs in 1-D ``x`` (or the sum of its
-    ``weights``). Values outside ``[0, length)`` are ignored; under jit pass ``length``
-    (the static size of the result)."""
-    from ember.numpy._promotion import concrete
-
-    values = ensure_array(x)
-    if values.ndim != 1 or not dtypes.is_integer(values.dtype):
-        raise EmberValueError(f"bincount needs a 1-D integer array, got "
-                              f"{values.aval.str_short()}")
-    if length is None:
-        top = concrete(max(values, initial=-1), "bincount without length=")
-        length = builtins.max(int(top) + 1, minlength)
-    counted = where(lax.bitwise_and(lax.ge(values, 0), lax.lt(values, length)), values, length)
-    if weights is None:
-        return full((length,), 0, dtypes.default_int()).at[counted].add(1)
-    (w,) = promote_args(weights)
-    return full((length,), 0, _accumulation_dtype(w.dtype)).at[counted].add(w)

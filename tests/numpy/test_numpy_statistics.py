@@ -1,5 +1,4 @@
-"""Order statistics (quantile, percentile, median), bincount, select and interp
-against NumPy."""
+"""Order statistics (quantile, percentile, median), select and interp against NumPy."""
 import numpy as np
 import pytest
 from hypothesis import given
@@ -39,27 +38,6 @@ def test_median_percentile_and_nans():
         enp.quantile(x, 0.5, method="cubic")
     with pytest.raises(EmberValueError, match="q must be a scalar or 1-D"):
         enp.quantile(x, [[0.5]])
-
-
-@given(x=hnp.arrays(np.int32, st.integers(0, 12), elements=st.integers(0, 6)),
-       minlength=st.integers(0, 9))
-def test_bincount_matches_numpy(x, minlength):
-    np.testing.assert_array_equal(np.asarray(enp.bincount(x, minlength=minlength)),
-                                  np.bincount(x, minlength=minlength))
-    weights = np.linspace(0, 1, x.size).astype(np.float32)
-    np.testing.assert_allclose(np.asarray(enp.bincount(x, weights, minlength)),
-                               np.bincount(x, weights, minlength), rtol=1e-6)
-
-
-def test_bincount_length_ignores_outside_values_and_needs_length_under_jit():
-    x = np.array([0, 1, 1, 5, -1])
-    with ember.config.override(backend="reference"):
-        counts = ember.jit(lambda v: enp.bincount(v, length=3))(x)
-    assert counts.tolist() == [1, 2, 0]
-    with pytest.raises(ConcretizationError, match="bincount without length="):
-        ember.jit(enp.bincount)(x)
-    with pytest.raises(EmberValueError, match="bincount needs a 1-D integer array"):
-        enp.bincount(np.ones(3))
 
 
 @given(seed=st.integers(0, 999))
