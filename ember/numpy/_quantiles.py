@@ -1,7 +1,8 @@
-"""Order statistics: quantile, percentile, median (one sort, then interpolation).
+"""Order statistics: quantile, percentile, median and their NaN-skipping variants
+(one sort, then interpolation).
 
-As NumPy, ``q`` may be a scalar or a 1-D array (its axes come first in the result) and
-a slice containing NaN gives NaN.
+As NumPy, ``q`` may be a scalar or a 1-D array (its axes come first in the result); a
+slice containing NaN gives NaN, and for the ``nan*`` variants a slice of only NaNs.
 """
 from __future__ import annotations
 
@@ -14,13 +15,16 @@ from ember.core import dtypes
 from ember.errors import EmberValueError
 from ember.numpy._axes import canonicalize_axes
 from ember.numpy._manipulation import moveaxis, reshape
-from ember.numpy._math import isnan, where
-from ember.numpy._promotion import broadcast_to_shape, ensure_array, inexact_dtype
+from ember.numpy._creation import full
+from ember.numpy._math import clip, isnan, true_divide, where
+from ember.numpy._promotion import ensure_array, inexact_dtype
 from ember.numpy._reductions import any as any_
+from ember.numpy._reductions import sum as sum_
 from ember.numpy._sorting import sort
-from ember.numpy.indexing import take
+from ember.numpy._ufuncs import logical_not, multiply, subtract
+from ember.numpy.indexing import take_along_axis
 
-__all__ = ["quantile", "percentile", "median"]
+__all__ = ["quantile", "percentile", "median", "nanquantile", "nanpercentile", "nanmedian"]
 
 _METHODS = ("linear", "lower", "higher", "nearest", "midpoint")
 
@@ -41,52 +45,78 @@ def _interpolate(lower: Any, upper: Any, fraction: Any, position: Any, method: s
     return lax.add(lower, lax.mul(lax.sub(upper, lower), fraction))
 
 
-def quantile(a: Any, q: Any, axis: int | tuple[int, ...] | None = None, out: None = None,
-             overwrite_input: bool = False, method: str = "linear", keepdims: bool = False):
-    """The ``q``-th quantiles (``0 <= q <= 1``) over ``axis`` (all axes by default)."""
+def _quantile(name: str, a: Any, q: Any, axis: Any, method: str, keepdims: bool,
+              skip_nan: bool) -> Any:
+    """Quantiles over ``axis``: sort (NaNs last), then interpolate between the two values
+    around ``q * (n - 1)``, where ``n`` counts the non-NaN values of each slice when
+    ``skip_nan`` (else every value, and a slice holding NaN gives NaN)."""
     if method not in _METHODS:
-        raise EmberValueError(f"quantile: method must be one of {_METHODS}, got {method!r}")
+        raise EmberValueError(f"{name}: method must be one of {_METHODS}, got {method!r}")
     x = ensure_array(a)
     x = lax.convert_element_type(x, inexact_dtype(x.dtype))
     axes = canonicalize_axes(axis, x.ndim)
     kept = [d for i, d in enumerate(x.shape) if i not in axes]
     flat = reshape(moveaxis(x, axes, tuple(range(-len(axes), 0))), (*kept, -1))
-    n = flat.shape[-1]
-    if n == 0:
-        raise EmberValueError(f"quantile of an empty selection: axis {axis} of shape {x.shape}")
+    if flat.shape[-1] == 0:
+        raise EmberValueError(f"{name} of an empty selection: axis {axis} of shape {x.shape}")
     quantiles = ensure_array(q, x.dtype)
     if quantiles.ndim > 1:
-        raise EmberValueError(f"quantile: q must be a scalar or 1-D, got shape {quantiles.shape}")
+        raise EmberValueError(f"{name}: q must be a scalar or 1-D, got shape {quantiles.shape}")
     ordered = sort(flat, axis=-1)
-    position = lax.mul(reshape(quantiles, (-1,)), float(n - 1))  # one entry per quantile
+    nan = isnan(flat)
+    if skip_nan:
+        count = sum_(logical_not(nan), axis=-1, keepdims=True, dtype=x.dtype)
+    else:
+        count = full((*kept, 1), flat.shape[-1], x.dtype)
+    # One position per slice and quantile: shape (*kept, len(q)).
+    position = multiply(subtract(count, 1), reshape(quantiles, (-1,)))
 
-    def at(index_of_position: Any) -> Any:  # (len(q), *kept): values at rounded positions
-        index = lax.convert_element_type(index_of_position, dtypes.default_int())
-        return moveaxis(take(ordered, index, axis=-1, mode="clip"), -1, 0)
+    def at(rounded: Any) -> Any:
+        index = clip(lax.convert_element_type(rounded, dtypes.default_int()), 0, None)
+        return take_along_axis(ordered, index, axis=-1, mode="clip")
 
-    lower, upper = at(lax.floor(position)), at(lax.ceil(position))
-
-    def per_quantile(v: Any) -> Any:
-        return lax.broadcast_in_dim(v, lower.shape, (0,))
-
-    fraction = lax.sub(position, lax.floor(position))
-    result = _interpolate(lower, upper, per_quantile(fraction), per_quantile(position), method)
-    has_nan = broadcast_to_shape(any_(isnan(flat), axis=-1), lower.shape)
-    result = where(has_nan, np.nan, result)
+    floor = lax.floor(position)
+    lower, upper = at(floor), at(lax.ceil(position))
+    result = _interpolate(lower, upper, lax.sub(position, floor), position, method)
+    no_value = lax.eq(count, 0.0) if skip_nan else any_(nan, axis=-1, keepdims=True)
+    result = moveaxis(where(no_value, np.nan, result), -1, 0)
     reduced = tuple(1 if i in axes else d for i, d in enumerate(x.shape)) if keepdims else \
         tuple(kept)
     return reshape(result, quantiles.shape + reduced)
 
 
+def quantile(a: Any, q: Any, axis: int | tuple[int, ...] | None = None, out: None = None,
+             overwrite_input: bool = False, method: str = "linear", keepdims: bool = False):
+    """The ``q``-th quantiles (``0 <= q <= 1``) over ``axis`` (all axes by default)."""
+    return _quantile("quantile", a, q, axis, method, keepdims, skip_nan=False)
+
+
+def nanquantile(a: Any, q: Any, axis: int | tuple[int, ...] | None = None, out: None = None,
+                overwrite_input: bool = False, method: str = "linear", keepdims: bool = False):
+    """``quantile`` of the values that are not NaN (NaN where a slice has none)."""
+    return _quantile("nanquantile", a, q, axis, method, keepdims, skip_nan=True)
+
+
 def percentile(a: Any, q: Any, axis: int | tuple[int, ...] | None = None, out: None = None,
                overwrite_input: bool = False, method: str = "linear", keepdims: bool = False):
     """The ``q``-th percentiles (``0 <= q <= 100``)."""
-    from ember.numpy._math import true_divide
-
     return quantile(a, true_divide(q, 100), axis, out, overwrite_input, method, keepdims)
+
+
+def nanpercentile(a: Any, q: Any, axis: int | tuple[int, ...] | None = None, out: None = None,
+                  overwrite_input: bool = False, method: str = "linear",
+                  keepdims: bool = False):
+    """``percentile`` of the values that are not NaN."""
+    return nanquantile(a, true_divide(q, 100), axis, out, overwrite_input, method, keepdims)
 
 
 def median(a: Any, axis: int | tuple[int, ...] | None = None, out: None = None,
            overwrite_input: bool = False, keepdims: bool = False):
     """The median over ``axis`` (the mean of the two middle values for even counts)."""
     return quantile(a, 0.5, axis, keepdims=keepdims)
+
+
+def nanmedian(a: Any, axis: int | tuple[int, ...] | None = None, out: None = None,
+              overwrite_input: bool = False, keepdims: bool = False):
+    """``median`` of the values that are not NaN."""
+    return nanquantile(a, 0.5, axis, keepdims=keepdims)

@@ -1,4 +1,7 @@
-"""Order statistics (quantile, percentile, median), select and interp against NumPy."""
+"""Order statistics (quantile, percentile, median and the NaN-skipping variants),
+select and interp against NumPy."""
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -7,7 +10,7 @@ from hypothesis.extra import numpy as hnp
 
 import ember
 import ember.numpy as enp
-from ember.errors import ConcretizationError, EmberValueError
+from ember.errors import EmberValueError
 
 METHODS = ["linear", "lower", "higher", "nearest", "midpoint"]
 
@@ -25,6 +28,39 @@ def test_quantile_matches_numpy(method, shape, seed, keepdims, data):
     expected = np.quantile(x.astype(np.float64), q, axis, method=method, keepdims=keepdims)
     assert out.shape == expected.shape
     np.testing.assert_allclose(np.asarray(out), expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@given(shape=hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=5),
+       seed=st.integers(0, 999), keepdims=st.booleans(), data=st.data())
+def test_nanquantile_matches_numpy(method, shape, seed, keepdims, data):
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-5, 5, shape).astype(np.float32)
+    x[rng.uniform(size=shape) < data.draw(st.sampled_from([0.0, 0.3, 1.0]))] = np.nan
+    axis = data.draw(st.one_of(st.none(), st.integers(-len(shape), len(shape) - 1)))
+    q = data.draw(st.one_of(st.just(0.25), st.just([0.0, 0.5, 0.75, 1.0])))
+    out = enp.nanquantile(x, q, axis, method=method, keepdims=keepdims)
+    with warnings.catch_warnings():  # NumPy warns about all-NaN slices
+        warnings.simplefilter("ignore", RuntimeWarning)
+        expected = np.nanquantile(x.astype(np.float64), q, axis, method=method,
+                                  keepdims=keepdims)
+    assert out.shape == expected.shape
+    np.testing.assert_allclose(np.asarray(out), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_nanmedian_nanpercentile_under_jit_and_grad_match_jax():
+    x = np.array([[3.0, np.nan, 2.0, 8.0], [np.nan, np.nan, np.nan, np.nan]], np.float32)
+    with ember.config.override(backend="reference"):
+        median = ember.jit(lambda v: enp.nanmedian(v, axis=1))(x)
+        grad = ember.grad(lambda v: enp.nanpercentile(v[0], 40.0))(x)
+    np.testing.assert_allclose(np.asarray(median), [3.0, np.nan])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        np.testing.assert_allclose(np.asarray(enp.nanpercentile(x, [10, 90], axis=1)),
+                                   np.nanpercentile(x, [10, 90], axis=1), rtol=1e-6)
+    jax = pytest.importorskip("jax")
+    expected = jax.grad(lambda v: jax.numpy.nanpercentile(v[0], 40.0))(x)
+    np.testing.assert_allclose(np.asarray(grad), np.asarray(expected), rtol=1e-6)
 
 
 def test_median_percentile_and_nans():
