@@ -17,6 +17,7 @@ accumulate in the default integer.
 """
 from ember.numpy import fft, linalg  # noqa: F401
 from ember.numpy._convolution import *  # noqa: F401,F403
+from ember.numpy._covariance import *  # noqa: F401,F403
 from ember.numpy._creation import *  # noqa: F401,F403
 from ember.numpy._cumulative import *  # noqa: F401,F403
 from ember.numpy._dtypes import *  # noqa: F401,F403
