@@ -4,11 +4,18 @@ This is the one place that knows how each fusible primitive moves data. Fusion u
 to find at which positions a kernel needs each value (and so whether fusing is legal
 and cheap); lowering uses it to build the loads. View primitives (broadcast, transpose,
 reshape, squeeze, slice, rev) cost nothing at run time: they only change indices.
+
+Gather and the dynamic slices read an array at data-dependent positions
+(``ember.codegen.gather``): that array comes from memory, their index operands are
+computed in place. Scatters and cumulative ops are *ordered*: they write their result
+in loops of their own (over the updates, or along the scanned axis), which read their
+operands at those loops' variables (``gather.ordered_syms``).
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from ember.codegen import gather
 from ember.codegen import indexing as ix
 from ember.codegen.indexing import ZERO, Index, Sym
 from ember.ir.graph import Eqn, Literal
@@ -180,12 +187,29 @@ def is_reduction(eqn: Eqn) -> bool:
 # indices: those operands must be in buffers; only the padding value is computed.
 GUARDED_PRIMITIVES = frozenset({"pad", "concatenate"})
 
+# cumulative primitive -> the accumulator kind of its running value
+SCAN_KIND = {"cumsum": "sum", "cumprod": "prod", "cummax": "max", "cummin": "min"}
+
+
+def is_gather_like(eqn: Eqn) -> bool:
+    """Gather and the dynamic slices: a value at each output position, read at a
+    data-dependent position of an array in memory."""
+    return eqn.prim.name in gather.GATHER_LIKE
+
+
+def is_ordered(eqn: Eqn) -> bool:
+    """Scatters and scans: results written by loops of their own, in an order of their own."""
+    return eqn.prim.name in gather.SCATTER_COMBINE or eqn.prim.name in SCAN_KIND
+
 
 def memory_operands(eqn: Eqn) -> list:
     """Operands an equation reads from buffers rather than computing them in place."""
-    if eqn.prim.name == "pad":
+    name = eqn.prim.name
+    if name in ("pad", "gather", "dynamic_slice"):
         return [eqn.inputs[0]]
-    if eqn.prim.name == "concatenate":
+    if name == "dynamic_update_slice":
+        return [eqn.inputs[1]]
+    if name == "concatenate":
         return list(eqn.inputs)
     return []
 
@@ -194,6 +218,8 @@ def operand_demands(eqn: Eqn, out: Index) -> list[tuple[object, Index]]:
     """(operand atom, index it is read at) for every array operand, at output ``out``."""
     if eqn.prim.name in GUARDED_PRIMITIVES:
         return [(eqn.inputs[1], ())] if eqn.prim.name == "pad" else []
+    if is_gather_like(eqn) or is_ordered(eqn):
+        return _indexed_demands(eqn, out)
     if is_view(eqn):
         return [(eqn.inputs[0], view_operand_index(eqn, out))]
     if eqn.prim.name == "dot_general":
@@ -207,3 +233,18 @@ def operand_demands(eqn: Eqn, out: Index) -> list[tuple[object, Index]]:
         if index is not None:
             found.append((atom, index))
     return found
+
+
+def _indexed_demands(eqn: Eqn, out: Index) -> list[tuple[object, Index]]:
+    name = eqn.prim.name
+    if name == "gather":
+        return gather.start_demands(eqn, gather.indexed_positions(eqn, out).starts)
+    if name == "dynamic_slice":
+        return gather.start_demands(eqn, gather.slice_starts(eqn))
+    if name == "dynamic_update_slice":
+        return [(eqn.inputs[0], out), *gather.start_demands(eqn, gather.slice_starts(eqn))]
+    if name in SCAN_KIND:  # read along the scan's own loops
+        return [(eqn.inputs[0], ix.identity(gather.ordered_syms(eqn.inputs[0].aval.shape)))]
+    updates = ix.identity(gather.ordered_syms(eqn.inputs[2].aval.shape))
+    starts = gather.indexed_positions(eqn, updates).starts
+    return [(eqn.inputs[0], out), (eqn.inputs[2], updates), *gather.start_demands(eqn, starts)]

@@ -17,8 +17,11 @@ mapping, decided here from the kernel IR alone:
   reductions but no row loop, e.g. a full sum, is one row: a single block.)
 
 A perfect nest of loops (a loop whose body is one loop) is collapsed into one flat loop
-before it is mapped. Everything else (sequential loops, values, accumulator updates) is
-rendered by the C renderer this class derives from: a target differs from C by tables
+before it is mapped; a sequential loop (a scan, a scatter over repeated positions) is
+never spread: each thread runs it whole. A kernel with barriers (a scatter copies its
+operand first) is launched as one kernel per part (``kernel_ir.split_at_barriers``).
+Everything else (sequential loops, values, accumulator updates) is rendered by the C
+renderer this class derives from: a target differs from C by tables
 (``builtins``, qualifiers, ``prelude``) and a few hooks, not by its own lowering.
 """
 from __future__ import annotations
@@ -378,8 +381,11 @@ _HELPERS = {
 # --- the mapping of loops onto the grid ----------------------------------------------
 
 def _perfect_nest(loop: Loop) -> list[Loop]:
+    """``loop`` and the loops perfectly nested in it, down to a sequential one (whose
+    iterations must stay in one thread: a scan, a scatter's repeated positions)."""
     nest = [loop]
-    while len(nest[-1].body) == 1 and isinstance(nest[-1].body[0], Loop):
+    while (len(nest[-1].body) == 1 and isinstance(nest[-1].body[0], Loop)
+           and not nest[-1].body[0].sequential):
         nest.append(nest[-1].body[0])
     return nest
 
@@ -391,7 +397,8 @@ def _has_reduction(stmts: list[Stmt]) -> bool:
 def _map_loops(kernel: Kernel) -> _Mapping:
     if not _has_reduction(kernel.body):
         mapping = _Mapping(rows=False)
-        top = [s for s in kernel.body if isinstance(s, Loop)]
+        # (a sequential loop at the top runs in one thread: its stores are guarded)
+        top = [s for s in kernel.body if isinstance(s, Loop) and not s.sequential]
         for loop in top:
             mapping.roles[id(loop)] = "grid"
             mapping.iterations = max(mapping.iterations, _nest_size(loop))

@@ -6,11 +6,20 @@ A kernel is straight-line scalar code inside loop nests, written as statements:
   ``parallel`` marks iterations that may run on different threads, ``vector`` a loop
   whose iterations may run in SIMD lanes; ``accumulators`` are reduced across iterations.
 - ``Let(node)``: compute a value node into a scalar temporary. Nodes (``Load``, ``Op``,
-  ``IndexValue``, ``IndexCond``, ``AccValue``) are hash-consed by the builder, so one node is one value;
-  a node's operands are bound by earlier ``Let`` statements in an enclosing block, or are
-  ``Const``.
+  ``IndexValue``, ``IndexCond``, ``AccValue``, ``RunningValue``) are hash-consed by the
+  builder, so one node is one value; a node's operands are bound by earlier ``Let``
+  statements in an enclosing block, or are ``Const``.
 - ``Store(buffer, index, node)``, ``AccInit(acc)``, ``AccUpdate(acc, node, position)``
   (``position`` is the flat reduction index, for argmax / argmin), ``AccFinish(acc)``.
+- Data-dependent positions (gather, scatter, dynamic slices): a ``Load`` or ``Store``
+  may add an ``offset`` node (an int64 value computed in the kernel) to its affine
+  index; a ``Store`` may ``combine`` the value with what the buffer holds (scatter_add)
+  and store only where its ``guard`` holds (dropped out-of-bounds updates).
+- ``Loop(..., sequential=True)``: iterations that must run in order in one thread (a
+  scan's running value, a scatter's possibly repeated positions); ``Barrier()``: what
+  follows starts once everything before it is done (a scatter's copy of its operand,
+  then its updates). A CPU runs a kernel's statements in order anyway; a GPU target
+  launches the parts between barriers as separate kernels (``split_at_barriers``).
 - ``Scratch(buffer)``: a kernel-local array; a row-wise kernel keeps values computed in a
   reduction loop there (``Store``) and its output loop takes them back (``Let(node,
   value=Load)``) instead of recomputing them (softmax's exponentials).
@@ -69,20 +78,25 @@ class Const(Node):
 
 
 class Load(Node):
-    """``buffer[index]``; with a ``guard`` (a bool node), read only where it holds (else 0),
-    so the index may leave the buffer where the guard is false (pad, concatenate)."""
+    """``buffer[index + offset]``; with a ``guard`` (a bool node), read only where it holds
+    (else 0), so the index may leave the buffer where the guard is false (pad,
+    concatenate). ``offset`` is an int64 node (a gather's data-dependent position), and
+    ``prim`` names the primitive such a read computes."""
 
-    __slots__ = ("buffer", "guard", "index")
+    __slots__ = ("buffer", "guard", "index", "offset", "prim")
 
     def __init__(self, buffer: Buffer, index: Affine, dtype: np.dtype,
-                 guard: Node | None = None) -> None:
+                 guard: Node | None = None, offset: Node | None = None,
+                 prim: str = "") -> None:
         self.buffer = buffer
         self.index = index
         self.dtype = dtype
         self.guard = guard
+        self.offset = offset
+        self.prim = prim
 
     def operands(self) -> tuple[Node, ...]:
-        return (self.guard,) if self.guard is not None else ()
+        return tuple(n for n in (self.guard, self.offset) if n is not None)
 
 
 class IndexCond(Node):
@@ -149,6 +163,16 @@ class AccValue(Node):
         self.dtype = acc.index_dtype if acc.index_dtype is not None else acc.dtype
 
 
+class RunningValue(Node):
+    """The value of an accumulator so far, inside its loop (a scan's output)."""
+
+    __slots__ = ("acc",)
+
+    def __init__(self, acc: Accumulator) -> None:
+        self.acc = acc
+        self.dtype = acc.dtype
+
+
 class Stmt:
     __slots__ = ()
 
@@ -171,9 +195,21 @@ class Scratch(Stmt):
 
 @dataclass(eq=False)
 class Store(Stmt):
+    """``buffer[index + offset] = value``; with ``combine`` (an op of the renderer's table,
+    e.g. 'add'), ``buffer[...] = combine(buffer[...], value)``; with ``guard``, only where
+    the guard holds."""
+
     buffer: Buffer
     index: Affine
     value: Node
+    offset: Node | None = None
+    combine: str | None = None
+    guard: Node | None = None
+
+
+@dataclass(eq=False)
+class Barrier(Stmt):
+    """Everything before it is done before anything after it starts."""
 
 
 @dataclass(eq=False)
@@ -200,6 +236,7 @@ class Loop(Stmt):
     parallel: bool = False
     vector: bool = False
     accumulators: list[Accumulator] = field(default_factory=list)
+    sequential: bool = False  # iterations run in order in one thread (scans, scatters)
 
 
 @dataclass(eq=False)
@@ -233,3 +270,19 @@ def walk(body: list[Stmt]) -> Iterator[Stmt]:
         yield stmt
         if isinstance(stmt, Loop):
             yield from walk(stmt.body)
+
+
+def split_at_barriers(kernel: Kernel) -> list[Kernel]:
+    """The parts of ``kernel`` between its top-level barriers, as kernels of their own
+    (the same parameters; parts after the first are named ``<name>_1``, ...)."""
+    parts: list[list[Stmt]] = [[]]
+    for stmt in kernel.body:
+        if isinstance(stmt, Barrier):
+            parts.append([])
+        else:
+            parts[-1].append(stmt)
+    parts = [part for part in parts if part] or [[]]
+    if len(parts) == 1:
+        return [kernel]
+    return [Kernel(kernel.name if n == 0 else f"{kernel.name}_{n}", kernel.params, part,
+                   kernel.ops, kernel.source_lines) for n, part in enumerate(parts)]

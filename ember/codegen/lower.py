@@ -12,6 +12,13 @@ walks contiguously are merged into one loop (so an elementwise kernel over a con
 array is a single flat loop), the outermost loop runs in parallel when there is enough
 work, an innermost loop is marked for SIMD when all its accesses are unit-stride, and
 values that do not depend on a loop are hoisted out of it.
+
+Scatters and scans (``access.is_ordered``) get loops of their own after the group's
+loops (``ember.codegen.dynamic`` builds what one iteration does): *independent* loops,
+whose iterations touch distinct positions, may run in parallel; the others are
+``sequential`` and keep their row-major order (a scan's running value; a scatter's
+updates that may land on one position combine in the reference's order). A scatter's
+result first receives its operand, stored by the group's loops, then a ``Barrier``.
 """
 from __future__ import annotations
 
@@ -21,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ember.codegen import access
+from ember.codegen import access, dynamic
 from ember.codegen import indexing as ix
 from ember.codegen.indexing import Affine, Index, Sym
 from ember.codegen.kernel_ir import (
@@ -30,6 +37,7 @@ from ember.codegen.kernel_ir import (
     Accumulator,
     AccUpdate,
     AccValue,
+    Barrier,
     Buffer,
     Const,
     IndexCond,
@@ -78,6 +86,20 @@ class _Reduction:
     result: Node  # the AccValue node
 
 
+@dataclass(eq=False)
+class _OrderedNest:
+    """A scatter's or a scan's own loops: over ``syms`` (before loop planning), of which
+    ``independent`` may run in parallel and the rest in order; ``step`` is one iteration."""
+
+    prim: str
+    syms: tuple[Sym, ...]
+    independent: tuple[Sym, ...]
+    sequential: tuple[Sym, ...]
+    buffer: Buffer
+    step: dynamic.OrderedStep
+    source: str
+
+
 @dataclass
 class _NodeInfo:
     free: frozenset[Sym]
@@ -91,12 +113,14 @@ class _Scope:
     bound: set[int] = field(default_factory=set)
 
 
-def lower_loop_group(group: LoopGroup, name: str, threads: int,
-                     keep_rows: bool = True) -> tuple[Kernel, dict[Var, Buffer]]:
+def lower_loop_group(group: LoopGroup, name: str, threads: int, keep_rows: bool = True,
+                     grid: bool = False) -> tuple[Kernel, dict[Var, Buffer]]:
     """The kernel IR of one loop group, and the value each kernel parameter holds.
 
     ``keep_rows``: let a row-wise kernel keep expensive row values in a ``Scratch``
     array between its loops (right for CPUs; a GPU target may prefer recomputing).
+    ``grid``: the target spreads the outermost loops over many threads (a GPU), so
+    an ordered nest always puts its independent loops outermost.
     """
     if any(sym.extent == 0 for sym in group.syms):  # nothing to compute or store
         return Kernel(name, [], []), {}
@@ -105,7 +129,8 @@ def lower_loop_group(group: LoopGroup, name: str, threads: int,
     subst, loops = _plan_loops(group, first)
     second = _Builder(group, subst)
     second.build()
-    return _Emitter(second, loops, threads, keep_rows).kernel(name), dict(second.params)
+    emitter = _Emitter(second, loops, threads, keep_rows, grid)
+    return emitter.kernel(name), dict(second.params)
 
 
 # --- building nodes -------------------------------------------------------------------
@@ -124,13 +149,36 @@ class _Builder:
         self.memo: dict[tuple[Var, Index], Node] = {}
         self.reductions: dict[tuple, _Reduction] = {}
         self.stores: list[tuple[Buffer, Affine, Node]] = []
+        self.ordered: list[_OrderedNest] = []
 
     def build(self) -> None:
         for var, index in self.group.roots:
             index = tuple(ix.substitute(i, self.subst) for i in index)
-            node = self.value(var, index)
+            eqn = self.group.producer.get(var)
+            if eqn is not None and id(eqn) in self.group.members and access.is_ordered(eqn):
+                self.ordered.append(self._ordered(eqn))
+                if eqn.prim.name in access.SCAN_KIND:
+                    continue
+                node = self.value(eqn.inputs[0], index)  # a scatter starts from its operand
+            else:
+                node = self.value(var, index)
             self.stores.append((self.buffer(var), ix.linearize(index, var.aval.shape), node))
             self.buffer(var).written = True
+
+    def _ordered(self, eqn: Eqn) -> _OrderedNest:
+        number = len(self.ordered)
+        shape, independent, sequential = dynamic.ordered_axes(eqn)
+        syms = tuple(Sym(f"u{number}_{k}", n) for k, n in enumerate(shape))
+        index = tuple(ix.substitute(ix.var(s), self.subst) for s in syms)
+        if eqn.prim.name in access.SCAN_KIND:
+            step = dynamic.scan_step(self, eqn, index, f"scan{number}")
+        else:
+            step = dynamic.scatter_step(self, eqn, index)
+        buffer = self.buffer(eqn.outputs[0])
+        buffer.written = True
+        return _OrderedNest(eqn.prim.name, syms, tuple(syms[a] for a in independent),
+                            tuple(syms[a] for a in sequential), buffer, step,
+                            eqn.source.short() if eqn.source is not None else "")
 
     def buffer(self, var: Var) -> Buffer:
         buf = self.params.get(var)
@@ -163,14 +211,21 @@ class _Builder:
         value = np.asarray(value, dtype).item()
         return self.make(("const", repr(value), dtype.str), lambda: Const(value, dtype))
 
-    def load(self, var: Var, index: Index, guard: Node | None = None) -> Node:
+    def load(self, var: Var, index: Index, guard: Node | None = None,
+             offset: Node | None = None, prim: str = "") -> Node:
         if var.aval.size == 0:  # only read inside loops that never run
             return self.const(0, var.aval.dtype)
         buf = self.buffer(var)
         flat = ix.linearize(index, var.aval.shape)
-        key = ("load", buf.name, flat, guard.id if guard is not None else None)
-        return self.make(key, lambda: Load(buf, flat, var.aval.dtype, guard),
-                         free=ix.free_syms(flat), children=(guard,) if guard else ())
+        children = tuple(n for n in (guard, offset) if n is not None)
+        key = ("load", buf.name, flat, *(n.id if n is not None else None for n in (guard, offset)))
+        return self.make(key, lambda: Load(buf, flat, var.aval.dtype, guard, offset, prim),
+                         free=ix.free_syms(flat), children=children)
+
+    def index_value(self, form: Affine, dtype: np.dtype, source: str = "") -> Node:
+        """The value of an index expression (iota)."""
+        return self.make(("iota", form, dtype.str), lambda: IndexValue(form, dtype),
+                         free=ix.free_syms(form), source=source)
 
     def index_cond(self, form: Affine, lo: int, hi: int, step: int) -> Node | None:
         """``lo <= form <= hi`` stepping by ``step``, or None when it always holds."""
@@ -217,12 +272,12 @@ class _Builder:
             return self._concatenate(eqn, index)
         if access.is_reduction(eqn):
             return self.reduction(eqn, index)
+        if access.is_gather_like(eqn):
+            return _GATHER_LIKE[eqn.prim.name](self, eqn, index)
         source = eqn.source.short() if eqn.source is not None else ""
         dtype = var.aval.dtype
         if eqn.prim.name == "iota":
-            position = index[eqn.params["dimension"]]
-            return self.make(("iota", position, dtype.str), lambda: IndexValue(position, dtype),
-                             free=ix.free_syms(position), source=source)
+            return self.index_value(index[eqn.params["dimension"]], dtype, source)
         args = tuple(self.value(atom, operand) if operand is not None
                      else self.const(atom.value, atom.aval.dtype)
                      for atom, operand in _elementwise_operands(eqn, index))
@@ -334,6 +389,13 @@ class _Builder:
             return node
         return self.op("convert_element_type", (node,), dtype, dtype, source)
 
+    def convert(self, node: Node, dtype: np.dtype) -> Node:
+        return self._as(node, dtype, "")
+
+
+_GATHER_LIKE = {"gather": dynamic.gather_value, "dynamic_slice": dynamic.dynamic_slice_value,
+                "dynamic_update_slice": dynamic.dynamic_update_value}
+
 
 def _elementwise_operands(eqn: Eqn, index: Index):
     for atom in eqn.inputs:
@@ -369,10 +431,13 @@ def _accumulator_dtype(kind: str, dtype: np.dtype) -> np.dtype:
 class _LoopPlan:
     outer: list[Sym]  # outer (row) loops, outermost first
     inner: list[Sym]  # loops of the final (output) phase
+    # each ordered nest's (independent, sequential) loops
+    ordered: list[tuple[list[Sym], list[Sym]]] = field(default_factory=list)
 
 
 def _accesses(builder: _Builder) -> list[Affine]:
     found = [flat for _, flat, _ in builder.stores]
+    found += [nest.step.index for nest in builder.ordered]
     found += [node.index for node in builder.nodes.values()
               if isinstance(node, (Load, IndexCond, IndexValue))]
     return found
@@ -433,7 +498,10 @@ def _plan_loops(group: LoopGroup, first: _Builder) -> tuple[dict[Sym, Affine], _
     for syms in dict.fromkeys(red.syms for red in first.reductions.values()):
         if not set(syms) <= set(group.syms):  # (shared with the output loops: done)
             _substitution(_merge_runs(list(syms), forms), "k", subst)
-    return subst, _LoopPlan(outer, inner)
+    ordered = [(_substitution(_merge_runs(list(nest.independent), forms), f"p{n}_", subst),
+                _substitution(_merge_runs(list(nest.sequential), forms), f"q{n}_", subst))
+               for n, nest in enumerate(first.ordered)]
+    return subst, _LoopPlan(outer, inner, ordered)
 
 
 # --- emitting statements --------------------------------------------------------------
@@ -443,10 +511,11 @@ MAX_STASH = 1 << 13  # elements of one row kept on the stack
 
 class _Emitter:
     def __init__(self, builder: _Builder, plan: _LoopPlan, threads: int,
-                 keep_rows: bool) -> None:
+                 keep_rows: bool, grid: bool = False) -> None:
         self.b = builder
         self.plan = plan
         self.threads = threads
+        self.grid = grid
         self.scopes: list[_Scope] = []
         self.ops: list[str] = []
         self.lines: dict[str, None] = {}
@@ -458,6 +527,12 @@ class _Emitter:
         top = _Scope(frozenset(), [])
         self.scopes = [top]
         top.stmts.extend(self._nest(self.plan.outer, self._phases, self._parallel_outer()))
+        for nest, (independent, sequential) in zip(self.b.ordered, self.plan.ordered):
+            if top.stmts:
+                top.stmts.append(Barrier())
+                if self.grid:  # each part is a kernel of its own: nothing carries over
+                    top.bound = set()
+            top.stmts.extend(self._ordered_nest(nest, independent, sequential))
         params = list(self.b.params.values())
         return Kernel(name, params, top.stmts, self.ops, list(self.lines))
 
@@ -477,18 +552,21 @@ class _Emitter:
                 and self._work() >= MIN_PARALLEL_WORK)
 
     # loops
-    def _nest(self, syms: list[Sym], fill, parallel: bool, accs: list[Accumulator] = ()):
-        """Statements of a loop nest over ``syms`` whose innermost body ``fill`` emits."""
+    def _nest(self, syms: list[Sym], fill, parallel: bool, accs: list[Accumulator] = (),
+              ordered: bool = False):
+        """Statements of a loop nest over ``syms`` whose innermost body ``fill`` emits
+        (``ordered``: sequential loops)."""
         if not syms:
             fill()
             return []
         scope = _Scope(self.scopes[-1].syms | {syms[0]}, [])
         self.scopes.append(scope)
-        inner = self._nest(syms[1:], fill, False, accs)
+        inner = self._nest(syms[1:], fill, False, accs, ordered)
         scope.stmts.extend(inner)
         self.scopes.pop()
-        loop = Loop(syms[0], scope.stmts, parallel=parallel, accumulators=list(accs))
-        if len(syms) == 1:
+        loop = Loop(syms[0], scope.stmts, parallel=parallel, accumulators=list(accs),
+                    sequential=ordered)
+        if len(syms) == 1 and not ordered:
             loop.vector = self._vectorizable(loop)
         return [loop]
 
@@ -496,17 +574,61 @@ class _Emitter:
         from ember.codegen.kernel_ir import walk
 
         for stmt in walk(loop.body):
-            index = None
+            index, offset = None, None
             if isinstance(stmt, Let) and isinstance(stmt.node, (Load, IndexValue, IndexCond)):
                 index = stmt.node.index
+                offset = getattr(stmt.node, "offset", None)
             elif isinstance(stmt, Store):
-                index = stmt.index
+                index, offset = stmt.index, stmt.offset
             elif isinstance(stmt, AccUpdate) and stmt.acc.kind in ("argmax", "argmin"):
                 return False
+            elif isinstance(stmt, Loop) and stmt.sequential:
+                return False
+            if offset is not None and loop.sym in self._free(offset):
+                return False  # a gather or scatter along the loop: not unit-stride
             if index is not None and (ix.coefficient(index, loop.sym) not in (0, 1)
                                       or not _direct_only(index, loop.sym)):
                 return False
         return True
+
+    # scatters and scans
+    def _ordered_nest(self, nest: _OrderedNest, independent: list[Sym],
+                      sequential: list[Sym]) -> list[Stmt]:
+        """The loops of a scatter or scan: independent loops outermost where they run in
+        parallel (or carry a scan's accumulator), else innermost, where they may be
+        vectorized (a scatter of rows: each update row in turn, along the row)."""
+        step = nest.step
+
+        def body() -> None:
+            scope = self.scopes[-1]
+            if step.acc is not None:
+                self._bind(step.update)
+                scope.stmts.append(AccUpdate(step.acc, step.update))
+            for node in (step.value, step.offset, step.guard):
+                if node is not None:
+                    self._bind(node)
+            scope.stmts.append(Store(nest.buffer, step.index, step.value, step.offset,
+                                     step.combine, step.guard))
+
+        def in_order() -> None:
+            if step.acc is not None:
+                self.scopes[-1].stmts.append(AccInit(step.acc))
+            self.scopes[-1].stmts.extend(self._nest(sequential, body, False, ordered=True))
+
+        spread = int(np.prod([s.extent for s in independent], dtype=np.int64))
+        work = spread * int(np.prod([s.extent for s in sequential], dtype=np.int64))
+        parallel = (self.threads > 1 and spread >= 4 * self.threads
+                    and work >= MIN_PARALLEL_WORK)
+        self.ops.append(nest.prim)
+        if nest.source:
+            self.lines.setdefault(nest.source)
+        if self.grid or parallel or step.acc is not None:
+            return self._nest(independent, in_order, parallel)
+
+        def across() -> None:
+            self.scopes[-1].stmts.extend(self._nest(independent, body, False))
+
+        return self._nest(sequential, across, False, ordered=True)
 
     # keeping expensive row values between a reduction loop and the output loop
     def _stash_buffers(self) -> dict[int, Buffer]:
@@ -619,6 +741,8 @@ class _Emitter:
         target = next(s for s in self.scopes if free <= s.syms)
         target.stmts.append(Let(node))
         target.bound.add(node.id)
+        if isinstance(node, Load) and node.prim:
+            self.ops.append(node.prim)
         if isinstance(node, Op):
             self.ops.append(node.op)
             if node.source:

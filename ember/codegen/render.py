@@ -20,6 +20,7 @@ from ember.codegen.kernel_ir import (
     Accumulator,
     AccUpdate,
     AccValue,
+    Barrier,
     Buffer,
     Const,
     IndexCond,
@@ -30,6 +31,7 @@ from ember.codegen.kernel_ir import (
     Loop,
     Node,
     Op,
+    RunningValue,
     Scratch,
     Stmt,
     Store,
@@ -129,9 +131,9 @@ class Renderer:
         if isinstance(stmt, Scratch):
             return [self.scratch_declaration(stmt.buffer)]
         if isinstance(stmt, Store):
-            value = self.ref(stmt.value) if stmt.buffer.scratch \
-                else self.stored(stmt.value, stmt.buffer.dtype)
-            return [f"{stmt.buffer.name}[{self.index(stmt.index)}] = {value};"]
+            return [self.store(stmt)]
+        if isinstance(stmt, Barrier):
+            return ["/* barrier: the statements above are done */"]
         if isinstance(stmt, AccInit):
             return self.acc_init(stmt.acc)
         if isinstance(stmt, AccUpdate):
@@ -139,6 +141,26 @@ class Renderer:
         if isinstance(stmt, AccFinish):
             return self.acc_finish(stmt.acc)
         raise TypeError(f"unknown statement {stmt!r}")
+
+    def store(self, stmt: Store) -> str:
+        target = f"{stmt.buffer.name}[{self.position(stmt.index, stmt.offset)}]"
+        if stmt.buffer.scratch:
+            text = f"{target} = {self.ref(stmt.value)};"
+        elif stmt.combine is None:
+            text = f"{target} = {self.stored(stmt.value, stmt.buffer.dtype)};"
+        else:  # read, combine in the compute type, store
+            dtype = stmt.buffer.dtype
+            old = self.load_templates.get(dtype.name, "{0}").format(target)
+            new = self.apply(stmt.combine, [old, self.ref(stmt.value)], dtype)
+            text = f"{target} = {self.store_templates.get(dtype.name, '{0}').format(new)};"
+        if stmt.guard is not None:
+            text = f"if ({self.ref(stmt.guard)}) {text}"
+        return text
+
+    def position(self, index: Affine, offset: Node | None) -> str:
+        """A buffer position: the affine index plus a data-dependent offset, if any."""
+        text = self.index(index)
+        return text if offset is None else f"{text} + {self.ref(offset)}"
 
     # values
     def scratch_declaration(self, buffer: Buffer) -> str:
@@ -162,7 +184,7 @@ class Renderer:
 
     def expression(self, node: Node) -> str:
         if isinstance(node, Load):
-            ref = f"{node.buffer.name}[{self.index(node.index)}]"
+            ref = f"{node.buffer.name}[{self.position(node.index, node.offset)}]"
             if node.buffer.scratch:
                 return ref
             value = self.load_templates.get(node.dtype.name, "{0}").format(ref)
@@ -175,6 +197,11 @@ class Renderer:
             return self.index_condition(node)
         if isinstance(node, AccValue):
             return node.acc.name
+        if isinstance(node, RunningValue):
+            acc = node.acc
+            if self.tracks_nan(acc):
+                return f"({acc.name}_nan ? {self.float_literal(math.nan, acc.dtype)} : {acc.name})"
+            return acc.name
         if isinstance(node, Op):
             return self.operation(node)
         raise TypeError(f"cannot render {node!r}")

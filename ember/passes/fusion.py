@@ -14,6 +14,10 @@ needed, as exact index expressions (``ember.codegen.access``):
   that consumes it, when that kernel visits each of its elements once (multi-output);
 - dot_general runs as a library call (BLAS); the elementwise kernel that consumes its
   whole result becomes its epilogue; transposes of its operands become BLAS flags;
+- gather and the dynamic slices are inlined like elementwise equations (a load at a
+  data-dependent position: the array they index is stored, their indices computed in
+  place); scatters and scans are stored by a kernel of their own, which computes their
+  operands in place (``ember.codegen.access.is_ordered``);
 - equations without a native lowering run on the host; their operands are stored.
 
 Kernels of the same shape that read a common input are then merged (sibling fusion),
@@ -125,6 +129,7 @@ class _Fuser:
         # Buffers read by calls or guarded loads: never stored by their consumer kernel.
         self.loaded_by_calls: set[Var] = set()
         self.groups: list[Group] = []
+        self.ordered_groups: set[Group] = set()  # kernels of scatters and scans
         for atom in graph.outputs:
             if isinstance(atom, Var):
                 self.needs.setdefault(atom, "program output")
@@ -136,6 +141,8 @@ class _Fuser:
             kind = self.kind(eqn)
             if kind == "host":
                 self.place_host(eqn)
+            elif kind == "ordered":
+                self.place_ordered(eqn)
             elif kind == "library":
                 self.place_library(eqn)
             else:
@@ -153,6 +160,8 @@ class _Fuser:
             return "view"
         if access.is_reduction(eqn):
             return "reduction"
+        if access.is_ordered(eqn):
+            return "ordered"
         return "elementwise"
 
     def need(self, var, reason: str) -> None:
@@ -172,6 +181,19 @@ class _Fuser:
         for atom in eqn.inputs:
             self.need(atom, f"input of {eqn.prim.name}, which runs on the host")
             self.loaded_by_calls.add(atom)
+
+    def place_ordered(self, eqn: Eqn) -> None:
+        """A scatter or scan: a kernel of its own stores its result (no consumer can
+        compute an element of it where it needs it)."""
+        out = eqn.outputs[0]
+        group = self.new_group("loop", out.aval.shape)
+        self.ordered_groups.add(group)
+        identity = ix.identity(group.syms)
+        self.inline(eqn, "ordered", group, {identity})
+        what = "writes data-dependent positions" if eqn.prim.name.startswith("scatter") \
+            else "carries a running value along its axis"
+        group.add_root(out, identity, self.needs.get(out) or
+                       f"{eqn.prim.name} {what} (its result is stored)")
 
     def place_library(self, eqn: Eqn) -> None:
         out = eqn.outputs[0]
@@ -291,6 +313,8 @@ class _Fuser:
         return None
 
     def _reduction_illegal(self, name: str, group: Group, index_set: set[Index]) -> str | None:
+        if group in self.ordered_groups:  # (a GPU runs their loops as kernels of their own)
+            return f"{name} result is read by a scatter's or scan's loops"
         if len(index_set) > 1:
             return f"{name} result is needed at several positions by its consumer"
         free = ix.index_syms(next(iter(index_set)))

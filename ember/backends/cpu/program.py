@@ -43,10 +43,11 @@ class LoweredStep:
         first_store: dict[Buffer, int] = {}
         for order, stmt in enumerate(self.kernel.walk()):
             if isinstance(stmt, Let) and isinstance(stmt.node, Load):
-                loads.setdefault(stmt.node.buffer, set()).add(stmt.node.index)
+                where = _position(stmt.node.index, stmt.node.offset)
+                loads.setdefault(stmt.node.buffer, set()).add(where)
                 last_load[stmt.node.buffer] = order
             elif isinstance(stmt, Store) and not stmt.buffer.scratch:
-                stores.setdefault(stmt.buffer, []).append(stmt.index)
+                stores.setdefault(stmt.buffer, []).append(_position(stmt.index, stmt.offset))
                 first_store.setdefault(stmt.buffer, order)
         pairs = []
         for out_buf, indices in stores.items():
@@ -59,14 +60,23 @@ class LoweredStep:
         return pairs
 
 
-def lower_schedule(schedule: Schedule, threads: int, keep_rows: bool = True) -> list[LoweredStep]:
-    """Kernel IR and GEMM plans for every group (``keep_rows``: see ``lower_loop_group``)."""
+def _position(index, offset) -> tuple:
+    """A load's or store's position, for comparing them (a data-dependent offset is
+    equal only to itself)."""
+    return (index, offset.id if offset is not None else None)
+
+
+def lower_schedule(schedule: Schedule, threads: int, keep_rows: bool = True,
+                   grid: bool = False) -> list[LoweredStep]:
+    """Kernel IR and GEMM plans for every group (``keep_rows``, ``grid``: see
+    ``lower_loop_group``)."""
     producer = {v: eqn for eqn in schedule.graph.eqns for v in eqn.outputs}
-    return [_lower_group(group, producer, threads, keep_rows) for group in schedule.groups]
+    return [_lower_group(group, producer, threads, keep_rows, grid)
+            for group in schedule.groups]
 
 
 def _lower_group(group: Group, producer: dict[Var, Eqn], threads: int,
-                 keep_rows: bool) -> LoweredStep:
+                 keep_rows: bool, grid: bool) -> LoweredStep:
     if group.kind == "host":
         return LoweredStep(group)
     step = LoweredStep(group)
@@ -79,7 +89,7 @@ def _lower_group(group: Group, producer: dict[Var, Eqn], threads: int,
                          group.syms, group.outer_rank, producer)
         if loop.roots:
             name = f"{group.name}_epilogue" if group.library is not None else group.name
-            step.kernel, step.bindings = lower_loop_group(loop, name, threads, keep_rows)
+            step.kernel, step.bindings = lower_loop_group(loop, name, threads, keep_rows, grid)
     return step
 
 

@@ -1,0 +1,222 @@
+"""Lowering data-dependent reads and writes to kernel IR nodes: gather, the dynamic
+slices, and the per-element work of scatters and scans (their loops are planned and
+emitted by ``ember.codegen.lower``).
+
+A start read from an index operand becomes an int64 node (unsigned values saturate
+first: huge ones are out of bounds anyway), clamped into range; the clamped starts,
+times the strides of their axes, sum to the ``offset`` node of a ``Load`` or ``Store``
+(a start that is a constant folds into the affine index instead). Out-of-bounds
+checks ('fill' gathers, dropping scatters) test the unclamped starts. The builder ``b``
+is lowering's node builder (``value``, ``op``, ``const``, ``load``, ``index_value``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ember.codegen import access, gather
+from ember.codegen import indexing as ix
+from ember.codegen.gather import Start
+from ember.codegen.indexing import Affine, Index
+from ember.codegen.kernel_ir import Accumulator, Const, Node, RunningValue
+from ember.ir.graph import Eqn, Var
+
+INT64, UINT64, BOOL = np.dtype(np.int64), np.dtype(np.uint64), np.dtype(np.bool_)
+_INT64_MAX = np.iinfo(np.int64).max
+
+
+@dataclass
+class _StartValue:
+    start: Start
+    raw: Node  # the index operand's value, as int64
+    clamped: Node
+
+
+def _starts(b, eqn: Eqn, starts: tuple[Start, ...]) -> list[_StartValue]:
+    found = []
+    for start in starts:
+        raw = _as_int64(b, b.value(eqn.inputs[start.operand], start.index))
+        found.append(_StartValue(start, raw, _clamp(b, raw, start.upper)))
+    return found
+
+
+def _as_int64(b, node: Node) -> Node:
+    if isinstance(node, Const):
+        return b.const(min(int(node.value), _INT64_MAX), INT64)
+    if node.dtype == UINT64:
+        node = b.op("min", (node, b.const(_INT64_MAX, UINT64)), UINT64)
+    return b.convert(node, INT64)
+
+
+def _clamp(b, raw: Node, upper: int) -> Node:
+    if isinstance(raw, Const) or upper == 0:
+        value = raw.value if isinstance(raw, Const) else 0
+        return b.const(min(max(value, 0), upper), INT64)
+    low = b.op("max", (raw, b.const(0, INT64)), INT64)
+    return b.op("min", (low, b.const(upper, INT64)), INT64)
+
+
+def _weighted_sum(b, terms: list[tuple[Node, int]]) -> Node | None:
+    """``sum(node * weight)`` as int64 nodes (None for no terms)."""
+    total = None
+    for node, weight in terms:
+        if weight != 1:
+            node = b.op("mul", (node, b.const(weight, INT64)), INT64)
+        total = node if total is None else b.op("add", (total, node), INT64)
+    return total
+
+
+def _place(b, shape: tuple[int, ...], affine: Index,
+           starts: list[_StartValue]) -> tuple[Index, Node | None]:
+    """A position in an array of ``shape``: its affine index (constant starts folded in)
+    and the data-dependent offset of the other starts."""
+    forms = list(affine)
+    strides = ix.row_major_strides(shape)
+    terms = []
+    for value in starts:
+        axis = value.start.axis
+        if isinstance(value.clamped, Const):
+            forms[axis] = ix.add(forms[axis], ix.const(value.clamped.value))
+        else:
+            terms.append((value.clamped, strides[axis]))
+    return tuple(forms), _weighted_sum(b, terms)
+
+
+def _in_bounds(b, starts: list[_StartValue]) -> Node | None:
+    """Whether every unclamped start lets its window fit (None: always)."""
+    conds = []
+    for value in starts:
+        raw, upper = value.raw, value.start.upper
+        if isinstance(raw, Const):
+            if not 0 <= raw.value <= upper:
+                conds.append(b.const(False, BOOL))
+            continue
+        low = b.op("ge", (raw, b.const(0, INT64)), BOOL)
+        conds.append(b.op("and", (low, b.op("le", (raw, b.const(upper, INT64)), BOOL)), BOOL))
+    return b.all_of(conds)
+
+
+def _read(b, atom, index: Index, offset: Node | None, prim: str, guard: Node | None = None):
+    if not isinstance(atom, Var):  # a literal scalar: the same everywhere
+        return b.value(atom, ())
+    return b.load(atom, index, guard, offset, prim)
+
+
+# --- values at an output position -----------------------------------------------------
+
+def gather_value(b, eqn: Eqn, index: Index) -> Node:
+    operand = eqn.inputs[0]
+    positions = gather.indexed_positions(eqn, index)
+    starts = _starts(b, eqn, positions.starts)
+    where, offset = _place(b, operand.aval.shape, positions.affine, starts)
+    value = _read(b, operand, where, offset, "gather")
+    inside = _in_bounds(b, starts) if positions.checked else None
+    if inside is None:
+        return value
+    fill = gather_fill_value(eqn)
+    return b.op("select_n", (inside, b.const(fill, value.dtype), value), value.dtype)
+
+
+def gather_fill_value(eqn: Eqn):
+    """What a 'fill' gather reads out of bounds (as ``ember.ops.indexing``)."""
+    from ember.ops.indexing import default_fill_value
+
+    dtype = eqn.outputs[0].aval.dtype
+    value = eqn.params["fill_value"]
+    value = default_fill_value(dtype) if value is None else value
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.asarray(value).astype(dtype).item()
+
+
+def dynamic_slice_value(b, eqn: Eqn, index: Index) -> Node:
+    operand = eqn.inputs[0]
+    starts = _starts(b, eqn, gather.slice_starts(eqn))
+    where, offset = _place(b, operand.aval.shape, index, starts)
+    return _read(b, operand, where, offset, "dynamic_slice")
+
+
+def dynamic_update_value(b, eqn: Eqn, index: Index) -> Node:
+    """The update where ``index`` falls inside its (clamped) window, else the operand."""
+    update = eqn.inputs[1]
+    shape = update.aval.shape
+    strides = ix.row_major_strides(shape)
+    conds, forms, terms = [], [], []
+    for value, form, size, stride in zip(_starts(b, eqn, gather.slice_starts(eqn)), index,
+                                         shape, strides):
+        if isinstance(value.clamped, Const):
+            start = value.clamped.value
+            conds.append(b.index_cond(form, start, start + size - 1, 1))
+            forms.append(ix.add(form, ix.const(-start)))
+            continue
+        relative = b.op("sub", (b.index_value(form, INT64), value.clamped), INT64)
+        low = b.op("ge", (relative, b.const(0, INT64)), BOOL)
+        conds.append(b.op("and", (low, b.op("lt", (relative, b.const(size, INT64)), BOOL)),
+                          BOOL))
+        forms.append(form)
+        terms.append((value.clamped, -stride))
+    inside = b.all_of(conds)
+    value = _read(b, update, tuple(forms), _weighted_sum(b, terms), "dynamic_update_slice",
+                  inside)
+    if inside is None:
+        return value
+    return b.op("select_n", (inside, b.value(eqn.inputs[0], index), value), value.dtype)
+
+
+# --- one iteration of a scatter's or a scan's own loops ---------------------------------
+
+@dataclass(eq=False)
+class OrderedStep:
+    """What one iteration of an ordered nest does: ``AccUpdate(acc, update)`` first when
+    ``acc`` is set (a scan), then store ``value`` at ``index + offset`` (combined by
+    ``combine``, only where ``guard`` holds)."""
+
+    index: Affine
+    value: Node
+    offset: Node | None = None
+    combine: str | None = None
+    guard: Node | None = None
+    acc: Accumulator | None = None
+    update: Node | None = None
+
+
+def ordered_axes(eqn: Eqn) -> tuple[tuple[int, ...], list[int], list[int]]:
+    """The shape an ordered nest loops over, its independent axes and its axes that run
+    in order."""
+    if eqn.prim.name in access.SCAN_KIND:
+        shape = eqn.inputs[0].aval.shape
+        axis = eqn.params["axis"]
+        return shape, [a for a in range(len(shape)) if a != axis], [axis]
+    independent, ordered = gather.scatter_loop_axes(eqn)
+    return eqn.inputs[2].aval.shape, independent, ordered
+
+
+def scatter_step(b, eqn: Eqn, index: Index) -> OrderedStep:
+    """Update element ``index`` of a scatter, combined into the result's buffer."""
+    operand, _, updates = eqn.inputs
+    positions = gather.indexed_positions(eqn, index)
+    starts = _starts(b, eqn, positions.starts)
+    where, offset = _place(b, operand.aval.shape, positions.affine, starts)
+    guard = _in_bounds(b, starts) if positions.checked else None
+    return OrderedStep(ix.linearize(where, operand.aval.shape), b.value(updates, index),
+                       offset, gather.SCATTER_COMBINE[eqn.prim.name], guard)
+
+
+def scan_step(b, eqn: Eqn, index: Index, name: str) -> OrderedStep:
+    """Element ``index`` of a cumulative op: accumulate the operand, store the running
+    value (``name``: the accumulator's)."""
+    from ember.ops.reductions import accumulator_dtype
+
+    kind = access.SCAN_KIND[eqn.prim.name]
+    operand, out = eqn.inputs[0], eqn.outputs[0]
+    axis, extent = eqn.params["axis"], operand.aval.shape[eqn.params["axis"]]
+    if eqn.params["reverse"]:
+        index = (*index[:axis], ix.add(ix.const(extent - 1), ix.scale(index[axis], -1)),
+                 *index[axis + 1:])
+    dtype = operand.aval.dtype
+    acc_dtype = accumulator_dtype(dtype) if kind in ("sum", "prod") else dtype
+    update = b.convert(b.value(operand, index), acc_dtype)
+    acc = Accumulator(name, kind, acc_dtype, dtype)
+    running = b.make(("running", name), lambda: RunningValue(acc), free=ix.index_syms(index))
+    return OrderedStep(ix.linearize(index, out.aval.shape), b.convert(running, out.aval.dtype),
+                       acc=acc, update=update)

@@ -1,0 +1,130 @@
+"""Where gather, scatter and the dynamic slices read or write: positions in an array
+that depend on data.
+
+A position along each axis of the indexed array (gather's and scatter's operand, a
+dynamic slice's operand or update) is an affine part (window offsets, batching
+coordinates: index expressions of the kernel's loops) plus, along some axes, a *start*
+read from an index operand. A start is clamped into ``[0, upper]`` so that the window
+fits (every mode of ``ember.ops.indexing``: 'clip' and 'promise_in_bounds' clamp;
+'fill' also clamps the position it reads, then fills or drops the windows whose
+unclamped starts were out of bounds). No position ever leaves its array.
+
+Fusion (through ``ember.codegen.access``) uses this to learn where the index operands
+are read; lowering turns the starts into int64 nodes added to a load or store.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ember.codegen import indexing as ix
+from ember.codegen.indexing import ZERO, Index, Sym
+from ember.ir.graph import Eqn
+
+GATHER_LIKE = frozenset({"gather", "dynamic_slice", "dynamic_update_slice"})
+# scatter primitive -> how an update combines with the value in place (None: overwrite)
+SCATTER_COMBINE = {"scatter": None, "scatter_add": "add", "scatter_mul": "mul",
+                   "scatter_min": "min", "scatter_max": "max"}
+
+
+@dataclass(frozen=True)
+class Start:
+    """A data-dependent start along axis ``axis``: ``eqn.inputs[operand]`` read at
+    ``index``, clamped into ``[0, upper]``."""
+
+    axis: int
+    operand: int
+    index: Index
+    upper: int
+
+
+@dataclass(frozen=True)
+class Positions:
+    """A position in the indexed array: ``affine`` per axis, plus the clamped ``starts``;
+    ``checked``: out-of-bounds starts fill (gather) or drop (scatter) their window."""
+
+    affine: Index
+    starts: tuple[Start, ...]
+    checked: bool
+
+
+def _dnums(eqn: Eqn) -> tuple:
+    """Gather's and scatter's dimension numbers share their roles, in this order: window
+    axes of the result, operand axes without a window, index map, operand batching
+    axes, indices batching axes."""
+    return tuple(tuple(int(d) for d in field) for field in eqn.params["dimension_numbers"])
+
+
+def window_sizes(eqn: Eqn) -> tuple[int, ...]:
+    """The window size along each operand axis."""
+    if eqn.prim.name == "gather":
+        return tuple(eqn.params["slice_sizes"])
+    window, dropped, _, operand_batch, _ = _dnums(eqn)
+    operand, updates = eqn.inputs[0].aval, eqn.inputs[2].aval
+    sizes = [1] * operand.ndim
+    dims = [d for d in range(operand.ndim) if d not in dropped and d not in operand_batch]
+    for dim, position in zip(dims, window):
+        sizes[dim] = updates.shape[position]
+    return tuple(sizes)
+
+
+def indexed_positions(eqn: Eqn, result: Index) -> Positions:
+    """The operand position of gather's output (or scatter's update) element at
+    ``result``."""
+    window, dropped, index_map, operand_batch, indices_batch = _dnums(eqn)
+    operand = eqn.inputs[0].aval
+    batch = [form for p, form in enumerate(result) if p not in window]
+    affine = [ZERO] * operand.ndim
+    dims = [d for d in range(operand.ndim) if d not in dropped and d not in operand_batch]
+    for dim, position in zip(dims, window):
+        affine[dim] = result[position]
+    for dim, axis in zip(operand_batch, indices_batch):
+        affine[dim] = batch[axis]
+    sizes = window_sizes(eqn)
+    starts = tuple(Start(dim, 1, (*batch, ix.const(k)), operand.shape[dim] - sizes[dim])
+                   for k, dim in enumerate(index_map))
+    checked = eqn.params["mode"] != "clip" if eqn.prim.name != "gather" \
+        else eqn.params["mode"] == "fill"
+    return Positions(tuple(affine), starts, checked)
+
+
+def slice_starts(eqn: Eqn) -> tuple[Start, ...]:
+    """The clamped starts of a dynamic slice's window (dynamic_slice: in its operand;
+    dynamic_update_slice: of its update in the operand), one per axis."""
+    operand = eqn.inputs[0].aval
+    if eqn.prim.name == "dynamic_slice":
+        first, sizes = 1, eqn.outputs[0].aval.shape
+    else:
+        first, sizes = 2, eqn.inputs[1].aval.shape
+    return tuple(Start(axis, first + axis, (), operand.shape[axis] - size)
+                 for axis, size in enumerate(sizes))
+
+
+def start_demands(eqn: Eqn, starts: tuple[Start, ...]) -> list[tuple[object, Index]]:
+    """(index operand, where it is read) for each start."""
+    return [(eqn.inputs[s.operand], s.index) for s in starts]
+
+
+def scatter_loop_axes(eqn: Eqn) -> tuple[list[int], list[int]]:
+    """The axes of a scatter's updates split into *independent* ones (updates that differ
+    along them land on different positions: window axes over operand axes that are not
+    indexed, batching axes) and the rest, which must run in order: two updates that
+    differ only along those may land on one position (repeated indices, overlapping
+    windows), and combine in row-major order, as the reference does."""
+    window, dropped, index_map, operand_batch, indices_batch = _dnums(eqn)
+    rank = eqn.inputs[0].aval.ndim
+    dims = [d for d in range(rank) if d not in dropped and d not in operand_batch]
+    window_dim = dict(zip(window, dims))
+    batch_axes = [p for p in range(eqn.inputs[2].aval.ndim) if p not in window]
+    independent, ordered = [], []
+    for position in range(eqn.inputs[2].aval.ndim):
+        if position in window_dim:
+            free = window_dim[position] not in index_map
+        else:
+            free = batch_axes.index(position) in indices_batch
+        (independent if free else ordered).append(position)
+    return independent, ordered
+
+
+def ordered_syms(shape: tuple[int, ...], prefix: str = "u") -> tuple[Sym, ...]:
+    """Loop variables of a scatter's or scan's own loops (over its updates or result)."""
+    return tuple(Sym(f"{prefix}{k}", n) for k, n in enumerate(shape))
