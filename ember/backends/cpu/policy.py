@@ -14,6 +14,7 @@ from ember.backends.cpu import toolchain
 from ember.codegen import access
 from ember.codegen import indexing as ix
 from ember.codegen.c import CRenderer
+from ember.codegen.gather import SCATTER_COMBINE
 from ember.codegen.gemm import operand_matrix, operand_syms
 from ember.ir.graph import Eqn
 from ember.passes.fusion import FusionPolicy
@@ -34,6 +35,9 @@ def native(renderer: CRenderer, eqn: Eqn) -> bool:
     if access.is_view(eqn) or access.is_reduction(eqn) or name in ("iota", "pad",
                                                                        "concatenate"):
         return True
+    if access.is_gather_like(eqn) or access.is_ordered(eqn):  # (scatters combine by an op)
+        combine = SCATTER_COMBINE.get(name)
+        return combine is None or renderer.supports(combine, eqn.outputs[0].aval.dtype)
     from ember.ops.elementwise import ELEMENTWISE
 
     if name not in ELEMENTWISE:
