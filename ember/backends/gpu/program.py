@@ -19,6 +19,7 @@ from ember.backends.cpu.policy import gemm_eligible, native
 from ember.backends.cpu.program import LoweredStep, lower_schedule
 from ember.codegen.gemm import GemmPlan
 from ember.codegen.gpu import GpuRenderer, LaunchShape
+from ember.codegen.kernel_ir import split_at_barriers
 from ember.config import config
 from ember.ir.graph import Eqn, Graph, Var
 from ember.passes.fusion import FusionPolicy, fuse
@@ -59,7 +60,7 @@ def build_program(graph: Graph, backend_name: str, renderer: GpuRenderer) -> Dev
     schedule = fuse(optimized, gpu_policy(renderer))
     parts = [renderer.prelude]
     steps, infos = [], []
-    for lowered in lower_schedule(schedule, threads=1):
+    for lowered in lower_schedule(schedule, threads=1, grid=True):
         step, texts = _device_step(lowered, renderer)
         parts += texts
         steps.append(step)
@@ -79,11 +80,11 @@ def _device_step(lowered: LoweredStep, renderer: GpuRenderer) -> tuple[DeviceSte
         step.launches.append(Launch(group.name, args, shape, gemm=lowered.gemm))
         texts.append(text)
     if lowered.kernel is not None:
-        kernel = lowered.kernel
         var_of = {buf: var for var, buf in lowered.bindings.items()}
-        texts.append(renderer.render_kernel(kernel))
-        step.launches.append(Launch(kernel.name, tuple(var_of[b] for b in kernel.params),
-                                    renderer.launch_shape(kernel)))
+        for kernel in split_at_barriers(lowered.kernel):  # (a scatter: copy, then update)
+            texts.append(renderer.render_kernel(kernel))
+            step.launches.append(Launch(kernel.name, tuple(var_of[b] for b in kernel.params),
+                                        renderer.launch_shape(kernel)))
     return step, texts
 
 
