@@ -22,11 +22,13 @@ from ember.numpy._creation import *  # noqa: F401,F403
 from ember.numpy._cumulative import *  # noqa: F401,F403
 from ember.numpy._dtypes import *  # noqa: F401,F403
 from ember.numpy._dtypes import bool_ as bool  # noqa: F401  (Array API name)
+from ember.numpy._floating import *  # noqa: F401,F403
 from ember.numpy._histograms import *  # noqa: F401,F403
 from ember.numpy._info import __array_namespace_info__  # noqa: F401
 from ember.numpy._joining import *  # noqa: F401,F403
 from ember.numpy._manipulation import *  # noqa: F401,F403
 from ember.numpy._math import *  # noqa: F401,F403
+from ember.numpy._number_theory import *  # noqa: F401,F403
 from ember.numpy._products import *  # noqa: F401,F403
 from ember.numpy._quantiles import *  # noqa: F401,F403
 from ember.numpy._reductions import *  # noqa: F401,F403

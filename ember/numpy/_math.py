@@ -33,6 +33,7 @@ __all__ = [
     "isposinf", "isneginf", "isclose", "allclose", "logaddexp", "logaddexp2", "hypot",
     "deg2rad", "rad2deg", "radians", "degrees", "reciprocal", "log2", "log10", "sinc",
     "heaviside", "fmax", "fmin", "nan_to_num", "real", "imag", "angle", "select", "interp",
+    "fabs",
 ]
 
 
@@ -147,6 +148,13 @@ def float_power(x1: Any, x2: Any, /):
 
 def positive(x: Any, /):
     return ensure_array(x)
+
+
+def fabs(x: Any, /):
+    """``|x|`` as a float (integers go to the default float; complex is an error)."""
+    (x,) = promote_args_inexact(x)
+    _no_complex("fabs", x)
+    return lax.abs(x)
 
 
 def sign(x: Any, /):

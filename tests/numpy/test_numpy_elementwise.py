@@ -49,7 +49,7 @@ UNARY = [
     ("rad2deg", np.rad2deg, WIDE), ("reciprocal", np.reciprocal, (0.5, 4)),
     ("sinc", np.sinc, WIDE), ("signbit", np.signbit, WIDE), ("isnan", np.isnan, WIDE),
     ("isfinite", np.isfinite, WIDE), ("isinf", np.isinf, WIDE), ("conj", np.conj, WIDE),
-    ("real", np.real, WIDE), ("imag", np.imag, WIDE),
+    ("real", np.real, WIDE), ("imag", np.imag, WIDE), ("fabs", np.fabs, WIDE),
 ]
 
 
@@ -63,7 +63,7 @@ def test_unary_float32_matches_numpy(name, numpy_fn, domain, shape, seed):
     _close(out, expected)
 
 
-INEXACT_OF_INT = ["exp", "log1p", "sqrt", "sin", "arctan", "tanh", "log2", "deg2rad"]
+INEXACT_OF_INT = ["exp", "log1p", "sqrt", "sin", "arctan", "tanh", "log2", "deg2rad", "fabs"]
 
 
 @pytest.mark.parametrize("name", INEXACT_OF_INT)
