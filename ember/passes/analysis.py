@@ -2,6 +2,9 @@
 liveness-based peak memory (``memory_analysis``)."""
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 import numpy as np
 
 from ember.ir.graph import Atom, Graph, Literal, Var, subgraphs
@@ -40,20 +43,17 @@ def cost_of_graph(graph: Graph) -> dict[str, float]:
     return {"flops": flops, "bytes accessed": bytes_accessed}
 
 
-def _last_uses(graph: Graph) -> dict[Var, int]:
-    """Index of the last equation reading each variable (outputs: past the end)."""
-    last: dict[Var, int] = {}
-    for index, eqn in enumerate(graph.eqns):
-        for atom in eqn.inputs:
-            if isinstance(atom, Var):
-                last[atom] = index
-    for atom in graph.outputs:
-        if isinstance(atom, Var):
-            last[atom] = len(graph.eqns)
-    return last
+@dataclass(frozen=True)
+class StepUse:
+    """What one step of a program (an equation, a kernel) reads and writes, and the extra
+    bytes it needs while it runs (the temporaries of a body it executes)."""
+
+    reads: Sequence[Atom]
+    writes: Sequence[Var]
+    inner_bytes: int = 0
 
 
-def _nbytes(atoms: list[Atom]) -> int:
+def _nbytes(atoms) -> int:
     return sum(atom.aval.nbytes for atom in atoms)
 
 
@@ -70,31 +70,41 @@ def peak_memory(graph: Graph) -> dict[str, int]:
     Counted as XLA's ``memory_analysis`` does: ``argument_bytes`` (inputs and
     constants, live throughout), ``output_bytes`` (the graph's results), ``temp_bytes``
     (the most intermediate bytes live at once) and ``peak_bytes`` (everything live at the
-    worst equation). A value is live from the equation that writes it until the last one
-    that reads it; inputs and outputs of an equation are live together. Every value is
-    its own buffer (views and in-place reuse are a backend's business, not modelled).
+    worst equation). Every value is its own buffer (views and in-place reuse are a
+    backend's business, not modelled).
     """
-    arguments = list(dict.fromkeys([*graph.constvars, *graph.inputs]))
+    steps = [StepUse(eqn.inputs, eqn.outputs, _inner_bytes(eqn)) for eqn in graph.eqns]
+    return liveness_peak([*graph.constvars, *graph.inputs], graph.outputs, steps)
+
+
+def liveness_peak(arguments: Sequence[Var], outputs: Sequence[Atom],
+                  steps: Sequence[StepUse]) -> dict[str, int]:
+    """``peak_memory``'s counts for a program given as steps in order: a value is live
+    from the step that writes it until the last one that reads it; the reads and writes
+    of a step are live together."""
+    arguments = list(dict.fromkeys(arguments))
     argument_set = set(arguments)
-    output_vars = {a for a in graph.outputs if isinstance(a, Var)}
-    last = _last_uses(graph)
+    output_vars = {a for a in outputs if isinstance(a, Var)}
+    last: dict[Var, int] = {}
+    for index, step in enumerate(steps):
+        for atom in [*step.reads, *step.writes]:
+            if isinstance(atom, Var):
+                last[atom] = index
     argument_bytes = _nbytes(arguments)
     live_temp = live_out = 0
     peak, temp_peak = argument_bytes, 0
-    for index, eqn in enumerate(graph.eqns):
-        for var in eqn.outputs:
+    for index, step in enumerate(steps):
+        for var in step.writes:
             if var in output_vars:
                 live_out += var.aval.nbytes
             else:
                 live_temp += var.aval.nbytes
-        inner = _inner_bytes(eqn)
-        peak = max(peak, argument_bytes + live_out + live_temp + inner)
-        temp_peak = max(temp_peak, live_temp + inner)
-        dying = {v for v in [*eqn.inputs, *eqn.outputs] if isinstance(v, Var)
-                 and last.get(v, index) == index and v not in argument_set
-                 and v not in output_vars}
-        live_temp -= _nbytes(list(dying))
-    output_bytes = _nbytes(list(dict.fromkeys(graph.outputs)))
+        peak = max(peak, argument_bytes + live_out + live_temp + step.inner_bytes)
+        temp_peak = max(temp_peak, live_temp + step.inner_bytes)
+        dying = {v for v in [*step.reads, *step.writes] if isinstance(v, Var)
+                 and last[v] == index and v not in argument_set and v not in output_vars}
+        live_temp -= _nbytes(dying)
+    output_bytes = _nbytes(dict.fromkeys(outputs))
     return {"peak_bytes": max(peak, argument_bytes + output_bytes),
             "argument_bytes": argument_bytes, "output_bytes": output_bytes,
             "temp_bytes": temp_peak}

@@ -136,13 +136,13 @@ def _blocks_loss(params, x, remat):
     return jnp.sum(h * h)
 
 
-@pytest.mark.parametrize("backend_name", [b for b in ("reference", "cpu")
+# CUDA plans device memory with the same code as OpenCL (ember/backends/gpu)
+@pytest.mark.parametrize("backend_name", [b for b in ("reference", "cpu", "opencl")
                                           if b in available_backends()])
 def test_checkpoint_lowers_compiled_peak_memory(backend_name):
     """Residual blocks with a 4x wide hidden layer: without remat the backward pass keeps
-    every hidden activation; with it, only each block's input (the CPU backend fuses and
-    keeps less to begin with, but the wide activations still go). The GPU backends do no
-    buffer planning yet, so their peak is not meaningful."""
+    every hidden activation; with it, only each block's input (the compiling backends
+    fuse and keep less to begin with, but the wide activations still go)."""
     rng = np.random.default_rng(0)
     params = [((rng.standard_normal((32, 128)) * 0.1).astype(np.float32),
                (rng.standard_normal((128, 32)) * 0.1).astype(np.float32)) for _ in range(8)]

@@ -70,5 +70,6 @@ class GpuBackend(Backend):
         module = self.load(program, device)
         executable = self.executable_class(
             graph=graph, optimized=program.optimized, kernels=program.kernels,
-            cost=cost_of_graph(program.optimized), schedule_text=program.schedule.text())
+            cost=cost_of_graph(program.optimized), memory=program.memory_analysis(),
+            schedule_text=program.schedule.text())
         return executable.configure(program, self.runtime(device), module)

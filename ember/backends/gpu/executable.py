@@ -67,15 +67,13 @@ class DeviceExecutable(Executable):
 
 
 def _last_uses(program: DeviceProgram) -> list[list[Var]]:
-    """Per step, the values no later step reads and the program does not return."""
+    """Per step, the values no later step touches and the program does not return."""
     returned = {a for a in program.optimized.outputs if isinstance(a, Var)}
     last: dict[Var, int] = {}
-    for index, step in enumerate(program.steps):
-        used = [*step.writes, *(v for launch in step.launches for v in launch.args)]
-        if step.host is not None:
-            used += [*step.host.outputs, *(a for a in step.host.inputs if isinstance(a, Var))]
-        for var in used:
-            last[var] = index
+    for index, use in enumerate(program.step_uses()):
+        for atom in [*use.reads, *use.writes]:
+            if isinstance(atom, Var):
+                last[atom] = index
     dead: list[list[Var]] = [[] for _ in program.steps]
     for var, index in last.items():
         if var not in returned:

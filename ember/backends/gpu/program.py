@@ -22,6 +22,7 @@ from ember.codegen.gpu import GpuRenderer, LaunchShape
 from ember.codegen.kernel_ir import split_at_barriers
 from ember.config import config
 from ember.ir.graph import Eqn, Graph, Var
+from ember.passes.analysis import StepUse, liveness_peak
 from ember.passes.fusion import FusionPolicy, fuse
 from ember.passes.pipeline import run_pipeline
 from ember.passes.schedule import Schedule
@@ -49,6 +50,25 @@ class DeviceProgram:
     source: str  # prelude and every kernel: one compilation per graph
     steps: list[DeviceStep]
     kernels: list[KernelInfo]
+
+    def step_uses(self) -> list[StepUse]:
+        """The device values each step touches (what liveness needs)."""
+        uses = []
+        for step in self.steps:
+            reads = [v for launch in step.launches for v in launch.args]
+            writes = list(step.writes)
+            if step.host is not None:
+                reads += step.host.inputs
+                writes += step.host.outputs
+            uses.append(StepUse(reads, writes))
+        return uses
+
+    def memory_analysis(self) -> dict[str, int]:
+        """Peak device bytes of a run, temporaries freed after their last use (as the
+        executable does)."""
+        graph = self.optimized
+        return liveness_peak([*graph.constvars, *graph.inputs], graph.outputs,
+                             self.step_uses())
 
 
 def gpu_policy(renderer: GpuRenderer) -> FusionPolicy:
