@@ -23,7 +23,9 @@ from ember.numpy._cumulative import *  # noqa: F401,F403
 from ember.numpy._dtypes import *  # noqa: F401,F403
 from ember.numpy._dtypes import bool_ as bool  # noqa: F401  (Array API name)
 from ember.numpy._floating import *  # noqa: F401,F403
+from ember.numpy._functional import *  # noqa: F401,F403
 from ember.numpy._histograms import *  # noqa: F401,F403
+from ember.numpy._index_tricks import *  # noqa: F401,F403
 from ember.numpy._info import __array_namespace_info__  # noqa: F401
 from ember.numpy._joining import *  # noqa: F401,F403
 from ember.numpy._manipulation import *  # noqa: F401,F403
@@ -36,6 +38,7 @@ from ember.numpy._searching import *  # noqa: F401,F403
 from ember.numpy._sets import *  # noqa: F401,F403
 from ember.numpy._sorting import *  # noqa: F401,F403
 from ember.numpy._ufuncs import *  # noqa: F401,F403
+from ember.numpy._vectorize import *  # noqa: F401,F403
 from ember.numpy.indexing import take, take_along_axis  # noqa: F401
 from ember.numpy._promotion import ndarray  # noqa: F401
 
