@@ -19,3 +19,8 @@ from ember.nn.layers import (  # noqa: F401
     dot_product_attention,
     max_pool,
 )
+
+# Errors raised anywhere below a public function name the user's line.
+from ember.errors import wrap_public_functions as _wrap  # noqa: E402
+
+_wrap(globals())

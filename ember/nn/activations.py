@@ -12,6 +12,7 @@ from ember import lax
 from ember import numpy as enp
 from ember.core import dtypes
 from ember.errors import EmberValueError
+from ember.numpy._axes import canonicalize_axis
 from ember.numpy._promotion import ensure_array, promote_args_inexact
 from ember.transforms.api import stop_gradient
 
@@ -215,9 +216,7 @@ def one_hot(x: Any, num_classes: int, *, dtype: Any = None, axis: int = -1) -> A
     out of range)."""
     x = ensure_array(x)
     dtype = dtypes.canonicalize(dtype) if dtype is not None else dtypes.default_float()
-    axis = axis % (x.ndim + 1) if -x.ndim - 1 <= axis <= x.ndim else None
-    if axis is None:
-        raise EmberValueError(f"one_hot: axis out of range for an input of shape {x.shape}")
+    axis = canonicalize_axis(axis, x.ndim + 1)  # the new axis of the result
     labels = enp.expand_dims(x, axis)
     shape = list(labels.shape)
     shape[axis] = int(num_classes)

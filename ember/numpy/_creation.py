@@ -342,4 +342,9 @@ def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None):
     if not hasattr(x, "__dlpack__"):
         raise EmberTypeError(f"from_dlpack needs an object with __dlpack__, got "
                              f"{type(x).__name__}")
-    return asarray(np.from_dlpack(x), device=device)
+    try:
+        host = np.from_dlpack(x)
+    except (BufferError, TypeError, ValueError) as error:
+        raise EmberTypeError(f"from_dlpack cannot import {type(x).__name__} of dtype "
+                             f"{getattr(x, 'dtype', '?')}: {error}") from None
+    return asarray(host, device=device)

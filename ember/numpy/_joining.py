@@ -11,7 +11,7 @@ from ember.core import dtypes
 from ember.errors import EmberValueError
 from ember.numpy._axes import canonicalize_axis
 from ember.numpy._manipulation import atleast_1d, atleast_2d, atleast_3d, expand_dims, ravel
-from ember.numpy._promotion import concrete, ensure_array, is_array, result_dtype
+from ember.numpy._promotion import concrete, ensure_array, is_array, result_dtype, sequence_arg
 
 __all__ = [
     "concatenate", "concat", "stack", "hstack", "vstack", "dstack", "column_stack", "split",
@@ -21,11 +21,7 @@ __all__ = [
 
 def _common(arrays: Sequence[Any], dtype: Any, name: str) -> list[Any]:
     """The arrays of a sequence, promoted to one dtype."""
-    try:
-        items = list(arrays)
-    except TypeError:
-        raise EmberValueError(f"{name} takes a sequence of arrays, got "
-                              f"{type(arrays).__name__}") from None
+    items = sequence_arg(arrays, name)
     if not items:
         raise EmberValueError(f"{name} needs at least one array")
     common = dtypes.canonicalize(dtype) if dtype is not None else result_dtype(*items)

@@ -10,11 +10,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from ember import lax
-from ember.errors import EmberValueError
+from ember.errors import EmberTypeError, EmberValueError
 from ember.numpy._axes import canonicalize_axes, canonicalize_axis
 from ember.numpy._promotion import (
     broadcast_shapes as _broadcast_shapes, broadcast_to_shape, concrete, ensure_array, is_array,
-    is_concrete,
+    is_concrete, sequence_arg,
 )
 
 __all__ = [
@@ -155,8 +155,18 @@ def broadcast_to(array: Any, shape: Any):
     return ensure_array(broadcast_to_shape(x, target))
 
 
-def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
-    return _broadcast_shapes(*[tuple(s) for s in shapes])
+def broadcast_shapes(*shapes: Sequence[int] | int) -> tuple[int, ...]:
+    """The shape that arrays of ``shapes`` broadcast to (an integer is a 1-D shape)."""
+    return _broadcast_shapes(*[_shape_arg(s) for s in shapes])
+
+
+def _shape_arg(shape: Sequence[int] | int) -> tuple[int, ...]:
+    if isinstance(shape, int) and not isinstance(shape, bool):
+        return (shape,)
+    dims = sequence_arg(shape, "broadcast_shapes", "shapes (tuples of integers)")
+    if not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in dims):
+        raise EmberTypeError(f"broadcast_shapes takes shapes (tuples of integers), got {shape!r}")
+    return tuple(int(d) for d in dims)
 
 
 def broadcast_arrays(*args: Any) -> list:

@@ -23,7 +23,7 @@ from ember.numpy import _ufuncs
 from ember.numpy._creation import full
 from ember.numpy._promotion import (
     broadcast_shapes, broadcast_to_shape, constant_like, ensure_array, promote_args,
-    promote_args_inexact, shape_of,
+    promote_args_inexact, sequence_arg, shape_of,
 )
 
 __all__ = [
@@ -462,6 +462,8 @@ def angle(z: Any, deg: bool = False):
 
 def select(condlist: Any, choicelist: Any, default: Any = 0):
     """The choice of the first true condition, elementwise (``default`` where none holds)."""
+    condlist = sequence_arg(condlist, "select", "a sequence of condition arrays")
+    choicelist = sequence_arg(choicelist, "select", "a sequence of choice arrays")
     if len(condlist) != len(choicelist):
         raise EmberValueError(f"select: {len(condlist)} conditions for {len(choicelist)} "
                               "choices")

@@ -145,6 +145,14 @@ def promote_args_inexact(*args: Any) -> list[Any]:
     return promote_args(*args, dtype=inexact_dtype(result_dtype(*args)))
 
 
+def sequence_arg(value: Any, name: str, what: str = "a sequence of arrays") -> list[Any]:
+    """The items of a sequence argument, or an error naming what ``name`` takes."""
+    try:
+        return list(value)
+    except TypeError:
+        raise EmberTypeError(f"{name} takes {what}, got {type(value).__name__}") from None
+
+
 def ensure_array(value: Any, dtype: Any = None) -> Any:
     """An Ember array (or tracer) for ``value``, converted to ``dtype`` if one is given."""
     from ember.numpy._creation import asarray

@@ -8,7 +8,7 @@ from ember.core import dtypes
 from ember.errors import EmberValueError
 from ember.numpy._axes import canonicalize_axis
 from ember.numpy._manipulation import ravel
-from ember.numpy._promotion import broadcast_to_shape, ensure_array
+from ember.numpy._promotion import broadcast_to_shape, ensure_array, sequence_arg
 
 __all__ = ["sort", "argsort", "lexsort", "partition", "argpartition", "sort_complex"]
 
@@ -58,7 +58,7 @@ def argsort(a: Any, axis: int | None = -1, kind: str | None = None, order: Any =
 
 def lexsort(keys: Sequence[Any], axis: int = -1):
     """Indices that sort by the last key, then the one before it, and so on."""
-    arrays = [ensure_array(k) for k in keys]
+    arrays = [ensure_array(k) for k in sequence_arg(keys, "lexsort", "a sequence of key arrays")]
     if not arrays:
         raise EmberValueError("lexsort needs at least one key")
     shapes = {tuple(k.shape) for k in arrays}

@@ -152,6 +152,8 @@ def test_from_dlpack_both_ways():
     assert enp.from_dlpack(x) is x
     with pytest.raises(EmberTypeError, match="from_dlpack needs an object with __dlpack__"):
         enp.from_dlpack([1, 2])
+    with pytest.raises(EmberTypeError, match="cannot import ndarray of dtype <U1"):
+        enp.from_dlpack(np.array(["a", "b"]))
 
 
 def test_creation_under_jit_uses_no_large_constants():

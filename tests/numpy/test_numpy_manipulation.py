@@ -7,7 +7,7 @@ from hypothesis.extra import numpy as hnp
 
 import ember
 import ember.numpy as enp
-from ember.errors import EmberIndexError, EmberValueError
+from ember.errors import EmberIndexError, EmberTypeError, EmberValueError
 
 SHAPES = hnp.array_shapes(min_dims=1, max_dims=4, min_side=1, max_side=4)
 
@@ -67,6 +67,14 @@ def test_broadcasting(shapes):
         _same(ours, theirs)
     _same(enp.broadcast_to(arrays[0], shapes.result_shape),
           np.broadcast_to(arrays[0], shapes.result_shape))
+
+
+def test_broadcast_shapes_takes_integers_and_names_bad_shapes():
+    assert enp.broadcast_shapes(3, (2, 1)) == np.broadcast_shapes(3, (2, 1))
+    with pytest.raises(EmberTypeError, match="takes shapes .tuples of integers., got object"):
+        enp.broadcast_shapes((2,), object())
+    with pytest.raises(EmberTypeError, match=r"got \(2, 'a'\)"):
+        enp.broadcast_shapes((2, "a"))
 
 
 def test_atleast():

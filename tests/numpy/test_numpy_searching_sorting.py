@@ -7,7 +7,7 @@ from hypothesis.extra import numpy as hnp
 
 import ember
 import ember.numpy as enp
-from ember.errors import ConcretizationError, EmberIndexError, EmberValueError
+from ember.errors import ConcretizationError, EmberIndexError, EmberTypeError, EmberValueError
 
 SHAPES = hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=5)
 VALUES = st.integers(-3, 3)  # few distinct values: ties and repeats are common
@@ -122,6 +122,8 @@ def test_lexsort_partition_sort_complex():
     _same(enp.sort_complex(z), np.sort_complex(z))
     with pytest.raises(EmberValueError, match="order= .structured arrays. is not supported"):
         enp.sort(a, order="x")
+    with pytest.raises(EmberTypeError, match="lexsort takes a sequence of key arrays, got int"):
+        enp.lexsort(3)
 
 
 @given(shape=SHAPES, data=st.data())

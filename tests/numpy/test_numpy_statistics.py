@@ -10,7 +10,7 @@ from hypothesis.extra import numpy as hnp
 
 import ember
 import ember.numpy as enp
-from ember.errors import EmberValueError
+from ember.errors import EmberTypeError, EmberValueError
 
 METHODS = ["linear", "lower", "higher", "nearest", "midpoint"]
 
@@ -91,5 +91,7 @@ def test_select_and_interp(seed):
                                np.interp(x, xp, fp, left=7.0, right=-7.0), rtol=1e-5, atol=1e-5)
     with pytest.raises(EmberValueError, match="2 conditions for 1 choices"):
         enp.select([x > 0, x < 0], [x])
+    with pytest.raises(EmberTypeError, match="select takes a sequence of condition arrays"):
+        enp.select(True, [x])
     with pytest.raises(EmberValueError, match="interp.period=.... is not supported"):
         enp.interp(x, xp, fp, period=1.0)
