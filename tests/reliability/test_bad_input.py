@@ -154,17 +154,12 @@ CASES = [case for module in MODULES for name, fn in _public_functions(module)
          for case in _cases_of(name, fn)]
 
 KNOWN = {  # case id -> what is wrong (reported to the owners)
-    "numpy.broadcast_shapes:object": "TypeError from Python ('object' is not iterable)",
-    "numpy.lexsort:object": "TypeError from Python ('object' is not iterable)",
-    "numpy.select:object": "TypeError from Python (object has no len())",
-    "numpy.from_dlpack:str-dtype": "BufferError from NumPy's DLPack export",
     "lax.concatenate:object": "TypeError from Python ('object' is not iterable)",
     "lax.reshape:str-dtype": "accepted: a string array comes back unchanged",
     **{f"lax.{op}:object": "misleading: 'axis out of range for an operand of rank 0' "
        "instead of 'not an array'" for op in ("cumsum", "cumprod", "cummax", "cummin",
                                                 "cumlogsumexp", "reduce_sum", "reduce_max",
                                                 "reduce_min", "reduce_prod", "sort")},
-    "nn.one_hot:axis": "does not name the axis (7)",
     "random.categorical:axis": "names axis 6 where 7 was given",
 }
 
@@ -189,17 +184,7 @@ def _line_of_call() -> str:
     return f"{__file__}:{start + 1}"
 
 
-def _module_params():
-    for module in MODULES:
-        marks = []
-        if module == "nn":
-            marks = [pytest.mark.xfail(strict=True, reason="ember.nn: errors from argument "
-                                       "conversion (object, string arrays, bad dtype names) "
-                                       "do not name the user's line")]
-        yield pytest.param(module, marks=marks)
-
-
-@pytest.mark.parametrize("module", _module_params())
+@pytest.mark.parametrize("module", MODULES)
 def test_bad_input_errors_name_the_users_line(module):
     where = _line_of_call()
     missing = []
