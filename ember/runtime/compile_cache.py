@@ -15,7 +15,10 @@ temporary files, fsynced and moved into place with ``os.replace`` (artifact firs
 sidecar), so a reader never sees a partial file and a crash leaves no valid-looking entry.
 
 Nothing read from the cache is unpickled or evaluated: the only things read back are the
-artifact's bytes (hashed) and the hex digest in the sidecar.
+artifact's bytes (hashed) and the hex digest in the sidecar; a valid artifact is then
+loaded as a library or parsed as data (JSON) by its owner. ``find`` looks an entry up by
+its key alone, without building: an entry can name another by key (the CPU backend's
+program descriptions name their library).
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -35,6 +39,7 @@ from typing import Callable, Iterator, Sequence
 
 from ember.config import config
 
+_KEY = re.compile(r"[0-9a-f]{64}")
 _LOCK_SUFFIX = ".lock"
 _SIDECAR_SUFFIX = ".sha256"
 
@@ -61,6 +66,11 @@ def hash_key(parts: Sequence[str | bytes]) -> str:
             raise TypeError(f"cache key parts must be str or bytes, got {type(part).__name__}")
         digest.update(tag + len(data).to_bytes(8, "little") + data)
     return digest.hexdigest()
+
+
+def key_of(key_parts: Sequence[str | bytes], suffix: str) -> str:
+    """The key of an entry: also the stem of its artifact's file name."""
+    return hash_key([*key_parts, suffix])
 
 
 def _file_sha256(path: Path) -> str:
@@ -156,7 +166,7 @@ class CompileCache:
         ``build`` must write the complete artifact to ``tmp_path`` (a fresh, unique file
         in the cache directory) or raise; its exceptions propagate and leave no entry.
         """
-        key = hash_key([*key_parts, suffix])
+        key = key_of(key_parts, suffix)
         cached = self._memory_lookup(key)
         if cached is not None:
             return cached
@@ -170,9 +180,34 @@ class CompileCache:
             entry.build(build)
             return self._remember(key, entry.artifact, disk_hit=False)
 
+    def find(self, key: str, suffix: str) -> Path | None:
+        """The valid artifact stored under ``key`` (a ``key_of`` result), or None; never
+        builds. A malformed key (say, read from a damaged file) is simply not found."""
+        if not _KEY.fullmatch(key):
+            return None
+        cached = self._memory_lookup(key)
+        if cached is not None:
+            return cached
+        entry = self._entry(key, suffix)
+        if entry.is_valid():
+            return self._remember(key, entry.artifact, disk_hit=True)
+        return None
+
+    def discard(self, key: str, suffix: str) -> None:
+        """Remove the entry under ``key`` (one found unusable), in memory and on disk."""
+        if not _KEY.fullmatch(key):
+            return
+        with self._mutex:
+            self._memory.pop(key, None)
+        entry = self._entry(key, suffix)
+        if entry.folder.is_dir():
+            with _exclusive_lock(entry.lock):
+                entry.sidecar.unlink(missing_ok=True)  # first: the entry is invalid from here
+                entry.artifact.unlink(missing_ok=True)
+
     def artifact_path(self, key_parts: Sequence[str | bytes], suffix: str) -> Path:
         """Where the artifact for ``key_parts`` lives on disk (whether or not it exists)."""
-        return self._entry(hash_key([*key_parts, suffix]), suffix).artifact
+        return self._entry(key_of(key_parts, suffix), suffix).artifact
 
     def _entry(self, key: str, suffix: str) -> _Entry:
         return _Entry(self.directory / key[:2], key, suffix)

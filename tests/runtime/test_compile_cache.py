@@ -159,6 +159,40 @@ def test_clear_empties_both_levels(cache_dir):
     assert cache.stats.disk_misses == 1
 
 
+def test_find_looks_up_by_key_without_building(cache_dir):
+    cache = CompileCache(cache_dir)
+    key = compile_cache.key_of(KEY, ".bin")
+    assert cache.find(key, ".bin") is None
+    path = cache.get_or_build(KEY, ".bin", write_content)
+    assert path.stem == key
+    assert CompileCache(cache_dir).find(key, ".bin") == path  # from disk, in a new cache
+    assert cache.find(key, ".bin") == path and cache.stats.memory_hits == 1
+
+
+@pytest.mark.parametrize("key", ["../" + "a" * 61, "A" * 64, "a" * 63, "", "a" * 64 + "/x"])
+def test_find_refuses_malformed_keys(cache_dir, key):
+    cache = CompileCache(cache_dir)
+    assert cache.find(key, ".bin") is None
+    cache.discard(key, ".bin")  # nothing to do, no error
+
+
+def test_find_does_not_load_a_damaged_entry(cache_dir):
+    cache = CompileCache(cache_dir)
+    path = cache.get_or_build(KEY, ".bin", write_content)
+    path.write_bytes(CONTENT[:-1])
+    assert CompileCache(cache_dir).find(path.stem, ".bin") is None
+
+
+def test_discard_removes_an_entry_from_both_levels(cache_dir):
+    cache = CompileCache(cache_dir)
+    path = cache.get_or_build(KEY, ".bin", write_content)
+    cache.discard(path.stem, ".bin")
+    assert not path.exists() and not path.with_suffix(".sha256").exists()
+    assert cache.find(path.stem, ".bin") is None
+    assert cache.get_or_build(KEY, ".bin", write_content) == path
+    assert cache.stats.disk_misses == 2
+
+
 # --- several processes --------------------------------------------------------------
 
 

@@ -16,11 +16,12 @@ import re
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ember.backends.base import Backend, Executable
-from ember.backends.cpu import toolchain
+from ember.backends.cpu import program_cache, toolchain
 from ember.backends.cpu.control import control_runner
 from ember.backends.cpu.executable import (
     CpuExecutable,
@@ -28,7 +29,8 @@ from ember.backends.cpu.executable import (
     entry_point,
     literal_result,
 )
-from ember.backends.cpu.module import Layout, build_module
+from ember.backends.cpu.launcher import start_launcher
+from ember.backends.cpu.module import Layout, Module, build_module
 from ember.backends.cpu.policy import cpu_policy
 from ember.backends.cpu.program import LoweredStep, lower_schedule
 from ember.codegen.c import CRenderer
@@ -39,6 +41,7 @@ from ember.ir.interpreter import reference_apply
 from ember.passes.fusion import fuse
 from ember.passes.memory import BufferPlan, plan_buffers
 from ember.passes.schedule import Schedule
+from ember.runtime.compile_cache import default_cache
 
 # Integer overflow wraps, as in NumPy; a * b + c may be one fused multiply-add (one
 # rounding instead of two, as XLA does): ~20% off compute-bound kernels (ISO C mode
@@ -56,32 +59,100 @@ class CpuBackend(Backend):
         return reference_apply(prim, buffers, params)
 
     def compile(self, graph: Graph, donated: Sequence[bool] = ()) -> Executable:
+        start_launcher()  # builds on another core meanwhile, the first time on a machine
         timed = _Timer()
-        optimized = timed("passes", optimize, graph)
-        threads = num_threads()
-        renderer = CRenderer(threads, vector_math_functions())
-        schedule = timed("fusion", fuse, optimized, cpu_policy(renderer))
-        steps = timed("lowering", lower_schedule, schedule, threads)
-        plan, layout, outputs = timed("buffers", _plan, steps, optimized, donated)
-        blas = toolchain.blas()
-        module = timed("codegen", build_module, steps, plan, layout, renderer,
-                       blas.symbol_prefix if blas else "")
-        library = timed("cc", _build, module, schedule)
-        inputs = [*optimized.inputs, *optimized.constvars]
-        executable = CpuExecutable(
-            graph=graph, optimized=schedule.graph, kernels=module.kernels,
-            cost=_cost(schedule), memory=_memory(plan, inputs, outputs),
-            schedule_text=schedule.text(_namer(schedule.graph)))
+        flags = _compile_flags()
+        key = None
+        if not config.dump_dir:  # a dump shows every stage: compile it all
+            key = timed("program key", program_cache.program_key, graph, donated,
+                        _settings(flags))
+        if key is not None:
+            executable = timed("program cache", self._load, key, graph, donated, flags)
+            if executable is not None:
+                return executable
+        executable, native = self._compile(graph, donated, timed)
+        if key is not None and native is not None:
+            program_cache.store(key, native)
+        return executable
+
+    def _compile(self, graph: Graph, donated: Sequence[bool],
+                 timed: _Timer) -> tuple[CpuExecutable, program_cache.NativeProgram | None]:
+        """Every stage: passes, fusion, lowering, code generation, the C compiler (or
+        the compile cache)."""
+        generated = _generate(graph, donated, timed)
+        path = timed("cc", _build, generated.module, generated.schedule)
+        library = toolchain.load_library(path)
+        executable = CpuExecutable(graph=graph, **generated.details())
         executable.library = library  # keeps the shared object loaded
-        return executable.configure(
-            entry=entry_point(library), layout=layout,
-            program=_program(steps, module.segments, plan, self._compile_body),
-            constants=optimized.constvals, output_avals=[v.aval for v in outputs],
-            results=_results(optimized, plan), arena_bytes=plan.arena_bytes)
+        optimized, plan = generated.optimized, generated.plan
+        args = {"layout": generated.layout,
+                "program": _program(generated.steps, generated.module.segments, plan,
+                                    self._compile_body),
+                "constants": optimized.constvals,
+                "output_avals": [v.aval for v in generated.outputs],
+                "results": _results(optimized, plan), "arena_bytes": plan.arena_bytes}
+        executable.configure(entry=entry_point(library), **args)
+        return executable, program_cache.describe(path, graph, **args)
+
+    def _load(self, key: list[str], graph: Graph, donated: Sequence[bool],
+              flags: dict[str, Any]) -> CpuExecutable | None:
+        """The executable of a program-cache hit, or None. Its optimized graph, kernels
+        and analyses are generated again only when read."""
+        native = program_cache.load(key, graph)
+        path = default_cache().find(native.library, ".so") if native is not None else None
+        if path is None:
+            return None
+        library = toolchain.load_library(path)
+        executable = CpuExecutable.described_later(
+            graph, lambda: _describe(graph, donated, flags))
+        executable.library = library
+        return executable.configure(entry=entry_point(library), **native.configure_args(graph))
 
     def _compile_body(self, graph: Graph) -> Executable:
         """A control-flow body, compiled like a program of its own."""
         return self.compile(graph)
+
+
+@dataclass
+class _Generated:
+    """A program up to its C source: what every stage before the C compiler made."""
+
+    optimized: Graph
+    schedule: Schedule
+    steps: list[LoweredStep]
+    plan: BufferPlan
+    layout: Layout
+    outputs: list[Var]
+    module: Module
+
+    def details(self) -> dict[str, Any]:
+        """The fields of ``Executable`` that describe the compiled program."""
+        inputs = [*self.optimized.inputs, *self.optimized.constvars]
+        graph = self.schedule.graph
+        return {"optimized": graph, "kernels": self.module.kernels,
+                "cost": _cost(self.schedule),
+                "memory": _memory(self.plan, inputs, self.outputs),
+                "schedule_text": self.schedule.text(_namer(graph))}
+
+
+def _generate(graph: Graph, donated: Sequence[bool], timed: _Timer) -> _Generated:
+    optimized = timed("passes", optimize, graph)
+    threads = num_threads()
+    renderer = CRenderer(threads, vector_math_functions())
+    schedule = timed("fusion", fuse, optimized, cpu_policy(renderer))
+    steps = timed("lowering", lower_schedule, schedule, threads)
+    plan, layout, outputs = timed("buffers", _plan, steps, optimized, donated)
+    blas = toolchain.blas()
+    module = timed("codegen", build_module, steps, plan, layout, renderer,
+                   blas.symbol_prefix if blas else "", toolchain.parallel_jobs())
+    return _Generated(optimized, schedule, steps, plan, layout, outputs, module)
+
+
+def _describe(graph: Graph, donated: Sequence[bool], flags: dict[str, Any]) -> dict[str, Any]:
+    """The details of a program, generated under the flags it was compiled with."""
+    changed = {name: value for name, value in flags.items() if getattr(config, name) != value}
+    with config.override(**changed):
+        return _generate(graph, donated, _Timer()).details()
 
 
 class _Timer:
@@ -108,13 +179,28 @@ def _plan(steps: list[LoweredStep], graph: Graph, donated: Sequence[bool]):
     return plan, Layout(len(inputs), len(outputs), _host_slots(plan)), outputs
 
 
-def _build(module, schedule: Schedule):
+def _build(module, schedule: Schedule) -> Path:
     name = "ember_" + hashlib.sha256(module.source.encode()).hexdigest()[:12]
     _dump(schedule, name)
-    path = toolchain.compile_shared_library(module.source, name=name,
+    return toolchain.compile_shared_library(module.units, name=name,
                                             link_blas=module.uses_blas,
                                             extra_flags=extra_flags())
-    return toolchain.load_library(path)
+
+
+# The flags that change what a compile produces (``config.snapshot`` less the backend,
+# plus the thread count).
+_COMPILE_FLAGS = ("enable_x64", "optimize", "debug_nans", "sanitize", "cflags", "num_threads")
+
+
+def _compile_flags() -> dict[str, Any]:
+    return {name: getattr(config, name) for name in _COMPILE_FLAGS}
+
+
+def _settings(flags: dict[str, Any]) -> list[str]:
+    """Program-cache key parts for the backend's settings: flags, resolved thread count,
+    and what the toolchain adds (compiler, target, C flags, headers, BLAS)."""
+    return [repr(sorted(flags.items())), f"threads={num_threads()}",
+            *toolchain.library_identity(extra_flags())]
 
 
 def optimize(graph: Graph) -> Graph:

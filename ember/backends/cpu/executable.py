@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ember.backends.base import Executable
-from ember.backends.cpu.launcher import launcher
+from ember.backends.cpu.launcher import ready_launcher
 from ember.backends.cpu.module import Layout
 from ember.backends.cpu.pool import POOL
 from ember.ir.graph import Eqn, Literal, Var
@@ -48,15 +48,53 @@ class _Call:
         self.arrays[self.layout.slot(location)] = array
 
 
+class _Detail:
+    """A field of ``Executable`` that an executable from the program cache computes
+    only when it is first read: it then compiles the program in full (its library is a
+    compile-cache hit)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = "_" + name
+
+    def __get__(self, executable: Any, owner: type | None = None) -> Any:
+        if executable is None:
+            return self
+        if self.slot not in executable.__dict__:
+            executable._describe()
+        return executable.__dict__[self.slot]
+
+    def __set__(self, executable: Any, value: Any) -> None:
+        executable.__dict__[self.slot] = value
+
+
 class CpuExecutable(Executable):
     """Runs a compiled program. ``program`` lists segment numbers and host calls in order."""
+
+    optimized = _Detail()
+    kernels = _Detail()
+    cost = _Detail()
+    memory = _Detail()
+    schedule_text = _Detail()
+
+    @classmethod
+    def described_later(cls, graph: Any,
+                        describe: Callable[[], dict[str, Any]]) -> CpuExecutable:
+        """An executable of ``graph`` whose details (optimized graph, kernels, cost,
+        memory, schedule text) ``describe()`` gives when first read."""
+        executable = cls.__new__(cls)
+        executable.graph = graph
+        executable._describer = describe
+        return executable
+
+    def _describe(self) -> None:
+        for name, value in self._describer().items():
+            setattr(self, name, value)
 
     def configure(self, entry: Any, layout: Layout, program: list[int | HostCall],
                   constants: Sequence[np.ndarray], output_avals: Sequence[Any],
                   results: list[tuple[str, Any]], arena_bytes: int) -> CpuExecutable:
         self._entry = entry
         self._address = ctypes.cast(entry, ctypes.c_void_p).value
-        self._launch = launcher()
         self._layout = layout
         self._program = program
         self._constants = [_contiguous(c) for c in constants]
@@ -70,11 +108,18 @@ class CpuExecutable(Executable):
         self._arena_bytes = max(arena_bytes, 64)
         self._arena = np.empty(self._arena_bytes, np.uint8)
         self._arena_lock = threading.Lock()
-        self._simple = (arena_bytes == 0 and program == [0] and layout.host == 0
-                        and self._launch is not None and self._direct)
+        self._single_call = (arena_bytes == 0 and program == [0] and layout.host == 0
+                             and self._direct)
+        self._set_launcher(ready_launcher())
         return self
 
+    def _set_launcher(self, launch: Any) -> None:
+        self._launch = launch
+        self._simple = self._single_call and launch is not None
+
     def run(self, buffers: Sequence[Any]) -> list[Any]:
+        if self._launch is None:  # the launcher may have been built since
+            self._set_launcher(ready_launcher())
         if self._simple:  # one native call, no temporaries: the common small function
             arrays = [None, *map(_contiguous, buffers), *self._constants,
                       *[POOL.empty(*spec) for spec in self._output_avals]]

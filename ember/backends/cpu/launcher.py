@@ -1,33 +1,80 @@
 """The launcher: one small C function (``launcher.c``) that reads the data pointers of
 a list of NumPy arrays and calls a module's entry point, releasing the GIL meanwhile.
-Built once per machine (through the compile cache); without Python or NumPy headers
-the executable falls back to passing pointers gathered in Python."""
+
+It is built once per machine (through the compile cache), in a background thread that
+the CPU backend starts when it is loaded (``start_launcher``): compiling against the
+Python and NumPy headers takes about 0.1 s, which would otherwise delay the first
+compiled call of a fresh machine. Until it is ready, and where it cannot be built
+(no Python or NumPy headers), executables pass pointers gathered in Python instead.
+"""
 from __future__ import annotations
 
+import atexit
 import ctypes
-import functools
 import sysconfig
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from ember.backends.cpu import toolchain
-from ember.errors import CompileError
+from ember.errors import BackendUnavailableError, CompileError
 
 _SOURCE = Path(__file__).with_name("launcher.c")
 
+Launch = Callable[[int, list, int], int]
 
-@functools.cache
-def launcher() -> Callable[[int, list, int], int] | None:
-    """``launch(entry_address, arrays, segment)``, or None when it cannot be built."""
-    flags = (f"-I{sysconfig.get_paths()['include']}", f"-I{np.get_include()}")
-    try:
-        path = toolchain.compile_shared_library(_SOURCE.read_text(), name="ember_launcher",
-                                                extra_flags=flags)
-    except CompileError:
-        return None
-    function = ctypes.PyDLL(str(path)).ember_launch
-    function.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.c_int64]
-    function.restype = ctypes.c_int
-    return function
+
+class _Build:
+    """The launcher's one build per process: not started, running, or done."""
+
+    def __init__(self) -> None:
+        self.function: Launch | None = None
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="ember-launcher",
+                                                daemon=True)
+                self._thread.start()
+                # A compiler left running at exit would leave temporary files behind.
+                atexit.register(self._thread.join)
+
+    def wait(self) -> Launch | None:
+        self.start()
+        self._thread.join()
+        return self.function
+
+    def _run(self) -> None:
+        flags = (f"-I{sysconfig.get_paths()['include']}", f"-I{np.get_include()}")
+        try:
+            path = toolchain.compile_shared_library(_SOURCE.read_text(), name="ember_launcher",
+                                                    extra_flags=flags)
+        except (CompileError, BackendUnavailableError, OSError):
+            return
+        function = ctypes.PyDLL(str(path)).ember_launch
+        function.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.c_int64]
+        function.restype = ctypes.c_int
+        self.function = function
+
+
+_build = _Build()
+
+
+def start_launcher() -> None:
+    """Start building (or loading) the launcher in the background, once per process."""
+    _build.start()
+
+
+def ready_launcher() -> Launch | None:
+    """``launch(entry_address, arrays, segment)`` if it is built and loaded, else None
+    (still building, or it cannot be built). Never waits."""
+    return _build.function
+
+
+def launcher() -> Launch | None:
+    """The launcher, waiting for its build; None when it cannot be built."""
+    return _build.wait()

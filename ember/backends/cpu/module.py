@@ -6,9 +6,16 @@
 constants), its outputs, and results of host calls. Host calls split the program into
 native *segments*; without them there is a single segment 0, so a call of the compiled
 function is a single Python → C crossing.
+
+A large module is written as several translation units that the C compiler builds in
+parallel, one per core, and links into one library: the steps are cut into contiguous
+*parts* of about equal compile cost, each part a function of its unit
+(``ember_part_<n>(b)``, hidden outside the library) that calls its kernels in order;
+``run`` calls the parts of a segment one after the other.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from ember.backends.base import KernelInfo
@@ -48,29 +55,120 @@ class Layout:
 
 @dataclass
 class Module:
-    source: str
+    units: list[str]  # translation units, linked into one library
     segments: list[list[int]]  # step indices of each native segment
     kernels: list[KernelInfo] = field(default_factory=list)
     uses_blas: bool = False
 
+    @property
+    def source(self) -> str:
+        """All units, in order (to show and to name the module)."""
+        return "\n".join(self.units)
+
+
+# The compile cost of a step, in characters of C: an OpenMP parallel region (outlined
+# by the compiler) and an inlined vector math function cost as much as this many
+# characters of plain loops (gcc 12 -O3, counted in instructions).
+_PARALLEL_REGION_COST = 600
+_MATH_CALL_COST = 1000
+# A unit of its own pays once more for the compiler's start, the headers and the link:
+# a module is split only into units of at least this cost.
+MIN_UNIT_COST = 12000
+
 
 def build_module(steps: list[LoweredStep], plan: BufferPlan, layout: Layout,
-                 renderer: CRenderer, blas_prefix: str) -> Module:
-    parts = [PRELUDE]
+                 renderer: CRenderer, blas_prefix: str, max_units: int = 1) -> Module:
+    """The module of ``steps``, in at most ``max_units`` translation units."""
+    rendered = [_render_step(step, plan, layout, renderer, blas_prefix) for step in steps]
+    definitions = [definition for definition, _, _ in rendered]
+    calls = [call for _, _, call in rendered]
+    infos = [_kernel_info(step, shown) for step, (_, shown, _) in zip(steps, rendered)]
+    segments = _segments(steps)
     uses_blas = any(s.gemm is not None for s in steps)
+    parts = _parts(segments, [_compile_cost(d, c) for d, c in zip(definitions, calls)],
+                   max_units)
+    if len({unit for unit, _ in parts}) <= 1:
+        units = [_unit_source(uses_blas, definitions, _entry(segments, calls, steps))]
+    else:
+        units = _split_units(steps, segments, parts, definitions, calls)
+    return Module(units, segments, infos, uses_blas)
+
+
+def _compile_cost(definition: str, call: list[str]) -> int:
+    text = definition + "\n".join(call)
+    return (len(text) + _PARALLEL_REGION_COST * text.count("#pragma omp parallel")
+            + _MATH_CALL_COST * len(re.findall(r"\bember_\w+f\(", text)))
+
+
+def _parts(segments: list[list[int]], costs: list[int],
+           max_units: int) -> list[tuple[int, list[int]]]:
+    """(unit, step indices) of each part, in execution order: the native steps cut into
+    units of contiguous steps of about equal cost, and at segment boundaries."""
+    native = [i for segment in segments for i in segment]
+    total = sum(costs[i] for i in native)
+    count = max(1, min(max_units, total // MIN_UNIT_COST))
+    parts: list[tuple[int, list[int]]] = []
+    done = 0
+    for segment in segments:
+        first = len(parts)
+        for index in segment:
+            unit = min(count - 1, (done + costs[index] // 2) * count // max(total, 1))
+            done += costs[index]
+            if len(parts) == first or parts[-1][0] != unit:
+                parts.append((unit, []))
+            parts[-1][1].append(index)
+    return parts
+
+
+def _split_units(steps: list[LoweredStep], segments: list[list[int]],
+                 parts: list[tuple[int, list[int]]], definitions: list[str],
+                 calls: list[list[str]]) -> list[str]:
+    """One source per unit: its kernels and part functions; the last one holds ``run``."""
+    last = parts[-1][0] if parts else 0
+    units = []
+    for unit in range(last + 1):
+        mine = [(number, indices) for number, (owner, indices) in enumerate(parts)
+                if owner == unit]
+        body = [definitions[i] for _, indices in mine for i in indices]
+        body += [_part_function(number, indices, calls, steps) for number, indices in mine]
+        entry = _dispatch(segments, parts) if unit == last else ""
+        uses_blas = any(steps[i].gemm is not None for _, indices in mine for i in indices)
+        units.append(_unit_source(uses_blas, body, entry))
+    return units
+
+
+_PART_SIGNATURE = '__attribute__((visibility("hidden"))) void ember_part_{}(void **b)'
+
+
+def _part_function(number: int, indices: list[int], calls: list[list[str]],
+                   steps: list[LoweredStep]) -> str:
+    lines = [_PART_SIGNATURE.format(number) + " {", "  char *arena = (char *)b[0];",
+             "  (void)arena;"]
+    for index in indices:
+        lines.append(f"  /* {steps[index].group.name} */")
+        lines += ["  " + line for line in calls[index]]
+    return "\n".join(lines + ["}", ""])
+
+
+def _dispatch(segments: list[list[int]], parts: list[tuple[int, list[int]]]) -> str:
+    """``run``: the parts of each segment in order (declared first)."""
+    lines = [f"{_PART_SIGNATURE.format(number)};" for number in range(len(parts))]
+    lines += ["void run(void **b, int64_t segment) {", "  switch (segment) {"]
+    for number, segment in enumerate(segments):
+        lines.append(f"  case {number}:")
+        lines += [f"    ember_part_{part}(b);" for part, (_, indices) in enumerate(parts)
+                  if indices[0] in segment]
+        lines.append("    break;")
+    return "\n".join(lines + ["  }", "}", ""])
+
+
+def _unit_source(uses_blas: bool, definitions: list[str], entry: str) -> str:
+    parts = [PRELUDE]
     if uses_blas:
         parts.append("#include <cblas.h>\n")
-    infos: list[KernelInfo] = []
-    calls: dict[int, list[str]] = {}
-    for index, step in enumerate(steps):
-        text, kernel_source, call = _render_step(step, plan, layout, renderer, blas_prefix)
-        if text:
-            parts.append(text)
-        calls[index] = call
-        infos.append(_kernel_info(step, kernel_source))
-    segments = _segments(steps)
-    parts.append(_entry(segments, calls, steps))
-    return Module("\n".join(parts), segments, infos, uses_blas)
+    parts += [text for text in definitions if text]
+    parts.append(entry)
+    return "\n".join(parts)
 
 
 def _segments(steps: list[LoweredStep]) -> list[list[int]]:

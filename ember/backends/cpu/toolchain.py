@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
+import importlib.util
 import json
 import os
 import re
@@ -297,32 +298,35 @@ def _supports_openmp(cc: str) -> bool:
 
 @functools.lru_cache(maxsize=None)
 def blas() -> BlasInfo | None:
-    """The ``scipy-openblas32`` wheel's BLAS, or None when it is not installed."""
-    try:
-        import scipy_openblas32
-    except ImportError:
+    """The ``scipy-openblas32`` wheel's BLAS, or None when it is not installed.
+
+    The package is located, not imported: its import reads the package metadata of
+    every installed distribution (about 20 ms, on every process's first compile)."""
+    spec = importlib.util.find_spec("scipy_openblas32")
+    if spec is None or not spec.submodule_search_locations:
         return None
-    lib_dir = scipy_openblas32.get_lib_dir()
-    version = getattr(scipy_openblas32, "__version__", None) or _distribution_version()
+    package = Path(spec.submodule_search_locations[0]).resolve()
+    lib_dir = str(package / "lib")
     return BlasInfo(
-        include_dir=scipy_openblas32.get_include_dir(),
+        include_dir=str(package / "include"),
         lib_dir=lib_dir,
         link_flags=(f"-L{lib_dir}", "-lscipy_openblas", f"-Wl,-rpath,{lib_dir}"),
         symbol_prefix="scipy_",
-        version=f"scipy-openblas32 {version}",
+        version=f"scipy-openblas32 {_wheel_version(package)}",
     )
 
 
-def _distribution_version() -> str:
-    from importlib import metadata
-    try:
-        return metadata.version("scipy-openblas32")
-    except metadata.PackageNotFoundError:
-        return "unknown"
+def _wheel_version(package: Path) -> str:
+    """The version in the name of the wheel's ``.dist-info`` folder next to the package."""
+    prefix = package.name + "-"
+    for name in sorted(os.listdir(package.parent)):
+        if name.startswith(prefix) and name.endswith(".dist-info"):
+            return name[len(prefix):-len(".dist-info")]
+    return "unknown"
 
 
 def compile_shared_library(
-    source: str,
+    source: str | Sequence[str],
     *,
     name: str,
     link_blas: bool = False,
@@ -330,32 +334,73 @@ def compile_shared_library(
 ) -> Path:
     """Compile C ``source`` to a shared object (through the compile cache); return its path.
 
-    ``name`` labels the kernel in logs, dumps and error reports. Raises
-    ``BackendUnavailableError`` when there is no compiler (or no BLAS but
-    ``link_blas``), and ``CompileError`` when the compiler rejects the source.
+    ``source`` may be several translation units: they are compiled in parallel and
+    linked into one library. ``name`` labels the kernel in logs, dumps and error
+    reports. Raises ``BackendUnavailableError`` when there is no compiler (or no BLAS
+    but ``link_blas``), and ``CompileError`` when the compiler rejects the source.
     """
     toolchain = find_toolchain()
     if toolchain is None:
         raise BackendUnavailableError(
             "the CPU backend needs a C compiler: install gcc or clang, or set $CC")
+    units = [source] if isinstance(source, str) else list(source)
+    compile_flags, link_flags = _flags(link_blas, extra_flags)
+    for number, unit in enumerate(units):
+        _dump_source(unit, _unit_name(name, number, len(units)))
+    key_parts = [*_toolchain_key(toolchain, compile_flags, link_flags, link_blas),
+                 f"units:{len(units)}", *units]
+
+    def build(output: Path) -> None:
+        _run_compiler(toolchain.cc, units, name, compile_flags, link_flags, output)
+
+    return default_cache().get_or_build(key_parts, ".so", build)
+
+
+def _flags(link_blas: bool, extra_flags: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(compile flags, link flags) of a library, from the toolchain's and ``extra_flags``."""
+    toolchain = find_toolchain()
     blas_info = _required_blas() if link_blas else None
     compile_flags = [*toolchain.base_flags, f"-I{INCLUDE_DIR}"]
     link_flags = list(_LINK_FLAGS)
     if blas_info is not None:
         compile_flags.append(f"-I{blas_info.include_dir}")
         link_flags = [*blas_info.link_flags, *link_flags]
-    compile_flags += list(extra_flags)
-    _dump_source(source, name)
-    key_parts = [
-        _CACHE_FORMAT, source, toolchain.cc, toolchain.version, toolchain.target_isa,
-        shlex.join(compile_flags), shlex.join(link_flags), _include_digest(),
-        blas_info.version if blas_info is not None else "no-blas",
-    ]
+    return compile_flags + list(extra_flags), link_flags
 
-    def build(output: Path) -> None:
-        _run_compiler(toolchain.cc, source, name, compile_flags, link_flags, output)
 
-    return default_cache().get_or_build(key_parts, ".so", build)
+def _toolchain_key(toolchain: Toolchain, compile_flags: Sequence[str],
+                   link_flags: Sequence[str], link_blas: bool) -> list[str]:
+    """Everything but the source that changes a library: compiler, target, flags,
+    bundled headers, BLAS."""
+    blas_info = blas() if link_blas else None
+    return [_CACHE_FORMAT, toolchain.cc, toolchain.version, toolchain.target_isa,
+            shlex.join(compile_flags), shlex.join(link_flags), _include_digest(),
+            blas_info.version if blas_info is not None else "no-blas"]
+
+
+def parallel_jobs() -> int:
+    """How many compiler processes may run at once: the cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def library_identity(extra_flags: Sequence[str] = ()) -> list[str]:
+    """Everything but the source that decides a library built with ``extra_flags``
+    (compiler, target, flags, bundled headers, the BLAS where installed): a key part for
+    caches of what is derived from a library without knowing its source."""
+    toolchain = find_toolchain()
+    if toolchain is None:
+        raise BackendUnavailableError(
+            "the CPU backend needs a C compiler: install gcc or clang, or set $CC")
+    with_blas = blas() is not None
+    compile_flags, link_flags = _flags(with_blas, extra_flags)
+    return _toolchain_key(toolchain, compile_flags, link_flags, with_blas)
+
+
+def _unit_name(name: str, number: int, count: int) -> str:
+    return name if count == 1 else f"{name}.{number}"
 
 
 def _required_blas() -> BlasInfo:
@@ -388,23 +433,45 @@ def _dump_source(source: str, name: str) -> None:
     (folder / f"{_safe_name(name)}.c").write_text(source)
 
 
-def _run_compiler(cc: str, source: str, name: str, compile_flags: Sequence[str],
+def _run_compiler(cc: str, units: Sequence[str], name: str, compile_flags: Sequence[str],
                   link_flags: Sequence[str], output: Path) -> None:
+    """Build ``output`` from ``units``: one compiler call for one unit; else every unit
+    compiled to an object file at once (one process each), then linked."""
+    start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="ember-cc-") as folder:
-        source_path = Path(folder) / f"{_safe_name(name)}.c"
-        source_path.write_text(source)
-        # A relative source name keeps temp paths out of the compiler's messages.
-        command = [cc, *compile_flags, source_path.name, "-o", str(output), *link_flags]
-        start = time.perf_counter()
-        try:
-            result = _run(command, cwd=folder)
-        except OSError as error:
-            raise CompileError(f"could not run the C compiler {cc}: {error}") from error
-        elapsed = time.perf_counter() - start
+        # Relative source names keep temp paths out of the compiler's messages.
+        files = [f"{_safe_name(_unit_name(name, n, len(units)))}.c" for n in range(len(units))]
+        for file, unit in zip(files, units):
+            (Path(folder) / file).write_text(unit)
+        if len(units) == 1:
+            steps = [[[cc, *compile_flags, files[0], "-o", str(output), *link_flags]]]
+        else:
+            objects = [file[:-2] + ".o" for file in files]
+            steps = [[[cc, *compile_flags, "-c", file, "-o", obj]
+                      for file, obj in zip(files, objects)],
+                     [[cc, *compile_flags, *objects, "-o", str(output), *link_flags]]]
+        for commands in steps:
+            for command, result, unit in zip(commands, _run_all(commands, folder), units):
+                if result.returncode != 0:
+                    saved = _save_failed_source(unit if len(commands) > 1 else "\n".join(units),
+                                                name)
+                    raise CompileError(_failure_message(name, command, result, saved))
     if config.log_enabled("compile"):
-        print(f"ember: cc {name} {elapsed:.3f} s", file=sys.stderr)
-    if result.returncode != 0:
-        raise CompileError(_failure_message(name, command, result, _save_failed_source(source, name)))
+        print(f"ember: cc {name} {time.perf_counter() - start:.3f} s", file=sys.stderr)
+
+
+def _run_all(commands: Sequence[Sequence[str]], cwd: str) -> list[subprocess.CompletedProcess]:
+    """Run ``commands`` at the same time; their results in order."""
+    try:
+        processes = [subprocess.Popen(list(c), cwd=cwd, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True) for c in commands]
+    except OSError as error:
+        raise CompileError(f"could not run the C compiler {commands[0][0]}: {error}") from error
+    results = []
+    for command, process in zip(commands, processes):
+        stdout, stderr = process.communicate()
+        results.append(subprocess.CompletedProcess(command, process.returncode, stdout, stderr))
+    return results
 
 
 def _save_failed_source(source: str, name: str) -> Path:

@@ -116,6 +116,45 @@ def test_another_process_finds_the_artifact_on_disk(cache_dir):
     assert report == {"path": str(path), "disk_hits": 1, "disk_misses": 0, "sum": 3}
 
 
+UNITS = ["int twice(int a);\nint add_twice(int a, int b) { return twice(a) + b; }\n",
+         "int twice(int a) { return 2 * a; }\n"]
+
+
+def test_several_units_are_compiled_and_linked_into_one_library(cache_dir):
+    path = toolchain.compile_shared_library(UNITS, name="units")
+    assert toolchain.load_library(path).add_twice(20, 2) == 42
+    assert toolchain.compile_shared_library(UNITS, name="units") == path
+    assert toolchain.compile_shared_library(["".join(UNITS)], name="units") != path
+    assert toolchain.compile_shared_library(ADD_SOURCE, name="add") == \
+        toolchain.compile_shared_library([ADD_SOURCE], name="add")
+
+
+def test_a_unit_the_compiler_rejects_is_saved_and_named(cache_dir):
+    broken = "int broken(int a) { return a + }\n"
+    with pytest.raises(CompileError) as caught:
+        toolchain.compile_shared_library([UNITS[0], broken], name="split")
+    message = str(caught.value)
+    assert Path(re.search(r"source: (\S+)", message).group(1)).read_text() == broken
+    assert "split.1.c" in message and "expected" in message
+
+
+def test_dump_dir_receives_every_unit(cache_dir, tmp_path):
+    with config.override(dump_dir=str(tmp_path / "dump")):
+        toolchain.compile_shared_library(UNITS, name="units")
+    assert [(tmp_path / "dump" / f"units.{n}.c").read_text() for n in (0, 1)] == UNITS
+
+
+def test_blas_is_located_without_importing_it():
+    info = toolchain.blas()
+    if info is None:
+        pytest.skip("scipy-openblas32 is not installed (pip install scipy-openblas32)")
+    import scipy_openblas32
+
+    assert info.include_dir == str(Path(scipy_openblas32.get_include_dir()).resolve())
+    assert info.lib_dir == str(Path(scipy_openblas32.get_lib_dir()).resolve())
+    assert info.version == f"scipy-openblas32 {scipy_openblas32.__version__}"
+
+
 def test_syntax_error_raises_compile_error_with_source_and_message(cache_dir):
     source = "int broken(int a) { return a + }\n"
     with pytest.raises(CompileError) as caught:

@@ -1,0 +1,36 @@
+"""The launcher is built in the background: executables run without it until it is
+ready, then use it."""
+from __future__ import annotations
+
+import numpy as np
+from cpu_testing import requires_cpu
+
+import ember
+import ember.numpy as jnp
+from ember.backends.cpu import executable as cpu_executable
+from ember.backends.cpu import launcher
+
+pytestmark = requires_cpu
+
+x = np.linspace(-1, 1, 40, dtype=np.float32)
+
+
+def test_the_launcher_is_built_once_and_then_ready():
+    function = launcher.launcher()
+    assert function is not None and launcher.ready_launcher() is function
+    assert launcher.launcher() is function
+
+
+def test_an_executable_runs_before_the_launcher_is_ready_and_uses_it_after(monkeypatch):
+    ready = launcher.launcher()
+    monkeypatch.setattr(cpu_executable, "ready_launcher", lambda: None)
+    f = ember.jit(lambda a: jnp.exp(a) * 2.0, backend="cpu")
+    compiled = f.lower(x).compile()
+    executable = compiled.executable
+    before = np.asarray(compiled(x))
+    assert executable._launch is None and not executable._simple
+    monkeypatch.undo()
+    after = np.asarray(compiled(x))
+    assert executable._launch is ready and executable._simple
+    np.testing.assert_array_equal(before, after)
+    np.testing.assert_allclose(after, np.exp(x) * 2.0, rtol=1e-6)

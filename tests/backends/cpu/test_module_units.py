@@ -1,0 +1,77 @@
+"""A large C module is compiled as several translation units in parallel: how steps are
+cut into units, and that a split program computes exactly what the whole one does."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from cpu_testing import assert_same, requires_cpu
+
+import ember
+import ember.numpy as jnp
+from ember.backends.cpu import module, toolchain
+from ember.config import config
+
+pytestmark = requires_cpu
+
+rng = np.random.default_rng(3)
+x = rng.standard_normal((64, 96)).astype(np.float32)
+w = rng.standard_normal((96, 96)).astype(np.float32)
+
+
+def test_parts_are_contiguous_balanced_and_within_segments():
+    costs = [10, 10, 10, 10, 10, 10, 0, 10, 10]
+    segments = [[0, 1, 2, 3, 4, 5], [7, 8]]  # step 6 is a host call
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(module, "MIN_UNIT_COST", 1)
+        parts = module._parts(segments, costs, max_units=2)
+        assert parts == [(0, [0, 1, 2, 3]), (1, [4, 5]), (1, [7, 8])]
+        assert module._parts(segments, costs, max_units=1) == [(0, [0, 1, 2, 3, 4, 5]),
+                                                                (0, [7, 8])]
+        patch.setattr(module, "MIN_UNIT_COST", 50)
+        assert {unit for unit, _ in module._parts(segments, costs, max_units=8)} == {0}
+
+
+def network(a, b):
+    h = jnp.tanh(a @ b + 1.0)
+    h = jnp.exp(-h * h) @ b
+    h = h / jnp.sum(h, axis=1, keepdims=True)
+    return jnp.log1p(jnp.abs(h) @ b), jnp.max(h, axis=0)
+
+
+def with_host_call(a, b):
+    h = jnp.tanh(a @ b)
+    h = jnp.sort(h, axis=0)  # a host call: the program has two native segments
+    return jnp.exp(h @ b) * 0.5
+
+
+def _compile_with_units(tmp_path, monkeypatch, fun, max_units):
+    """Results and the units the C compiler got, compiling into a private cache."""
+    seen = []
+    compile_library = toolchain.compile_shared_library
+
+    def recording(source, **kwargs):
+        if kwargs["name"].startswith("ember_") and kwargs["name"] != "ember_launcher":
+            seen.append(source)
+        return compile_library(source, **kwargs)
+
+    monkeypatch.setattr(toolchain, "compile_shared_library", recording)
+    monkeypatch.setattr(toolchain, "parallel_jobs", lambda: max_units)
+    monkeypatch.setattr(module, "MIN_UNIT_COST", 1)
+    with config.override(cache_dir=str(tmp_path / f"cache-{max_units}")):
+        out = ember.jit(fun, backend="cpu")(x, w)
+    monkeypatch.undo()
+    return [np.asarray(o) for o in ember.tree_util.tree_leaves(out)], seen[-1]
+
+
+@pytest.mark.parametrize("fun", [network, with_host_call])
+def test_a_split_module_computes_what_the_whole_one_does(tmp_path, monkeypatch, fun):
+    whole, units = _compile_with_units(tmp_path, monkeypatch, fun, 1)
+    assert len(units) == 1 and "ember_part_" not in units[0]
+    split, units = _compile_with_units(tmp_path, monkeypatch, fun, 3)
+    assert len(units) == 3
+    assert sum("void run(" in unit for unit in units) == 1 and "void run(" in units[-1]
+    for got, want in zip(split, whole):
+        np.testing.assert_array_equal(got, want)
+    reference = ember.tree_util.tree_leaves(ember.jit(fun, backend="reference")(x, w))
+    for got, want in zip(split, reference):
+        assert_same(got, want, tolerance=(1e-4, 1e-5))

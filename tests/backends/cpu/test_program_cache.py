@@ -1,0 +1,217 @@
+"""The CPU backend's program cache: a compiled program found by its traced graph, before
+any pass runs. Hits in this process and in another one; everything that changes the
+program changes the key; damaged entries are rebuilt; details are still shown."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cpu_testing import assert_same, requires_cpu
+
+import ember
+import ember.numpy as jnp
+from ember.backends.cpu import backend as cpu_backend
+from ember.backends.cpu import program_cache
+from ember.config import config
+from ember.runtime.compile_cache import default_cache
+
+pytestmark = requires_cpu
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+x = np.random.default_rng(1).standard_normal((24, 40)).astype(np.float32)
+w = np.random.default_rng(2).standard_normal((40, 40)).astype(np.float32)
+
+
+def mlp(a, b):
+    return jnp.sum(jnp.tanh(a @ b) * 2.0 + 1.0, axis=0)
+
+
+@pytest.fixture
+def cache_dir(tmp_path):
+    with config.override(cache_dir=str(tmp_path / "cache")):
+        yield tmp_path / "cache"
+
+
+@pytest.fixture
+def passes(monkeypatch):
+    """Counts the runs of the pass pipeline (each full compile runs it once)."""
+    runs = []
+    optimize = cpu_backend.optimize
+
+    def counted(graph):
+        runs.append(graph)
+        return optimize(graph)
+
+    monkeypatch.setattr(cpu_backend, "optimize", counted)
+    return runs
+
+
+def run(fun, *args):
+    return np.asarray(ember.jit(fun, backend="cpu")(*args))
+
+
+def entries(cache_dir: Path) -> list[Path]:
+    return sorted(cache_dir.glob("??/*.json"))  # (toolchain/ holds the compiler probes)
+
+
+def test_a_second_compile_runs_no_pass(cache_dir, passes):
+    first = run(mlp, x, w)
+    assert len(passes) == 1 and len(entries(cache_dir)) == 1
+    second = run(mlp, x, w)  # a new jit: its own memory cache is empty
+    assert len(passes) == 1
+    np.testing.assert_array_equal(first, second)
+    assert_same(second, np.asarray(ember.jit(mlp, backend="reference")(x, w)))
+
+
+def test_a_cleared_jit_cache_hits_the_program_cache(cache_dir, passes):
+    f = ember.jit(mlp, backend="cpu")
+    first = np.asarray(f(x, w))
+    f.clear_cache()
+    np.testing.assert_array_equal(np.asarray(f(x, w)), first)
+    assert len(passes) == 1
+
+
+def test_a_hit_still_shows_kernels_graph_and_analyses(cache_dir, passes):
+    full = ember.jit(mlp, backend="cpu").lower(x, w).compile()
+    hit = ember.jit(mlp, backend="cpu").lower(x, w).compile()
+    assert len(passes) == 1
+    assert [k.source for k in hit.kernels] == [k.source for k in full.kernels]
+    assert hit.as_text() == full.as_text()
+    assert hit.cost_analysis() == full.cost_analysis()
+    assert hit.memory_analysis() == full.memory_analysis()
+    assert len(passes) == 2  # the details were generated again, once
+    assert hit.kernels
+    assert len(passes) == 2
+
+
+@pytest.mark.parametrize("change", ["graph", "shape", "constant", "donation", "cflags",
+                                    "threads", "optimize", "code"])
+def test_what_changes_the_program_changes_the_key(cache_dir, passes, monkeypatch, change):
+    const = np.arange(40, dtype=np.float32)
+    fun, args, jit_kwargs = (lambda a, b: jnp.tanh(a @ b) + const), (x, w), {}
+    ember.jit(fun, backend="cpu")(*args)
+    if change == "graph":
+        fun = lambda a, b: jnp.tanh(a @ b) - const
+    elif change == "shape":
+        args = (x[:8], w)
+    elif change == "constant":
+        const = const + 1.0
+    elif change == "donation":
+        jit_kwargs = {"donate_argnums": 0}
+        args = (ember.numpy.asarray(x), w)
+    elif change == "code":
+        program_cache.code_digest.cache_clear()
+        monkeypatch.setattr(program_cache, "_list_sources",
+                            lambda folder, prefix, lines: lines.append("edited.py"))
+    overrides = {"cflags": {"cflags": "-DEMBER_TEST_FLAG=1"},
+                 "threads": {"num_threads": (config.num_threads or os.cpu_count() or 1) + 1},
+                 "optimize": {"optimize": False}}.get(change, {})
+    want = ember.jit(fun, backend="reference")(*[np.asarray(a) for a in args])
+    with config.override(**overrides):
+        got = ember.jit(fun, backend="cpu", **jit_kwargs)(*args)
+    program_cache.code_digest.cache_clear()
+    assert len(passes) == 2
+    assert_same(got, want)
+
+
+def test_the_program_key_leaves_out_source_locations_but_not_operations(cache_dir):
+    def key(fun):
+        graph = ember.jit(fun).lower(x, w).graph
+        return program_cache.program_key(graph, (), ["settings"])
+
+    first = key(lambda a, b: a @ b + 1.0)
+    again = key(lambda a, b: a @ b + 1.0)  # same operations, another line
+    assert first == again
+    assert key(lambda a, b: a @ b + 2.0) != first
+
+
+def test_graphs_with_opaque_params_are_not_keyed():
+    graph = ember.jit(mlp).lower(x, w).graph
+    assert program_cache.program_key(graph, (), []) is not None
+    eqn = graph.eqns[0]
+    for opaque in (len, np.float32(1.0), object()):
+        eqn.params["extra"] = opaque
+        assert program_cache.program_key(graph, (), []) is None
+    del eqn.params["extra"]
+
+
+def test_programs_with_host_calls_are_not_kept(cache_dir, passes):
+    fun = lambda a, b: jnp.sort(a @ b, axis=0)  # sort runs on the host
+    first = run(fun, x, w)
+    assert entries(cache_dir) == []
+    np.testing.assert_array_equal(run(fun, x, w), first)
+    assert len(passes) == 2
+
+
+def test_constants_made_by_the_passes_are_kept_in_the_entry(cache_dir, passes):
+    const = np.linspace(-1, 1, 40, dtype=np.float32)
+    fun = lambda a: jnp.exp(a) + jnp.cos(jnp.asarray(const)) * 3.0
+    first = run(fun, x)
+    second = run(fun, x)
+    assert len(passes) == 1
+    np.testing.assert_array_equal(first, second)
+    assert_same(second, np.asarray(ember.jit(fun, backend="reference")(x)))
+
+
+@pytest.mark.parametrize("damage", ["bytes", "content", "library"])
+def test_a_damaged_entry_is_compiled_again_and_rewritten(cache_dir, passes, damage):
+    first = run(mlp, x, w)
+    [entry] = entries(cache_dir)
+    original = entry.read_text()
+    if damage == "bytes":  # the sidecar no longer matches
+        entry.write_text(original[:-10])
+    elif damage == "content":  # intact and well-formed, but naming slots the graph lacks
+        data = json.loads(original)
+        data["results"][0] = {"buffer": ["output", 5, 0], "aval": data["outputs"][0]}
+        data["layout"][1] += 7
+        entry.write_text(json.dumps(data))
+        digest = hashlib.sha256(entry.read_bytes()).hexdigest()
+        entry.with_suffix(".sha256").write_text(digest + "\n")
+    else:  # the library it names was removed
+        library = json.loads(original)["library"]
+        next(cache_dir.glob(f"*/{library}.so")).unlink()
+    default_cache()._memory.clear()  # as in a new process
+    np.testing.assert_array_equal(run(mlp, x, w), first)
+    assert len(passes) == 2
+    assert entry.read_text() == original
+    run(mlp, x, w)
+    assert len(passes) == 2  # valid again
+
+
+CHILD = """
+import json, sys
+import numpy as np
+import ember, ember.numpy as jnp
+from ember.backends.cpu import backend
+
+if sys.argv[1] == "hit":
+    def no_passes(graph):
+        raise AssertionError("a program-cache hit runs no pass")
+    backend.optimize = no_passes
+
+x = np.linspace(-2, 2, 24 * 40, dtype=np.float32).reshape(24, 40)
+w = np.linspace(1, -1, 40 * 40, dtype=np.float32).reshape(40, 40)
+f = ember.jit(lambda a, b: jnp.sum(jnp.tanh(a @ b) * 2.0 + 1.0, axis=0), backend="cpu")
+print(json.dumps(np.asarray(f(x, w)).tolist()))
+"""
+
+
+def _child(cache_dir, mode):
+    env = {**os.environ, "EMBER_CACHE_DIR": str(cache_dir),
+           "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
+    child = subprocess.run([sys.executable, "-c", CHILD, mode], check=False,
+                           capture_output=True, text=True, env=env, cwd=REPO_ROOT, timeout=300)
+    assert child.returncode == 0, child.stderr
+    return json.loads(child.stdout.strip().splitlines()[-1])
+
+
+def test_another_process_hits_the_program_cache(cache_dir):
+    first = _child(cache_dir, "fill")
+    assert len(entries(cache_dir)) == 1
+    assert _child(cache_dir, "hit") == first
