@@ -3,12 +3,8 @@
 
 Every function maps over leading (batch) axes. As in JAX, failures do not raise: a
 singular matrix gives inf / NaN entries, a matrix that is not positive definite a NaN
-Cholesky factor. There is no SVD primitive yet: singular values and vectors come from
-``eigh`` of the Hermitian matrix ``[[0, A], [A^H, 0]]``, whose eigenvalues are the
-``+-`` singular values (as accurate as an SVD's); ``svdvals``, the spectral and nuclear
-norms, ``matrix_rank`` and ``pinv`` use it. ``svd`` itself (the singular vectors of zero
-singular values are not determined that way), ``eig``, ``eigvals`` and ``lstsq`` are
-missing.
+Cholesky factor. ``eig`` and ``eigvals`` (general, non-Hermitian matrices) are missing:
+there is no primitive for them yet.
 """
 from __future__ import annotations
 
@@ -24,15 +20,15 @@ from ember.core import dtypes
 from ember.errors import EmberValueError
 from ember.numpy._axes import canonicalize_axes
 from ember.numpy._creation import eye, zeros
-from ember.numpy._joining import concatenate
 from ember.numpy._manipulation import matrix_transpose, moveaxis
-from ember.numpy._math import true_divide, where
+from ember.numpy._math import isnan, true_divide, where
 from ember.numpy._products import cross as _cross
 from ember.numpy._products import diagonal as _diagonal
 from ember.numpy._products import matmul, outer, tensordot, vecdot
 from ember.numpy._promotion import (
     broadcast_shapes, broadcast_to_shape, ensure_array, inexact_dtype,
 )
+from ember.numpy._reductions import any as any_
 from ember.numpy._reductions import max as max_
 from ember.numpy._reductions import min as min_
 from ember.numpy._reductions import prod, sum as sum_
@@ -43,7 +39,7 @@ __all__ = [
     "matmul", "tensordot", "vecdot", "outer", "matrix_transpose", "trace", "diagonal", "cross",
     "cholesky", "det", "slogdet", "inv", "solve", "qr", "eigh", "eigvalsh", "norm",
     "vector_norm", "matrix_norm", "svdvals", "matrix_rank", "pinv", "matrix_power",
-    "multi_dot",
+    "multi_dot", "svd", "lstsq", "cond", "tensorinv", "tensorsolve",
 ]
 
 
@@ -191,20 +187,29 @@ def eigvalsh(a: Any, /, UPLO: str = "L"):
 
 
 def _singular_triplets(m: Any) -> tuple[Any, Any, Any]:
-    """Singular values (descending) with left and right singular vectors (columns), for
-    the ``min(rows, cols)`` largest singular values, from the augmented eigenproblem."""
-    rows, cols = m.shape[-2:]
-    k = min(rows, cols)
-    batch = m.shape[:-2]
-    top = concatenate([zeros((*batch, rows, rows), m.dtype), m], -1)
-    bottom = concatenate([_conj_transpose(m), zeros((*batch, cols, cols), m.dtype)], -1)
-    w, v = eigh(concatenate([top, bottom], -2))
-    s = lax.rev(lax.slice_in_dim(w, rows + cols - k, rows + cols, axis=-1), (w.ndim - 1,))
-    vectors = lax.rev(lax.slice_in_dim(v, rows + cols - k, rows + cols, axis=-1), (v.ndim - 1,))
-    vectors = lax.mul(vectors, math.sqrt(2))
-    left = lax.slice_in_dim(vectors, 0, rows, axis=-2)
-    right = lax.slice_in_dim(vectors, rows, rows + cols, axis=-2)
-    return lax.max(s, 0.0), left, right
+    """Singular values (descending) with the left and right singular vectors (columns)
+    of the reduced SVD."""
+    u, s, vh = lax_linalg.svd(m, full_matrices=False)
+    return s, u, _conj_transpose(vh)
+
+
+class SVDResult(NamedTuple):
+    U: Any
+    S: Any
+    Vh: Any
+
+
+def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False,
+        subset_by_index: Any = None):
+    """``a = U @ diag(S) @ Vh`` with singular values ``S`` descending; ``U`` and ``Vh``
+    square with ``full_matrices`` (else ``min(m, n)`` columns / rows); only ``S`` without
+    ``compute_uv``. ``hermitian`` is accepted and changes nothing (the general algorithm
+    also serves Hermitian matrices)."""
+    m = _matrices(a, "svd", square=False)
+    if not compute_uv:
+        return lax_linalg.svd(m, compute_uv=False, subset_by_index=subset_by_index)
+    u, s, vh = lax_linalg.svd(m, full_matrices=full_matrices, subset_by_index=subset_by_index)
+    return SVDResult(u, s, vh)
 
 
 def svdvals(x: Any, /):
@@ -335,3 +340,91 @@ def multi_dot(arrays: Sequence[Any], *, precision: Any = None):
     for other in arrays[1:]:
         result = matmul(result, other)
     return result
+
+
+class LstsqResult(NamedTuple):
+    x: Any
+    residuals: Any
+    rank: Any
+    s: Any
+
+
+def lstsq(a: Any, b: Any, rcond: Any = None, *, numpy_resid: bool = False) -> LstsqResult:
+    """The least-squares solution ``x`` of ``a @ x = b`` (minimal norm when ``a`` has
+    dependent columns), the squared residual norms (per column of ``b``), the rank of
+    ``a`` and its singular values. Singular values at or below ``rcond`` times the
+    largest count as zero (default ``eps * max(M, N)``). As JAX, residuals are always
+    computed; ``numpy_resid=True`` gives NumPy's empty residuals when the rank is below
+    N or M <= N (that needs a concrete ``a``)."""
+    m = _matrices(a, "lstsq", square=False)
+    if m.ndim != 2:
+        raise EmberValueError(f"lstsq needs a 2-D matrix a, got shape {m.shape}")
+    rhs = ensure_array(b)
+    dtype = inexact_dtype(dtypes.promote_types(m.dtype, rhs.dtype))
+    m, rhs = lax.convert_element_type(m, dtype), lax.convert_element_type(rhs, dtype)
+    if rhs.ndim not in (1, 2) or rhs.shape[0] != m.shape[0]:
+        raise EmberValueError(f"lstsq: b must be 1-D or 2-D with {m.shape[0]} rows (as a of "
+                              f"shape {m.shape}), got shape {rhs.shape}")
+    s, left, right = _singular_triplets(m)
+    keep = greater(s, _cutoff(s, *m.shape, rcond))
+    inverse_s = where(keep, true_divide(1, where(keep, s, 1)), 0)
+    columns = rhs if rhs.ndim == 2 else lax.reshape(rhs, (rhs.shape[0], 1))
+    x = matmul(right, multiply(lax.expand_dims(inverse_s, (1,)),
+                               matmul(_conj_transpose(left), columns)))
+    residuals = sum_(lax.square(abs_(lax.sub(matmul(m, x), columns))), axis=0)
+    rank = sum_(keep, axis=-1)
+    if numpy_resid and (int(rank) < m.shape[1] or m.shape[0] <= m.shape[1]):
+        residuals = zeros((0,), residuals.dtype)
+    return LstsqResult(x if rhs.ndim == 2 else lax.reshape(x, (x.shape[0],)), residuals, rank,
+                       s)
+
+
+def cond(x: Any, p: Any = None):
+    """The condition number: the ratio of the largest to the smallest singular value
+    (``p`` None, 2 or -2 for the reverse), else ``norm(x, p) * norm(inv(x), p)``;
+    inf for singular matrices."""
+    m = _matrices(x, "cond", square=p not in (None, 2, -2))
+    if p in (None, 2, -2):
+        s = svdvals(m)
+        large, small = max_(s, axis=-1), min_(s, axis=-1)
+        return true_divide(small, large) if p == -2 else true_divide(large, small)
+    out = multiply(norm(m, p, axis=(-2, -1)), norm(inv(m), p, axis=(-2, -1)))
+    nan_input = any_(isnan(m), axis=(-2, -1))
+    return where(lax.bitwise_and(isnan(out), lax.bitwise_not(nan_input)), np.inf, out)
+
+
+def _fold(shape: Sequence[int], name: str, split: int) -> tuple[int, int]:
+    rows, cols = math.prod(shape[:split]), math.prod(shape[split:])
+    if rows != cols:
+        raise EmberValueError(f"{name}: the first and last dimensions of shape {tuple(shape)} "
+                              f"must have equal products to make a square matrix, got "
+                              f"{rows} and {cols}")
+    return rows, cols
+
+
+def tensorinv(a: Any, ind: int = 2):
+    """The inverse of ``a`` as a tensor operator of its first ``ind`` dimensions: the
+    result ``ainv`` has shape ``a.shape[ind:] + a.shape[:ind]`` and
+    ``tensordot(ainv, a, ind)`` is the identity."""
+    t = ensure_array(a)
+    ind = operator.index(ind)
+    if ind <= 0:
+        raise EmberValueError(f"tensorinv: ind must be positive, got {ind}")
+    size = _fold(t.shape, "tensorinv", ind)
+    inverse = inv(lax.reshape(t, size))
+    return lax.reshape(inverse, (*t.shape[ind:], *t.shape[:ind]))
+
+
+def tensorsolve(a: Any, b: Any, axes: Sequence[int] | None = None):
+    """``x`` with ``tensordot(a, x, x.ndim) == b``; ``axes`` of ``a`` are moved to the
+    end first. ``x`` has shape ``a.shape[b.ndim:]``."""
+    t = ensure_array(a)
+    rhs = ensure_array(b)
+    if axes is not None:
+        t = moveaxis(t, tuple(axes), tuple(range(-len(axes), 0)))
+    if tuple(t.shape[:rhs.ndim]) != tuple(rhs.shape):
+        raise EmberValueError(f"tensorsolve: the leading dimensions of a {tuple(t.shape)} must "
+                              f"be b's shape {tuple(rhs.shape)}")
+    out_shape = t.shape[rhs.ndim:]
+    size = _fold(t.shape, "tensorsolve", rhs.ndim)
+    return lax.reshape(solve(lax.reshape(t, size), lax.reshape(rhs, (size[0],))), out_shape)

@@ -167,3 +167,80 @@ def test_linalg_under_jit_matches_eager():
     with ember.config.override(backend="reference"):
         for eager, jitted in zip(f(a, b), ember.jit(f)(a, b)):
             np.testing.assert_allclose(np.asarray(eager), np.asarray(jitted), rtol=1e-6)
+
+
+@given(batch=BATCH, rows=st.integers(1, 4), cols=st.integers(1, 4), seed=st.integers(0, 999),
+       full=st.booleans())
+def test_svd_reconstructs_and_matches_numpys_values(batch, rows, cols, seed, full):
+    a = np.random.default_rng(seed).normal(size=(*batch, rows, cols)).astype(np.float32)
+    u, s, vh = la.svd(a, full_matrices=full)
+    e_u, e_s, e_vh = np.linalg.svd(a, full_matrices=full)
+    assert u.shape == e_u.shape and vh.shape == e_vh.shape
+    _close(s, e_s)
+    k = min(rows, cols)
+    _close(np.asarray(u)[..., :k] * np.asarray(s)[..., None, :] @ np.asarray(vh)[..., :k, :], a)
+    eye_u = np.broadcast_to(np.eye(u.shape[-1]), u.shape[:-2] + (u.shape[-1],) * 2)
+    _close(np.swapaxes(np.asarray(u), -1, -2) @ np.asarray(u), eye_u)
+    _close(la.svd(a, compute_uv=False), e_s)
+
+
+@given(rows=st.integers(1, 5), cols=st.integers(1, 4), rhs=st.sampled_from([None, 1, 3]),
+       seed=st.integers(0, 999), dependent=st.booleans())
+def test_lstsq_matches_numpy(rows, cols, rhs, seed, dependent):
+    rng = np.random.default_rng(seed)
+    a = rng.normal(size=(rows, cols))
+    if dependent and cols > 1:
+        a[:, -1] = a[:, 0]
+    b = rng.normal(size=(rows,) if rhs is None else (rows, rhs))
+    with ember.config.override(enable_x64=True):
+        x, residuals, rank, s = la.lstsq(a, b)
+        numpy_residuals = la.lstsq(a, b, numpy_resid=True).residuals
+    e_x, e_residuals, e_rank, e_s = np.linalg.lstsq(a, b)
+    _close(x, e_x, rtol=1e-9, atol=1e-9)
+    assert int(rank) == e_rank
+    _close(s, e_s, rtol=1e-9, atol=1e-9)
+    _close(numpy_residuals, e_residuals, rtol=1e-9, atol=1e-9)
+    expected = ((a @ e_x - b) ** 2).sum(axis=0)
+    _close(residuals, np.reshape(expected, (-1,)), rtol=1e-9, atol=1e-9)  # always, as JAX
+
+
+@pytest.mark.parametrize("p", [None, 2, -2, "fro", "nuc", 1, -1, np.inf, -np.inf])
+def test_cond_matches_numpy(p):
+    a = np.random.default_rng(3).normal(size=(2, 3, 3))
+    with ember.config.override(enable_x64=True):
+        _close(la.cond(a, p), np.linalg.cond(a, p), rtol=1e-9)
+        singular = la.cond(np.array([[1.0, 0.0], [0.0, 0.0]]), p)
+    assert float(singular) == (0.0 if p == -2 else np.inf)
+
+
+def test_tensorinv_tensorsolve_match_numpy():
+    rng = np.random.default_rng(0)
+    t = rng.normal(size=(4, 6, 8, 3))
+    a = rng.normal(size=(6, 4, 2, 3, 4))
+    b = rng.normal(size=(6, 4))
+    with ember.config.override(enable_x64=True):
+        _close(la.tensorinv(t, 2), np.linalg.tensorinv(t, 2), rtol=1e-9)
+        _close(la.tensorsolve(a, b), np.linalg.tensorsolve(a, b), rtol=1e-9)
+        moved = a.transpose(2, 0, 3, 1, 4)
+        _close(la.tensorsolve(moved, b, axes=(0, 2)),
+               np.linalg.tensorsolve(moved, b, axes=(0, 2)), rtol=1e-9)
+    with pytest.raises(EmberValueError, match="equal products to make a square matrix, got 6 "
+                                              "and 4"):
+        la.tensorinv(np.ones((2, 3, 4)), 2)
+    with pytest.raises(EmberValueError, match=r"b must be 1-D or 2-D with 3 rows"):
+        la.lstsq(np.ones((3, 2)), np.ones(4))
+
+
+def test_lstsq_and_svd_gradients_match_jax():
+    jax = pytest.importorskip("jax")
+    rng = np.random.default_rng(1)
+    a = rng.normal(size=(5, 3)).astype(np.float32)
+    b = rng.normal(size=5).astype(np.float32)
+
+    def loss(linalg):
+        return lambda m: ((linalg.lstsq(m, b)[0] ** 2).sum()
+                          + linalg.svd(m, full_matrices=False)[1].sum())
+
+    with ember.config.override(backend="reference"):
+        ours = ember.jit(ember.grad(loss(la)))(a)
+    _close(ours, np.asarray(jax.grad(loss(jax.numpy.linalg))(a)), rtol=1e-4, atol=1e-5)
