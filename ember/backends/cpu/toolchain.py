@@ -7,6 +7,7 @@ Generated kernels include ``ember_math.h`` (vectorizable float32 math) from the
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import hashlib
@@ -24,7 +25,7 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from ember.config import config
 from ember.errors import BackendUnavailableError, CompileError
@@ -513,6 +514,23 @@ def load_library(path: Path | str) -> ctypes.CDLL:
     with _libraries_lock:
         library = _libraries.get(key)
         if library is None:
-            library = ctypes.CDLL(key)
+            with _blas_without_threads():
+                library = ctypes.CDLL(key)
             _libraries[key] = library
         return library
+
+
+@contextlib.contextmanager
+def _blas_without_threads() -> Iterator[None]:
+    """Load OpenBLAS (a library's dependency) with no threads of its own, unless the user
+    set ``OPENBLAS_NUM_THREADS``. Generated code calls it single-threaded from OpenMP's
+    threads; the thread OpenBLAS would start at load spins for about 0.1 s, taking a
+    core from the first call. (It still starts threads when asked for more.)"""
+    if "OPENBLAS_NUM_THREADS" in os.environ:
+        yield
+        return
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        yield
+    finally:
+        os.environ.pop("OPENBLAS_NUM_THREADS", None)

@@ -231,6 +231,33 @@ def test_blas_sgemm_matches_numpy(cache_dir):
     np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
 
 
+BLAS_THREADS_CHILD = """
+import json, os, sys
+from ember.backends.cpu import toolchain
+path = toolchain.compile_shared_library(sys.argv[1], name="gemm", link_blas=True)
+before = len(os.listdir("/proc/self/task"))
+toolchain.load_library(path)
+print(json.dumps({"new_threads": len(os.listdir("/proc/self/task")) - before,
+                  "env": os.environ.get("OPENBLAS_NUM_THREADS")}))
+"""
+
+
+@pytest.mark.parametrize("user_setting", [None, "2"])
+def test_openblas_starts_no_thread_of_its_own_unless_asked(cache_dir, user_setting):
+    if toolchain.blas() is None or not os.path.isdir("/proc/self/task"):
+        pytest.skip("needs scipy-openblas32 and /proc")
+    env = {**os.environ, "EMBER_CACHE_DIR": str(cache_dir),
+           "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
+    env.pop("OPENBLAS_NUM_THREADS", None)
+    if user_setting is not None:
+        env["OPENBLAS_NUM_THREADS"] = user_setting
+    child = subprocess.run([sys.executable, "-c", BLAS_THREADS_CHILD, GEMM_SOURCE], check=False,
+                           capture_output=True, text=True, env=env, cwd=REPO_ROOT, timeout=300)
+    assert child.returncode == 0, child.stderr
+    report = json.loads(child.stdout.strip().splitlines()[-1])
+    assert report == {"new_threads": 0 if user_setting is None else 1, "env": user_setting}
+
+
 PROBE_CHILD = """
 import json
 from ember.backends.cpu import toolchain
