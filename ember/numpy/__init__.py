@@ -22,6 +22,7 @@ from ember.numpy._creation import *  # noqa: F401,F403
 from ember.numpy._cumulative import *  # noqa: F401,F403
 from ember.numpy._dtypes import *  # noqa: F401,F403
 from ember.numpy._dtypes import bool_ as bool  # noqa: F401  (Array API name)
+from ember.numpy._editing import *  # noqa: F401,F403
 from ember.numpy._floating import *  # noqa: F401,F403
 from ember.numpy._functional import *  # noqa: F401,F403
 from ember.numpy._histograms import *  # noqa: F401,F403
