@@ -202,9 +202,12 @@ def is_ordered(eqn: Eqn) -> bool:
     return eqn.prim.name in gather.SCATTER_COMBINE or eqn.prim.name in SCAN_KIND
 
 
-def memory_operands(eqn: Eqn) -> list:
-    """Operands an equation reads from buffers rather than computing them in place."""
+def memory_operands(eqn: Eqn, producer: dict | None = None) -> list:
+    """Operands an equation reads from buffers rather than computing them in place
+    (``producer``: of every value, to spot a gather from an iota, which reads nothing)."""
     name = eqn.prim.name
+    if name == "gather" and gather.positional(eqn.inputs[0], producer or {}) is not None:
+        return []
     if name in ("pad", "gather", "dynamic_slice"):
         return [eqn.inputs[0]]
     if name == "dynamic_update_slice":
@@ -238,7 +241,10 @@ def operand_demands(eqn: Eqn, out: Index) -> list[tuple[object, Index]]:
 def _indexed_demands(eqn: Eqn, out: Index) -> list[tuple[object, Index]]:
     name = eqn.prim.name
     if name == "gather":
-        return gather.start_demands(eqn, gather.indexed_positions(eqn, out).starts)
+        # (the operand at the static part of its positions: from memory anyway, unless
+        # it is an iota, which the gather computes, so it becomes one of its members)
+        positions = gather.indexed_positions(eqn, out)
+        return [(eqn.inputs[0], positions.affine), *gather.start_demands(eqn, positions.starts)]
     if name == "dynamic_slice":
         return gather.start_demands(eqn, gather.slice_starts(eqn))
     if name == "dynamic_update_slice":

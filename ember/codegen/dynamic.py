@@ -110,12 +110,31 @@ def gather_value(b, eqn: Eqn, index: Index) -> Node:
     positions = gather.indexed_positions(eqn, index)
     starts = _starts(b, eqn, positions.starts)
     where, offset = _place(b, operand.aval.shape, positions.affine, starts)
-    value = _read(b, operand, where, offset, "gather")
+    axis = gather.positional(operand, b.group.producer)
+    if axis is None:
+        value = _read(b, operand, where, offset, "gather")
+    else:
+        value = _position(b, axis, where, offset, starts, operand.aval)
     inside = _in_bounds(b, starts) if positions.checked else None
     if inside is None:
         return value
     fill = gather_fill_value(eqn)
     return b.op("select_n", (inside, b.const(fill, value.dtype), value), value.dtype)
+
+
+def _position(b, axis: int, where: Index, offset: Node | None, starts: list[_StartValue],
+              aval) -> Node:
+    """The value of an iota (``gather.positional``) at a gathered position."""
+    if axis == gather.FLAT:
+        form, extra = ix.linearize(where, aval.shape), offset
+    else:
+        form = where[axis]
+        extra = next((v.clamped for v in starts if v.start.axis == axis
+                      and not isinstance(v.clamped, Const)), None)
+    value = b.index_value(form, INT64)
+    if extra is not None:
+        value = b.op("add", (value, extra), INT64)
+    return b.convert(value, aval.dtype)
 
 
 def gather_fill_value(eqn: Eqn):

@@ -11,6 +11,9 @@ unclamped starts were out of bounds). No position ever leaves its array.
 
 Fusion (through ``ember.codegen.access``) uses this to learn where the index operands
 are read; lowering turns the starts into int64 nodes added to a load or store.
+
+A gather from an iota (``x.at[...]`` gathers positions from one) reads nothing: the
+value is the position itself (``positional``), so the iota is never stored.
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from dataclasses import dataclass
 
 from ember.codegen import indexing as ix
 from ember.codegen.indexing import ZERO, Index, Sym
-from ember.ir.graph import Eqn
+from ember.ir.graph import Eqn, Var
 
 GATHER_LIKE = frozenset({"gather", "dynamic_slice", "dynamic_update_slice"})
 # scatter primitive -> how an update combines with the value in place (None: overwrite)
@@ -123,6 +126,23 @@ def scatter_loop_axes(eqn: Eqn) -> tuple[list[int], list[int]]:
             free = batch_axes.index(position) in indices_batch
         (independent if free else ordered).append(position)
     return independent, ordered
+
+
+FLAT = -1  # ``positional``: the value is the flat (row-major) position
+
+
+def positional(atom, producer: dict) -> int | None:
+    """When each element of ``atom`` is its own position: an iota's (along its
+    dimension), or a reshaped 1-D iota's (``FLAT``); else None."""
+    eqn = producer.get(atom) if isinstance(atom, Var) else None
+    if eqn is not None and eqn.prim.name == "reshape":
+        inner = producer.get(eqn.inputs[0]) if isinstance(eqn.inputs[0], Var) else None
+        if inner is not None and inner.prim.name == "iota" and len(inner.params["shape"]) == 1:
+            return FLAT
+        return None
+    if eqn is not None and eqn.prim.name == "iota":
+        return eqn.params["dimension"]
+    return None
 
 
 def ordered_syms(shape: tuple[int, ...], prefix: str = "u") -> tuple[Sym, ...]:

@@ -224,6 +224,8 @@ class _Builder:
 
     def index_value(self, form: Affine, dtype: np.dtype, source: str = "") -> Node:
         """The value of an index expression (iota)."""
+        if not form.terms:
+            return self.const(form.const, dtype)
         return self.make(("iota", form, dtype.str), lambda: IndexValue(form, dtype),
                          free=ix.free_syms(form), source=source)
 

@@ -159,8 +159,11 @@ class Renderer:
 
     def position(self, index: Affine, offset: Node | None) -> str:
         """A buffer position: the affine index plus a data-dependent offset, if any."""
-        text = self.index(index)
-        return text if offset is None else f"{text} + {self.ref(offset)}"
+        if offset is None:
+            return self.index(index)
+        if not index.terms and not index.const:
+            return self.ref(offset)
+        return f"{self.index(index)} + {self.ref(offset)}"
 
     # values
     def scratch_declaration(self, buffer: Buffer) -> str:

@@ -348,7 +348,7 @@ class _Fuser:
 
     def inline(self, eqn: Eqn, kind: str, group: Group, index_set: set[Index]) -> None:
         group.add_member(eqn)
-        for atom in access.memory_operands(eqn):
+        for atom in access.memory_operands(eqn, self.producer):
             self.need(atom, f"read from memory by {eqn.prim.name}")
             self.loaded_by_calls.add(atom)
         for index in index_set:

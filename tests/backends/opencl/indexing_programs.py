@@ -185,6 +185,11 @@ def _scatter_cases() -> dict[str, Case]:
         "scatter_empty_updates": Case(_scatter_rows("scatter_add", "fill"), lambda rng: (
             values(rng, (3, 2), "float32"), ids(rng, (0, 4), 0, 3),
             values(rng, (0, 4, 2), "float32"))),
+        "at_updates": Case(  # ``.at``: positions gathered from an iota (never stored)
+            lambda x, i, j, u: (x.at[i, j].add(u), x.at[i].set(u[:, None] * 2.0),
+                                x.at[i[::-1], 1:].max(u[:, None])),
+            lambda rng: (normal(rng, 5, 4), ids(rng, (6,), -7, 7), ids(rng, (6,), -4, 5),
+                         normal(rng, 6))),
         "scatter_add_float16": Case(_scatter_rows("scatter_add", "clip"), lambda rng: (
             values(rng, (4, 3), "float16"), ids(rng, (3, 2), 0, 4),
             values(rng, (3, 2, 3), "float16"))),
@@ -249,7 +254,12 @@ def _count_args(rng):
     return normal(rng, 32, 16), ids(rng, (4, 8), 0, 32)
 
 
+def at_add(x, i, u):
+    return x.at[i].add(u)
+
+
 KERNEL_COUNTS = {
+    "at_add": (at_add, lambda rng: (normal(rng, 9), ids(rng, (5,), -9, 9), normal(rng, 5))),
     "embedding_scaled": (embedding_scaled, _count_args),
     "embedding_with_positions": (embedding_with_positions, lambda rng: (
         normal(rng, 32, 16), normal(rng, 8, 16), ids(rng, (4, 8), 0, 32))),

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import requires_opencl
 from gpu_programs import assert_trees_same, x64_mode
 from indexing_programs import CASES, KERNEL_COUNTS
 
 import ember
 from ember.runtime.devices import available_backends
 
-pytestmark = requires_opencl
+pytestmark = pytest.mark.skipif("opencl" not in available_backends(),
+                                reason="no OpenCL device: install PoCL and pyopencl")
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
