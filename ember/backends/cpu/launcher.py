@@ -2,15 +2,17 @@
 a list of NumPy arrays and calls a module's entry point, releasing the GIL meanwhile.
 
 It is built once per machine (through the compile cache), in a background thread that
-the CPU backend starts when it is loaded (``start_launcher``): compiling against the
-Python and NumPy headers takes about 0.1 s, which would otherwise delay the first
-compiled call of a fresh machine. Until it is ready, and where it cannot be built
-(no Python or NumPy headers), executables pass pointers gathered in Python instead.
+the CPU backend starts at its first compile (``start_launcher``), by a compiler at the
+lowest priority: compiling against the Python and NumPy headers costs about as much as
+a compiled program, which would otherwise delay (or compete with) the first compile of
+a fresh machine. Until it is ready, and where it cannot be built (no Python or NumPy
+headers), executables pass pointers gathered in Python instead.
 """
 from __future__ import annotations
 
 import atexit
 import ctypes
+import os
 import sysconfig
 import threading
 from collections.abc import Callable
@@ -49,6 +51,7 @@ class _Build:
         return self.function
 
     def _run(self) -> None:
+        _lowest_priority()
         flags = (f"-I{sysconfig.get_paths()['include']}", f"-I{np.get_include()}")
         try:
             path = toolchain.compile_shared_library(_SOURCE.read_text(), name="ember_launcher",
@@ -59,6 +62,15 @@ class _Build:
         function.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.c_int64]
         function.restype = ctypes.c_int
         self.function = function
+
+
+def _lowest_priority() -> None:
+    """Lower this thread's priority, and so that of the compiler it starts (on Linux a
+    nice value belongs to a thread and a child process inherits it)."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+    except (AttributeError, OSError):
+        pass
 
 
 _build = _Build()

@@ -2,6 +2,9 @@
 ready, then use it."""
 from __future__ import annotations
 
+import os
+import threading
+
 import numpy as np
 from cpu_testing import requires_cpu
 
@@ -9,6 +12,7 @@ import ember
 import ember.numpy as jnp
 from ember.backends.cpu import executable as cpu_executable
 from ember.backends.cpu import launcher
+from ember.errors import CompileError
 
 pytestmark = requires_cpu
 
@@ -34,3 +38,16 @@ def test_an_executable_runs_before_the_launcher_is_ready_and_uses_it_after(monke
     assert executable._launch is ready and executable._simple
     np.testing.assert_array_equal(before, after)
     np.testing.assert_allclose(after, np.exp(x) * 2.0, rtol=1e-6)
+
+
+def test_the_launcher_compiles_at_the_lowest_priority_and_may_fail(monkeypatch):
+    seen = []
+
+    def compile_library(source, **kwargs):
+        seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+        raise CompileError("no Python headers here")
+
+    monkeypatch.setattr(launcher.toolchain, "compile_shared_library", compile_library)
+    priority = os.getpriority(os.PRIO_PROCESS, 0)
+    assert launcher._Build().wait() is None  # executables keep passing pointers from Python
+    assert seen == [19] and os.getpriority(os.PRIO_PROCESS, 0) == priority
