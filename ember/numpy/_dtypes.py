@@ -26,7 +26,9 @@ __all__ = [
     "float16", "float32", "float64", "complex64", "complex128", "bfloat16", "dtype",
     "iinfo", "finfo", "can_cast", "result_type", "promote_types", "isdtype", "issubdtype",
     "astype", "iscomplexobj", "isrealobj", "generic", "number", "integer", "signedinteger",
-    "unsignedinteger", "inexact", "floating", "complexfloating", "int_", "uint",
+    "unsignedinteger", "inexact", "floating", "complexfloating", "int_", "uint", "single",
+    "double", "csingle", "cdouble", "float_", "complex_", "object_", "character", "flexible",
+    "ComplexWarning", "isscalar", "iterable",
 ]
 
 dtype = np.dtype
@@ -76,6 +78,12 @@ else:  # pragma: no cover - depends on the environment
 # NumPy's default integer aliases name 64-bit types; as in JAX they canonicalize to 32 bits
 # without x64.
 int_, uint = int64, uint64
+# NumPy's C-style names (the Python float and complex are 64-bit, as in JAX).
+single, double, float_ = float32, float64, float64
+csingle, cdouble, complex_ = complex64, complex128, complex128
+# Abstract NumPy types with no Ember arrays, kept for code that tests against them.
+object_, character, flexible = np.object_, np.character, np.flexible
+ComplexWarning = np.exceptions.ComplexWarning
 
 
 def _to_dtype(value: Any) -> np.dtype:
@@ -176,6 +184,18 @@ def astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None):
 
         out = device_put(out, device)
     return out
+
+
+def isscalar(element: Any) -> bool:
+    """True for Python and NumPy scalars and, as in JAX, for 0-d arrays."""
+    if is_array(element) or isinstance(element, np.ndarray):
+        return element.ndim == 0
+    return bool(np.isscalar(element))
+
+
+def iterable(y: Any) -> bool:
+    """Whether ``iter(y)`` works (0-d arrays are not iterable)."""
+    return bool(np.iterable(y))
 
 
 def iscomplexobj(x: Any) -> bool:

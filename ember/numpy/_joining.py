@@ -8,7 +8,7 @@ import numpy as np
 
 from ember import lax
 from ember.core import dtypes
-from ember.errors import EmberValueError
+from ember.errors import EmberTypeError, EmberValueError
 from ember.numpy._axes import canonicalize_axis
 from ember.numpy._manipulation import atleast_1d, atleast_2d, atleast_3d, expand_dims, ravel
 from ember.numpy._promotion import concrete, ensure_array, is_array, result_dtype, sequence_arg
@@ -16,6 +16,7 @@ from ember.numpy._promotion import concrete, ensure_array, is_array, result_dtyp
 __all__ = [
     "concatenate", "concat", "stack", "hstack", "vstack", "dstack", "column_stack", "split",
     "array_split", "hsplit", "vsplit", "dsplit", "unstack", "tile", "repeat", "pad", "append",
+    "block",
 ]
 
 
@@ -278,3 +279,46 @@ def append(arr: Any, values: Any, axis: int | None = None):
     if axis is None:
         return concatenate([ravel(arr), ravel(values)], 0)
     return concatenate([arr, values], axis)
+
+
+def _block_depth(arrays: Any, where: str = "arrays") -> int:
+    """How deeply ``arrays`` nests lists; every branch must nest equally (as NumPy)."""
+    if isinstance(arrays, tuple):
+        raise EmberTypeError(f"block: {where} is a tuple; only lists nest blocks")
+    if not isinstance(arrays, list):
+        return 0
+    if not arrays:
+        raise EmberValueError(f"block: {where} is an empty list")
+    depths = {_block_depth(item, f"{where}[{i}]") for i, item in enumerate(arrays)}
+    if len(depths) != 1:
+        raise EmberValueError(f"block: the lists in {where} nest to different depths "
+                              f"{sorted(depths)}")
+    return depths.pop() + 1
+
+
+def block(arrays: Any):
+    """An array assembled from nested lists of blocks: the innermost lists are joined
+    along the last axis, the next ones along the one before, and so on (blocks get
+    leading size-1 axes up to a common rank)."""
+    depth = _block_depth(arrays)
+    if depth == 0:
+        return ensure_array(arrays)
+    leaves = []
+
+    def collect(item: Any) -> None:
+        if isinstance(item, list):
+            for sub in item:
+                collect(sub)
+        else:
+            leaves.append(item)
+
+    collect(arrays)
+    ndim = max(depth, *(ensure_array(leaf).ndim for leaf in leaves))
+
+    def build(item: Any, level: int) -> Any:
+        if level == depth:
+            x = ensure_array(item)
+            return lax.reshape(x, (1,) * (ndim - x.ndim) + tuple(x.shape))
+        return concatenate([build(sub, level + 1) for sub in item], axis=level - depth)
+
+    return build(arrays, 0)

@@ -10,7 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ember import lax
-from ember.errors import EmberTypeError, EmberValueError
+from ember.errors import EmberIndexError, EmberTypeError, EmberValueError
 from ember.numpy._axes import canonicalize_axes, canonicalize_axis
 from ember.numpy._promotion import (
     broadcast_shapes as _broadcast_shapes, broadcast_to_shape, concrete, ensure_array, is_array,
@@ -21,7 +21,7 @@ __all__ = [
     "reshape", "ravel", "transpose", "permute_dims", "matrix_transpose", "swapaxes",
     "moveaxis", "expand_dims", "squeeze", "broadcast_to", "broadcast_arrays",
     "broadcast_shapes", "atleast_1d", "atleast_2d", "atleast_3d", "flip", "fliplr", "flipud",
-    "rot90", "roll", "shape", "ndim", "size",
+    "rot90", "roll", "shape", "ndim", "size", "rollaxis",
 ]
 
 
@@ -121,6 +121,20 @@ def moveaxis(a: Any, source: int | Sequence[int], destination: int | Sequence[in
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
     return lax.transpose(x, order)
+
+
+def rollaxis(a: Any, axis: int, start: int = 0):
+    """``axis`` moved to just before position ``start`` (NumPy's older ``moveaxis``)."""
+    x = ensure_array(a)
+    axis = canonicalize_axis(axis, x.ndim)
+    start = operator.index(start)
+    if not -x.ndim <= start <= x.ndim:
+        raise EmberIndexError(f"rollaxis: start {start} is out of bounds for an array of "
+                              f"{x.ndim} dimensions (valid: {-x.ndim} to {x.ndim})")
+    start = start + x.ndim if start < 0 else start
+    if axis < start:
+        start -= 1
+    return x if axis == start else moveaxis(x, axis, start)
 
 
 def expand_dims(a: Any, axis: int | Sequence[int] = 0):

@@ -33,7 +33,7 @@ __all__ = [
     "isposinf", "isneginf", "isclose", "allclose", "logaddexp", "logaddexp2", "hypot",
     "deg2rad", "rad2deg", "radians", "degrees", "reciprocal", "log2", "log10", "sinc",
     "heaviside", "fmax", "fmin", "nan_to_num", "real", "imag", "angle", "select", "interp",
-    "fabs",
+    "fabs", "array_equal", "array_equiv", "iscomplex", "isreal",
 ]
 
 
@@ -326,6 +326,49 @@ def allclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan
     from ember.numpy._reductions import all as all_
 
     return all_(isclose(a, b, rtol, atol, equal_nan))
+
+
+def array_equal(a1: Any, a2: Any, equal_nan: bool = False):
+    """Whether both have one shape and equal elements (NaNs equal with ``equal_nan``); a
+    bool array, False for different shapes."""
+    from ember.numpy._reductions import all as all_
+
+    x, y = ensure_array(a1), ensure_array(a2)
+    if x.shape != y.shape:
+        return ensure_array(False)
+    return all_(_equal(x, y, equal_nan))
+
+
+def array_equiv(a1: Any, a2: Any):
+    """Whether both broadcast to one shape and are equal elementwise there."""
+    from ember.numpy._reductions import all as all_
+
+    x, y = ensure_array(a1), ensure_array(a2)
+    try:
+        shape = broadcast_shapes(x.shape, y.shape)
+    except EmberValueError:
+        return ensure_array(False)
+    return all_(_equal(broadcast_to_shape(x, shape), broadcast_to_shape(y, shape), False))
+
+
+def _equal(x: Any, y: Any, equal_nan: bool) -> Any:
+    x, y = promote_args(x, y)
+    same = lax.eq(x, y)
+    if equal_nan and dtypes.is_inexact(x.dtype):
+        same = lax.bitwise_or(same, lax.bitwise_and(isnan(x), isnan(y)))
+    return same
+
+
+def iscomplex(x: Any, /):
+    """Elementwise: whether the imaginary part is nonzero (False for real dtypes)."""
+    (x,) = promote_args(x)
+    return lax.ne(imag(x), constant_like(0, imag(x)))
+
+
+def isreal(x: Any, /):
+    """Elementwise: whether the imaginary part is zero (True for real dtypes)."""
+    (x,) = promote_args(x)
+    return lax.eq(imag(x), constant_like(0, imag(x)))
 
 
 def _logaddexp(x1: Any, x2: Any, exp_fn, log1p_scale: float):

@@ -149,3 +149,15 @@ def test_public_dtypes_module():
     assert ember.dtypes.bfloat16 == enp.bfloat16
     assert ember.dtypes.issubdtype(ember.dtypes.float0, np.void)
     assert ember.dtypes.result_type(np.int8, 1.0) == np.float32
+
+
+def test_numpy_type_aliases_isscalar_and_iterable():
+    assert enp.double is enp.float64 and enp.single is enp.float32 and enp.float_ is enp.float64
+    assert enp.cdouble is enp.complex128 and enp.csingle is enp.complex64
+    assert enp.zeros(2, enp.double).dtype == np.float32  # 64-bit types narrow without x64
+    assert enp.object_ is np.object_ and issubclass(enp.ComplexWarning, Warning)
+    for value in (3, 2.5, np.float32(1), "text", enp.ones(()), np.array(1.0)):
+        assert enp.isscalar(value) == True  # noqa: E712  (Python bools)
+    for value in ([3], enp.ones(2), np.ones(2), None):
+        assert enp.isscalar(value) is False
+    assert enp.iterable(enp.ones(2)) and enp.iterable([]) and not enp.iterable(enp.ones(()))

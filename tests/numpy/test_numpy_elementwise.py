@@ -289,3 +289,17 @@ def test_elementwise_under_jit_matches_eager():
     with ember.config.override(backend="reference"):
         for eager, jitted in zip(f(x, y), ember.jit(f)(x, y)):
             np.testing.assert_array_equal(np.asarray(eager), np.asarray(jitted))
+
+
+def test_array_equal_equiv_iscomplex_isreal_match_numpy():
+    nan = np.array([1.0, np.nan], np.float32)
+    for a, b in (([1, 2], [1, 2]), ([1, 2], [1, 3]), ([1, 2], [[1, 2], [1, 2]]), (nan, nan),
+                 ([1, 2], [1, 2, 3]), (np.ones((2, 1)), np.ones((1, 3)))):
+        assert bool(enp.array_equal(a, b)) == np.array_equal(a, b)
+        assert bool(enp.array_equiv(a, b)) == np.array_equiv(a, b)
+    assert bool(enp.array_equal(nan, nan, equal_nan=True))
+    z = np.array([1 + 1j, 2, 3j, 0], np.complex64)
+    for name in ("iscomplex", "isreal"):
+        for value in (z, z.real):
+            np.testing.assert_array_equal(np.asarray(getattr(enp, name)(value)),
+                                          getattr(np, name)(value))

@@ -236,3 +236,25 @@ def test_errors_name_shapes_and_axes():
         enp.transpose(x, (0, 0))
     with pytest.raises(EmberValueError, match="needs at least one array"):
         enp.concatenate([])
+
+
+def test_block_matches_numpy():
+    a, b, v = np.ones((2, 2)), np.zeros((2, 3)), np.arange(5.0)
+    for blocks in ([a, b], [[a, b], [b[:, :2], 3 * a[:, :1], a]], [1, 2, 3], [[1, 2], [3, 4]],
+                   [v, v], [[[a]]], 5.0):
+        _same(enp.block(blocks), np.block(blocks))
+    with pytest.raises(EmberValueError, match=r"nest to different depths \[0, 1\]"):
+        enp.block([[a], a])
+    with pytest.raises(EmberTypeError, match="is a tuple; only lists nest blocks"):
+        enp.block((a, b))
+    with pytest.raises(EmberValueError, match=r"arrays\[1\] is an empty list"):
+        enp.block([[a], []])
+
+
+def test_rollaxis_matches_numpy():
+    x = np.zeros((2, 3, 4, 5))
+    for axis in range(-4, 4):
+        for start in range(-4, 5):
+            assert enp.rollaxis(x, axis, start).shape == np.rollaxis(x, axis, start).shape
+    with pytest.raises(EmberIndexError, match="start 5 is out of bounds"):
+        enp.rollaxis(x, 0, 5)
