@@ -43,7 +43,8 @@ CANDIDATES = [
 NOT_ARRAY_FUNCTIONS = {"numpy.can_cast", "numpy.promote_types", "numpy.result_type",
                        "numpy.isdtype", "numpy.issubdtype", "numpy.finfo", "numpy.iinfo",
                        "numpy.iscomplexobj", "numpy.isrealobj", "numpy.shape", "numpy.ndim",
-                       "numpy.size", "lax.convert_element_type"}
+                       "numpy.size", "numpy.isscalar", "numpy.iterable",
+                       "lax.convert_element_type"}
 # Array parameters that are not broadcast against the others.
 NOT_BROADCAST = {"kth", "dtype", "test_elements"}
 
