@@ -582,9 +582,8 @@ class _Emitter:
                 offset = getattr(stmt.node, "offset", None)
             elif isinstance(stmt, Store):
                 index, offset = stmt.index, stmt.offset
-            elif isinstance(stmt, AccUpdate) and stmt.acc.kind in ("argmax", "argmin"):
-                return False
-            elif isinstance(stmt, Loop) and stmt.sequential:
+            elif (isinstance(stmt, AccUpdate) and stmt.acc.kind in ("argmax", "argmin")) or (
+                    isinstance(stmt, Loop) and stmt.sequential):
                 return False
             if offset is not None and loop.sym in self._free(offset):
                 return False  # a gather or scatter along the loop: not unit-stride
