@@ -13,6 +13,11 @@ The pipeline after fusion (``ember.passes.fusion``) is:
 - ``lower.py``: a fused loop group → one ``Kernel``: nodes hash-consed per position,
   reductions in phases inside a row loop, adjacent contiguous axes merged into one loop,
   parallel / SIMD flags, loop-invariant values hoisted.
+- ``gather.py``: where gather, scatter and the dynamic slices read or write: positions
+  with data-dependent starts, clamped; which axes of a scatter may run in parallel.
+- ``dynamic.py``: those positions as nodes (an int64 ``offset`` of a ``Load`` or
+  ``Store``), and one iteration of a scatter's or a scan's own loops, which ``lower.py``
+  plans and emits after the group's loops (``sequential`` loops keep their order).
 - ``gemm.py``: ``dot_general`` as (batched) GEMM plans over strided operands.
 - ``render.py``: ``Renderer``, all rendering logic, driven by tables.
 - ``c.py``: ``CRenderer``, the C11 + OpenMP tables (the CPU backend).

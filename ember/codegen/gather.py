@@ -109,19 +109,21 @@ def start_demands(eqn: Eqn, starts: tuple[Start, ...]) -> list[tuple[object, Ind
 
 def scatter_loop_axes(eqn: Eqn) -> tuple[list[int], list[int]]:
     """The axes of a scatter's updates split into *independent* ones (updates that differ
-    along them land on different positions: window axes over operand axes that are not
-    indexed, batching axes) and the rest, which must run in order: two updates that
-    differ only along those may land on one position (repeated indices, overlapping
-    windows), and combine in row-major order, as the reference does."""
+    along them land on different positions: batching axes, window axes over operand axes
+    that are not indexed or that the window spans whole) and the rest, which must run in
+    order: two updates that differ only along those may land on one position (repeated
+    indices, overlapping windows), and combine in row-major order, as the reference."""
     window, dropped, index_map, operand_batch, indices_batch = _dnums(eqn)
-    rank = eqn.inputs[0].aval.ndim
-    dims = [d for d in range(rank) if d not in dropped and d not in operand_batch]
+    operand = eqn.inputs[0].aval
+    dims = [d for d in range(operand.ndim) if d not in dropped and d not in operand_batch]
     window_dim = dict(zip(window, dims))
+    sizes = window_sizes(eqn)
     batch_axes = [p for p in range(eqn.inputs[2].aval.ndim) if p not in window]
     independent, ordered = [], []
     for position in range(eqn.inputs[2].aval.ndim):
         if position in window_dim:
-            free = window_dim[position] not in index_map
+            dim = window_dim[position]
+            free = dim not in index_map or sizes[dim] == operand.shape[dim]
         else:
             free = batch_axes.index(position) in indices_batch
         (independent if free else ordered).append(position)

@@ -57,6 +57,13 @@ def test_batching_axes_and_unindexed_windows_are_independent_indexed_windows_are
     assert gather.scatter_loop_axes(windows) == ([], [0, 1])
 
 
+def test_a_window_spanning_its_whole_axis_is_independent():
+    """(a batched dynamic_update_slice: a window of whole rows per batch member)"""
+    eqn = scatter_eqn(lax.ScatterDimensionNumbers((1, 2), (), (1, 2), (0,), (0,)),
+                      np.zeros((4, 6, 5)), np.zeros((4, 2), np.int32), np.zeros((4, 2, 5)))
+    assert gather.scatter_loop_axes(eqn) == ([0, 2], [1])
+
+
 def test_gather_positions_are_window_offsets_plus_clamped_starts():
     eqn = only_eqn(lambda x, i: lax.gather(x, i, lax.GatherDimensionNumbers((1, 2), (), (0, 1)),
                                            (3, 2), mode="fill"),

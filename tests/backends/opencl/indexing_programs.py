@@ -120,6 +120,10 @@ def _dynamic_cases() -> dict[str, Case]:
             lambda x, u, i: lax.dynamic_update_slice(x, u, (i, i)),
             lambda rng: (values(rng, (3, 6), "float32"), values(rng, (3, 2), "float32"),
                          np.int32(4))),
+        "dynamic_update_slice_batched": Case(  # a scatter: rows at one position per batch
+            ember.vmap(lambda c, u, t: lax.dynamic_update_slice(c, u, (t, 0))),
+            lambda rng: (values(rng, (4, 6, 5), "float32"), values(rng, (4, 2, 5), "float32"),
+                         ids(rng, (4,), -3, 8))),
         "dynamic_update_slice_empty_update": Case(
             lambda x, u, i: lax.dynamic_update_slice(x, u, (i, i)),
             lambda rng: (values(rng, (3, 4), "int32"), values(rng, (0, 2), "int32"),
