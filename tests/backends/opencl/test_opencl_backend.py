@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import requires_opencl
+from opencl_marks import requires_opencl
 from gpu_programs import CASES, FUSION_CASES, softmax
 
 import ember

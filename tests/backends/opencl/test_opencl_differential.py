@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import requires_opencl
+from opencl_marks import requires_opencl
 from gpu_programs import CASES, assert_trees_same, x64_mode
 
 import ember

@@ -9,7 +9,7 @@ import pytest
 
 import ember
 import ember.numpy as jnp
-from conftest import requires_opencl
+from opencl_marks import requires_opencl
 
 pytestmark = requires_opencl
 

@@ -1,4 +1,5 @@
-"""The OpenCL backend suite's marker: skip when no OpenCL device is present."""
+"""The OpenCL backend suite's marker: skip when no OpenCL device is present (a module of
+its own: test files import it by name, and `conftest` is a name several folders use)."""
 from __future__ import annotations
 
 import pytest
