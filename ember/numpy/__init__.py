@@ -16,6 +16,7 @@ range and maps NaN to 0; sums and products of integers narrower than the default
 accumulate in the default integer.
 """
 from ember.numpy import fft, linalg  # noqa: F401
+from ember.numpy._calculus import *  # noqa: F401,F403
 from ember.numpy._convolution import *  # noqa: F401,F403
 from ember.numpy._covariance import *  # noqa: F401,F403
 from ember.numpy._creation import *  # noqa: F401,F403
@@ -32,6 +33,7 @@ from ember.numpy._joining import *  # noqa: F401,F403
 from ember.numpy._manipulation import *  # noqa: F401,F403
 from ember.numpy._math import *  # noqa: F401,F403
 from ember.numpy._number_theory import *  # noqa: F401,F403
+from ember.numpy._polynomials import *  # noqa: F401,F403
 from ember.numpy._products import *  # noqa: F401,F403
 from ember.numpy._quantiles import *  # noqa: F401,F403
 from ember.numpy._reductions import *  # noqa: F401,F403
