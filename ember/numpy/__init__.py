@@ -16,6 +16,7 @@ range and maps NaN to 0; sums and products of integers narrower than the default
 accumulate in the default integer.
 """
 from ember.numpy import fft, linalg  # noqa: F401
+from ember.numpy._bits import *  # noqa: F401,F403
 from ember.numpy._calculus import *  # noqa: F401,F403
 from ember.numpy._convolution import *  # noqa: F401,F403
 from ember.numpy._covariance import *  # noqa: F401,F403
@@ -42,6 +43,7 @@ from ember.numpy._sets import *  # noqa: F401,F403
 from ember.numpy._sorting import *  # noqa: F401,F403
 from ember.numpy._ufuncs import *  # noqa: F401,F403
 from ember.numpy._vectorize import *  # noqa: F401,F403
+from ember.numpy._windows import *  # noqa: F401,F403
 from ember.numpy.indexing import take, take_along_axis  # noqa: F401
 from ember.numpy._promotion import ndarray  # noqa: F401
 

@@ -23,7 +23,7 @@ from ember.numpy._searching import flatnonzero
 from ember.numpy.indexing import take
 
 __all__ = ["unique", "unique_all", "unique_counts", "unique_inverse", "unique_values", "isin",
-           "union1d", "intersect1d", "setdiff1d"]
+           "union1d", "intersect1d", "setdiff1d", "setxor1d"]
 
 
 class UniqueAllResult(NamedTuple):
@@ -199,3 +199,27 @@ def setdiff1d(ar1: Any, ar2: Any, assume_unique: bool = False):
     """Sorted unique elements of ``ar1`` not in ``ar2`` (eager)."""
     values = unique(ar1)
     return values[isin(values, ar2, invert=True)]
+
+
+def setxor1d(ar1: Any, ar2: Any, assume_unique: bool = False, *, size: int | None = None,
+             fill_value: Any = None):
+    """Sorted unique elements in exactly one of the two arrays. Under jit pass ``size``:
+    the result is cut or padded with ``fill_value`` (default: its smallest value)."""
+    a, b = ravel(ar1), ravel(ar2)
+    both = concatenate([a, b])
+    n = both.shape[0]
+    if n == 0:
+        return both
+    groups = _unique(both, False, n, None)  # n slots: never cut, so the inverse is exact
+    seen = ensure_array(np.zeros(n, bool))
+    in_a = seen.at[groups.inverse_indices[:a.shape[0]]].set(True)
+    in_b = seen.at[groups.inverse_indices[a.shape[0]:]].set(True)
+    exclusive = lax.bitwise_xor(in_a, in_b)  # padding slots are in neither
+    if size is None:
+        keep = concrete(exclusive, "setxor1d without size=")
+        return take(groups.values, np.flatnonzero(keep), mode="clip")
+    positions = flatnonzero(exclusive, size=size, fill_value=n)
+    values = take(groups.values, positions, mode="clip")
+    fill = values[0] if fill_value is None else fill_value
+    return where(lax.eq(positions, broadcast_to_shape(np.asarray(n, positions.dtype),
+                                                      positions.shape)), fill, values)

@@ -202,3 +202,17 @@ def test_set_operations(data):
     _same(enp.union1d(a, b), np.union1d(a, b))
     _same(enp.intersect1d(a, b), np.intersect1d(a, b))
     _same(enp.setdiff1d(a, b), np.setdiff1d(a, b))
+    _same(enp.setxor1d(a, b), np.setxor1d(a, b))
+
+
+def test_setxor1d_with_size_and_nans_matches_jax():
+    jnp = pytest.importorskip("jax.numpy")
+    a, b = np.array([3, 2, 3, 3], np.int32), np.array([3, 4], np.int32)
+    with ember.config.override(backend="reference"):
+        out = ember.jit(lambda x, y: enp.setxor1d(x, y, size=5))(a, b)
+    _same(out, jnp.setxor1d(a, b, size=5))
+    _same(enp.setxor1d(a, b, size=4, fill_value=-1), [2, 4, -1, -1])
+    nans = np.array([1.0, np.nan], np.float32), np.array([np.nan, 2.0], np.float32)
+    _same(enp.setxor1d(*nans), np.setxor1d(*nans))  # each NaN is its own value
+    with pytest.raises(ConcretizationError, match="setxor1d without size="):
+        ember.jit(enp.setxor1d)(a, b)
