@@ -514,23 +514,38 @@ def load_library(path: Path | str) -> ctypes.CDLL:
     with _libraries_lock:
         library = _libraries.get(key)
         if library is None:
-            with _blas_without_threads():
+            with _runtime_settings():
                 library = ctypes.CDLL(key)
             _libraries[key] = library
         return library
 
 
+# What the runtimes a generated library brings in (OpenBLAS, the OpenMP runtime) read
+# once, when they are loaded: (variable, value, variables by which the user decides it
+# instead). Each is set only while loading, and only where the user has set none of them.
+_RUNTIME_SETTINGS = (
+    # Generated code calls OpenBLAS single-threaded from OpenMP's threads; the thread
+    # OpenBLAS would start at load spins for about 0.1 s, taking a core from the first
+    # call. (It still starts threads when asked for more.)
+    ("OPENBLAS_NUM_THREADS", "1", ()),
+    # An OpenMP thread waiting for work (at a region's end, or for the next region) spins
+    # 20k turns of libgomp's pause loop (~0.2 ms here) before it sleeps, not the default
+    # 300k (~3 ms). When other processes use the cores, a thread spinning while its
+    # partner waits for a core wastes its own core for the whole spin, in every parallel
+    # region: an MLP train step on 2 cores beside one busy process took 110 ms, 31 ms
+    # with this. Long enough to bridge the gaps between the regions of one call.
+    ("GOMP_SPINCOUNT", "20000", ("OMP_WAIT_POLICY",)),
+)
+
+
 @contextlib.contextmanager
-def _blas_without_threads() -> Iterator[None]:
-    """Load OpenBLAS (a library's dependency) with no threads of its own, unless the user
-    set ``OPENBLAS_NUM_THREADS``. Generated code calls it single-threaded from OpenMP's
-    threads; the thread OpenBLAS would start at load spins for about 0.1 s, taking a
-    core from the first call. (It still starts threads when asked for more.)"""
-    if "OPENBLAS_NUM_THREADS" in os.environ:
-        yield
-        return
-    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+def _runtime_settings() -> Iterator[None]:
+    """Apply ``_RUNTIME_SETTINGS`` while a library (and what it links) is loaded."""
+    applied = [(name, value) for name, value, deciders in _RUNTIME_SETTINGS
+               if not any(n in os.environ for n in (name, *deciders))]
+    os.environ.update(applied)
     try:
         yield
     finally:
-        os.environ.pop("OPENBLAS_NUM_THREADS", None)
+        for name, _ in applied:
+            os.environ.pop(name, None)
