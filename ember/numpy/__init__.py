@@ -25,9 +25,11 @@ from ember.numpy._cumulative import *  # noqa: F401,F403
 from ember.numpy._dtypes import *  # noqa: F401,F403
 from ember.numpy._dtypes import bool_ as bool  # noqa: F401  (Array API name)
 from ember.numpy._editing import *  # noqa: F401,F403
+from ember.numpy._einsum import *  # noqa: F401,F403
 from ember.numpy._floating import *  # noqa: F401,F403
 from ember.numpy._functional import *  # noqa: F401,F403
 from ember.numpy._histograms import *  # noqa: F401,F403
+from ember.numpy._host import *  # noqa: F401,F403
 from ember.numpy._index_tricks import *  # noqa: F401,F403
 from ember.numpy._info import __array_namespace_info__  # noqa: F401
 from ember.numpy._joining import *  # noqa: F401,F403

@@ -15,7 +15,7 @@ from ember import lax
 from ember.errors import EmberValueError
 from ember.numpy._promotion import ensure_array, result_dtype
 
-__all__ = ["einsum"]
+__all__ = ["einsum", "einsum_path"]
 
 _ELLIPSIS_LETTERS = [chr(0x3B1 + i) for i in range(24)]  # Greek: never in user subscripts
 
@@ -134,3 +134,14 @@ def einsum(subscripts: str, /, *operands: Any, out: None = None, optimize: Any =
     if result.shape != target:  # an output letter whose every occurrence had size 1
         result = lax.broadcast_in_dim(result, target, tuple(range(len(target))))
     return result
+
+
+def einsum_path(subscripts: str, /, *operands: Any, optimize: Any = "auto") -> tuple[list, str]:
+    """NumPy's contraction order for ``einsum(subscripts, *operands)`` and its report
+    (computed from the operands' shapes alone). Ember's ``einsum`` itself contracts left
+    to right and ignores the order."""
+    import numpy as np
+
+    shapes = [np.broadcast_to(np.zeros((), np.float32), ensure_array(op).shape)
+              for op in operands]
+    return np.einsum_path(subscripts, *shapes, optimize=optimize)
