@@ -45,6 +45,10 @@ NOT_ARRAY_FUNCTIONS = {"numpy.can_cast", "numpy.promote_types", "numpy.result_ty
                        "numpy.iscomplexobj", "numpy.isrealobj", "numpy.shape", "numpy.ndim",
                        "numpy.size", "numpy.isscalar", "numpy.iterable",
                        "lax.convert_element_type"}
+# Host-side I/O and print settings (files, buffers, global options): never probed.
+NOT_ARRAY_FUNCTIONS |= {f"numpy.{name}" for name in (
+    "save", "savez", "load", "frombuffer", "fromfile", "fromiter", "fromstring",
+    "get_printoptions", "set_printoptions", "printoptions")}
 # Array parameters that are not broadcast against the others.
 NOT_BROADCAST = {"kth", "dtype", "test_elements"}
 
