@@ -27,7 +27,6 @@ from ember.ir.graph import Var
 from ember.passes.memory import BufferPlan, Location
 
 PRELUDE = """\
-#include <math.h>
 #include <stdint.h>
 #include <string.h>
 #include "ember_math.h"
@@ -165,7 +164,7 @@ def _dispatch(segments: list[list[int]], parts: list[tuple[int, list[int]]]) -> 
 def _unit_source(uses_blas: bool, definitions: list[str], entry: str) -> str:
     parts = [PRELUDE]
     if uses_blas:
-        parts.append("#include <cblas.h>\n")
+        parts.append('#include "ember_blas.h"\n')
     parts += [text for text in definitions if text]
     parts.append(entry)
     return "\n".join(parts)

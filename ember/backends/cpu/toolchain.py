@@ -35,8 +35,10 @@ INCLUDE_DIR = Path(__file__).resolve().parent / "include"
 """Headers passed to every compile with ``-I`` (``ember_math.h``)."""
 
 _CANDIDATE_COMPILERS = ("cc", "gcc", "clang")
+# A function called without a declaration is an error, not a guessed prototype (the
+# bundled headers declare what generated code calls: ember_libm.h, ember_blas.h).
 _BASE_FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-std=c11",
-               "-fno-math-errno", "-fno-trapping-math")
+               "-fno-math-errno", "-fno-trapping-math", "-Werror=implicit-function-declaration")
 _LINK_FLAGS = ("-lm",)
 _CACHE_FORMAT = "ember-cc/1"  # bump when the way we call the compiler changes
 _MAX_ERROR_LINES = 60

@@ -7,7 +7,7 @@
 #ifndef EMBER_KERNELS_H
 #define EMBER_KERNELS_H
 
-#include <math.h>
+#include "ember_libm.h"
 #include <stdint.h>
 #include <string.h>
 

@@ -32,7 +32,7 @@
 #ifndef EMBER_MATH_H
 #define EMBER_MATH_H
 
-#include <math.h>
+#include "ember_libm.h"
 #include <stdint.h>
 
 #if defined(__GNUC__) || defined(__clang__)
