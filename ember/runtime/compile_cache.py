@@ -11,8 +11,11 @@ An artifact on disk counts only when its sidecar exists and matches its content,
 truncated, corrupted, half-written or planted file is rebuilt, never loaded. Builds run
 under an exclusive ``flock`` on ``<key>.lock``: when several processes miss at once, one
 builds and the others wait and then find its result. Artifact and sidecar are written to
-temporary files, fsynced and moved into place with ``os.replace`` (artifact first, then
-sidecar), so a reader never sees a partial file and a crash leaves no valid-looking entry.
+temporary files and moved into place with ``os.replace`` (artifact first, then sidecar),
+so a reader never sees a partial file and a killed process leaves no valid-looking entry.
+Nothing is fsynced (each fsync cost milliseconds on a cold compile): after a crash of
+the machine, an artifact whose data did not reach the disk no longer matches its
+sidecar, or the sidecar is missing or empty, so the entry is rebuilt.
 
 Nothing read from the cache is unpickled or evaluated: the only things read back are the
 artifact's bytes (hashed) and the hex digest in the sidecar; a valid artifact is then
@@ -79,22 +82,6 @@ def _file_sha256(path: Path) -> str:
         for chunk in iter(lambda: file.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
-
-
-def _fsync_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _fsync_directory(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _unsafe_reason(directory: Path) -> str | None:
@@ -280,11 +267,8 @@ class _Entry:
             if not tmp_artifact.is_file():
                 raise RuntimeError(f"compile cache: the build did not write {tmp_artifact}")
             tmp_sidecar.write_text(_file_sha256(tmp_artifact) + "\n", encoding="ascii")
-            _fsync_file(tmp_artifact)
-            _fsync_file(tmp_sidecar)
             os.replace(tmp_artifact, self.artifact)
             os.replace(tmp_sidecar, self.sidecar)
-            _fsync_directory(self.folder)
         finally:
             tmp_artifact.unlink(missing_ok=True)
             tmp_sidecar.unlink(missing_ok=True)

@@ -228,7 +228,8 @@ def _read_probe_entry(path: Path, key: str) -> tuple[str, str, bool] | None:
 
 
 def _write_probe_entry(path: Path, key: str, result: tuple[str, str, bool]) -> None:
-    """Store the answers atomically (temp file, fsync, rename); failures are ignored."""
+    """Store the answers atomically (temp file, rename; the digest catches what a machine
+    crash might leave); failures are ignored."""
     version, target_isa, openmp = result
     text = json.dumps({"format": _PROBE_FORMAT, "key": key, "version": version,
                        "target_isa": target_isa, "openmp": openmp,
@@ -240,8 +241,6 @@ def _write_probe_entry(path: Path, key: str, result: tuple[str, str, bool]) -> N
         tmp = Path(name)
         with os.fdopen(fd, "w", encoding="utf-8") as file:
             file.write(text)
-            file.flush()
-            os.fsync(file.fileno())
         os.replace(tmp, path)
         tmp = None
     except OSError:
