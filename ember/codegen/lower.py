@@ -433,8 +433,8 @@ def _accumulator_dtype(kind: str, dtype: np.dtype) -> np.dtype:
 class _LoopPlan:
     outer: list[Sym]  # outer (row) loops, outermost first
     inner: list[Sym]  # loops of the final (output) phase
-    # each ordered nest's (independent, sequential) loops
-    ordered: list[tuple[list[Sym], list[Sym]]] = field(default_factory=list)
+    # each ordered nest's loops: (independent, lanes, sequential)
+    ordered: list[tuple[list[Sym], list[Sym], list[Sym]]] = field(default_factory=list)
 
 
 def _accesses(builder: _Builder) -> list[Affine]:
@@ -500,10 +500,38 @@ def _plan_loops(group: LoopGroup, first: _Builder) -> tuple[dict[Sym, Affine], _
     for syms in dict.fromkeys(red.syms for red in first.reductions.values()):
         if not set(syms) <= set(group.syms):  # (shared with the output loops: done)
             _substitution(_merge_runs(list(syms), forms), "k", subst)
-    ordered = [(_substitution(_merge_runs(list(nest.independent), forms), f"p{n}_", subst),
-                _substitution(_merge_runs(list(nest.sequential), forms), f"q{n}_", subst))
-               for n, nest in enumerate(first.ordered)]
+    ordered = []
+    for n, nest in enumerate(first.ordered):
+        independent = _substitution(_merge_runs(list(nest.independent), forms), f"p{n}_", subst)
+        sequential = _substitution(_merge_runs(list(nest.sequential), forms), f"q{n}_", subst)
+        lanes = _split_lanes(independent, subst, nest.buffer.dtype.itemsize) \
+            if nest.step.acc is None and sequential else []
+        ordered.append((independent, lanes, sequential))
     return subst, _LoopPlan(outer, inner, ordered)
+
+
+LANE_BYTES = (128, 64)  # widths tried for a scatter's lanes: whole cache lines
+
+
+def _split_lanes(independent: list[Sym], subst: dict[Sym, Affine], itemsize: int) -> list[Sym]:
+    """Split a scatter's innermost independent loop into chunks (which stay independent)
+    of a few cache lines (the *lanes*, returned), so that a thread can take a chunk and
+    walk the ordered updates with a contiguous, vectorized loop over its lanes."""
+    if not independent:
+        return []
+    last = independent[-1]
+    width = next((w // itemsize for w in LANE_BYTES
+                  if w >= itemsize and last.extent % (w // itemsize) == 0
+                  and last.extent > w // itemsize), None)
+    if width is None:
+        return []
+    chunk, lane = Sym(f"{last.name}c", last.extent // width), Sym(f"{last.name}l", width)
+    split = {last: ix.add(ix.scale(ix.var(chunk), width), ix.var(lane))}
+    for raw, form in subst.items():
+        if last in ix.free_syms(form):
+            subst[raw] = ix.substitute(form, split)
+    independent[-1] = chunk
+    return [lane]
 
 
 # --- emitting statements --------------------------------------------------------------
@@ -529,12 +557,12 @@ class _Emitter:
         top = _Scope(frozenset(), [])
         self.scopes = [top]
         top.stmts.extend(self._nest(self.plan.outer, self._phases, self._parallel_outer()))
-        for nest, (independent, sequential) in zip(self.b.ordered, self.plan.ordered):
+        for nest, loops in zip(self.b.ordered, self.plan.ordered):
             if top.stmts:
                 top.stmts.append(Barrier())
                 if self.grid:  # each part is a kernel of its own: nothing carries over
                     top.bound = set()
-            top.stmts.extend(self._ordered_nest(nest, independent, sequential))
+            top.stmts.extend(self._ordered_nest(nest, *loops))
         params = list(self.b.params.values())
         return Kernel(name, params, top.stmts, self.ops, list(self.lines))
 
@@ -593,11 +621,12 @@ class _Emitter:
         return True
 
     # scatters and scans
-    def _ordered_nest(self, nest: _OrderedNest, independent: list[Sym],
+    def _ordered_nest(self, nest: _OrderedNest, independent: list[Sym], lanes: list[Sym],
                       sequential: list[Sym]) -> list[Stmt]:
         """The loops of a scatter or scan: independent loops outermost where they run in
-        parallel (or carry a scan's accumulator), else innermost, where they may be
-        vectorized (a scatter of rows: each update row in turn, along the row)."""
+        parallel (a scatter keeps its lanes innermost: a thread walks the updates in
+        order along a contiguous chunk) or carry a scan's accumulator, else innermost,
+        where they may be vectorized (a scatter of rows: each row in turn, along it)."""
         step = nest.step
 
         def body() -> None:
@@ -611,25 +640,29 @@ class _Emitter:
             scope.stmts.append(Store(nest.buffer, step.index, step.value, step.offset,
                                      step.combine, step.guard))
 
-        def in_order() -> None:
-            if step.acc is not None:
-                self.scopes[-1].stmts.append(AccInit(step.acc))
-            self.scopes[-1].stmts.extend(self._nest(sequential, body, False, ordered=True))
+        def across(loops: list[Sym]):
+            return lambda: self.scopes[-1].stmts.extend(self._nest(loops, body, False))
+
+        def in_order(inner: list[Sym]):
+            def fill() -> None:
+                if step.acc is not None:
+                    self.scopes[-1].stmts.append(AccInit(step.acc))
+                self.scopes[-1].stmts.extend(
+                    self._nest(sequential, across(inner), False, ordered=True))
+            return fill
 
         spread = int(np.prod([s.extent for s in independent], dtype=np.int64))
-        work = spread * int(np.prod([s.extent for s in sequential], dtype=np.int64))
+        work = spread * int(np.prod([s.extent for s in sequential + lanes], dtype=np.int64))
         parallel = (self.threads > 1 and spread >= 4 * self.threads
                     and work >= MIN_PARALLEL_WORK)
         self.ops.append(nest.prim)
         if nest.source:
             self.lines.setdefault(nest.source)
-        if self.grid or parallel or step.acc is not None:
-            return self._nest(independent, in_order, parallel)
-
-        def across() -> None:
-            self.scopes[-1].stmts.extend(self._nest(independent, body, False))
-
-        return self._nest(sequential, across, False, ordered=True)
+        if self.grid or step.acc is not None:
+            return self._nest(independent + lanes, in_order([]), parallel)
+        if parallel:
+            return self._nest(independent, in_order(lanes), parallel)
+        return self._nest(sequential, across(independent + lanes), False, ordered=True)
 
     # keeping expensive row values between a reduction loop and the output loop
     def _stash_buffers(self) -> dict[int, Buffer]:
