@@ -43,6 +43,7 @@ from ember.numpy._reductions import *  # noqa: F401,F403
 from ember.numpy._searching import *  # noqa: F401,F403
 from ember.numpy._sets import *  # noqa: F401,F403
 from ember.numpy._sorting import *  # noqa: F401,F403
+from ember.numpy._ufunc_objects import frompyfunc, ufunc  # noqa: F401
 from ember.numpy._ufuncs import *  # noqa: F401,F403
 from ember.numpy._vectorize import *  # noqa: F401,F403
 from ember.numpy._windows import *  # noqa: F401,F403

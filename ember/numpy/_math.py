@@ -20,6 +20,7 @@ from ember import lax
 from ember.core import dtypes
 from ember.errors import EmberTypeError, EmberValueError
 from ember.numpy import _ufuncs
+from ember.numpy._ufunc_objects import builtin
 from ember.numpy._creation import full
 from ember.numpy._promotion import (
     broadcast_shapes, broadcast_to_shape, constant_like, ensure_array, promote_args,
@@ -383,14 +384,19 @@ def _logaddexp(x1: Any, x2: Any, exp_fn, log1p_scale: float):
     return _select(_isnan(delta), lax.add(x, y), lax.add(larger, log_term))
 
 
-def logaddexp(x1: Any, x2: Any, /):
+def _logaddexp_e(x1: Any, x2: Any, /):
     """``log(exp(x1) + exp(x2))`` without overflow."""
     return _logaddexp(x1, x2, lax.exp, 1.0)
 
 
-def logaddexp2(x1: Any, x2: Any, /):
+def _logaddexp_2(x1: Any, x2: Any, /):
     """``log2(2**x1 + 2**x2)`` without overflow."""
     return _logaddexp(x1, x2, lax.exp2, 1 / math.log(2))
+
+
+_logaddexp_e.__name__, _logaddexp_2.__name__ = "logaddexp", "logaddexp2"
+logaddexp = builtin(_logaddexp_e, 2, -np.inf)  # ufuncs: logaddexp.reduce is a log-sum-exp
+logaddexp2 = builtin(_logaddexp_2, 2, -np.inf)
 
 
 def hypot(x1: Any, x2: Any, /):

@@ -15,6 +15,7 @@ import numpy as np
 from ember import lax
 from ember.core import dtypes
 from ember.numpy._promotion import ensure_array, promote_args, promote_args_inexact
+from ember.numpy._ufunc_objects import builtin, monoid, reduction, running, scatter
 
 __all__ = [
     "exp", "exp2", "expm1", "log", "log1p", "sqrt", "cbrt", "sin", "cos", "tan", "arcsin",
@@ -87,7 +88,7 @@ arctanh = atanh = _ufunc("arctanh", lax.atanh, _inexact)
 arctan2 = atan2 = _ufunc("arctan2", lax.atan2, _inexact)
 nextafter = _ufunc("nextafter", lax.nextafter, _inexact)
 
-negative = _ufunc("negative", lax.neg, _same)
+negative = builtin(_ufunc("negative", lax.neg, _same), 1)
 square = _ufunc("square", lax.square, _same)
 conjugate = conj = _ufunc("conjugate", lambda x: lax.conj(x) if dtypes.is_complex(x.dtype)
                           else x, _same)
@@ -97,14 +98,24 @@ invert = bitwise_not = bitwise_invert = _ufunc("invert", lax.bitwise_not, _same)
 bitwise_count = _ufunc("bitwise_count", lambda x: lax.convert_element_type(
     lax.population_count(lax.abs(x) if dtypes.is_signed(x.dtype) else x), np.uint8), _same)
 
-add = _ufunc("add", _bool_as(lax.bitwise_or, lax.add), _same)
-subtract = _ufunc("subtract", lax.sub, _same)
-multiply = _ufunc("multiply", _bool_as(lax.bitwise_and, lax.mul), _same)
-maximum = _ufunc("maximum", lax.max, _same)
-minimum = _ufunc("minimum", lax.min, _same)
-bitwise_and = _ufunc("bitwise_and", lax.bitwise_and, _same)
-bitwise_or = _ufunc("bitwise_or", lax.bitwise_or, _same)
-bitwise_xor = _ufunc("bitwise_xor", lax.bitwise_xor, _same)
+# The binary functions JAX makes ufunc objects, with their methods' fast paths.
+add = builtin(_ufunc("add", _bool_as(lax.bitwise_or, lax.add), _same), 2, 0,
+              reduce=reduction("sum"), accumulate=running("cumsum"), at=scatter("add"))
+subtract = builtin(_ufunc("subtract", lax.sub, _same), 2,
+                   at=scatter("add", lambda b: negative(b)))
+multiply = builtin(_ufunc("multiply", _bool_as(lax.bitwise_and, lax.mul), _same), 2, 1,
+                   reduce=reduction("prod"), accumulate=running("cumprod"),
+                   at=scatter("multiply"))
+maximum = builtin(_ufunc("maximum", lax.max, _same), 2, reduce=reduction("max"),
+                  accumulate=running("cummax"), at=scatter("max"))
+minimum = builtin(_ufunc("minimum", lax.min, _same), 2, reduce=reduction("min"),
+                  accumulate=running("cummin"), at=scatter("min"))
+bitwise_and = builtin(_ufunc("bitwise_and", lax.bitwise_and, _same), 2, -1,
+                      reduce=monoid(lax.reduce_and, lax.bitwise_and, -1, boolean=False))
+bitwise_or = builtin(_ufunc("bitwise_or", lax.bitwise_or, _same), 2, 0,
+                     reduce=monoid(lax.reduce_or, lax.bitwise_or, 0, boolean=False))
+bitwise_xor = builtin(_ufunc("bitwise_xor", lax.bitwise_xor, _same), 2, 0,
+                      reduce=monoid(lax.reduce_xor, lax.bitwise_xor, 0, boolean=False))
 left_shift = bitwise_left_shift = _ufunc("left_shift", lax.shift_left, _same)
 right_shift = bitwise_right_shift = _ufunc("right_shift", _right_shift, _same)
 equal = _ufunc("equal", lax.eq, _same)
@@ -114,7 +125,10 @@ less_equal = _ufunc("less_equal", lax.le, _same)
 greater = _ufunc("greater", lax.gt, _same)
 greater_equal = _ufunc("greater_equal", lax.ge, _same)
 
-logical_and = _ufunc("logical_and", lax.bitwise_and, _boolean)
-logical_or = _ufunc("logical_or", lax.bitwise_or, _boolean)
-logical_xor = _ufunc("logical_xor", lax.bitwise_xor, _boolean)
+logical_and = builtin(_ufunc("logical_and", lax.bitwise_and, _boolean), 2, True,
+                      reduce=monoid(lax.reduce_and, lax.bitwise_and, True, boolean=True))
+logical_or = builtin(_ufunc("logical_or", lax.bitwise_or, _boolean), 2, False,
+                     reduce=monoid(lax.reduce_or, lax.bitwise_or, False, boolean=True))
+logical_xor = builtin(_ufunc("logical_xor", lax.bitwise_xor, _boolean), 2, False,
+                      reduce=monoid(lax.reduce_xor, lax.bitwise_xor, False, boolean=True))
 logical_not = _ufunc("logical_not", lax.bitwise_not, _boolean)
