@@ -222,20 +222,33 @@ def scatter_step(b, eqn: Eqn, index: Index) -> OrderedStep:
 
 
 def scan_step(b, eqn: Eqn, index: Index, name: str) -> OrderedStep:
-    """Element ``index`` of a cumulative op: accumulate the operand, store the running
-    value (``name``: the accumulator's)."""
+    """Element ``index`` of a cumulative op (``name``: its accumulator's). Along the
+    contiguous axis, a running accumulator; across rows (axes after the scanned one),
+    the value stored for the previous element, so that a row of elements goes on at
+    once (where it is what the accumulator would hold: the dtype accumulates itself)."""
     from ember.ops.reductions import accumulator_dtype
 
     kind = access.SCAN_KIND[eqn.prim.name]
     operand, out = eqn.inputs[0], eqn.outputs[0]
-    axis, extent = eqn.params["axis"], operand.aval.shape[eqn.params["axis"]]
-    if eqn.params["reverse"]:
-        index = (*index[:axis], ix.add(ix.const(extent - 1), ix.scale(index[axis], -1)),
+    shape, dtype = operand.aval.shape, operand.aval.dtype
+    axis, step = eqn.params["axis"], -1 if eqn.params["reverse"] else 1
+    position = index[axis]
+    if step < 0:
+        index = (*index[:axis], ix.add(ix.const(shape[axis] - 1), ix.scale(position, -1)),
                  *index[axis + 1:])
-    dtype = operand.aval.dtype
     acc_dtype = accumulator_dtype(dtype) if kind in ("sum", "prod") else dtype
+    where = ix.linearize(index, out.aval.shape)
+    if acc_dtype == dtype and any(n > 1 for n in shape[axis + 1:]):
+        before = (*index[:axis], ix.add(index[axis], ix.const(-step)), *index[axis + 1:])
+        first = b.index_cond(position, 0, 0, 1)
+        previous = b.load(out, before, b.op("not", (first,), BOOL))
+        combined = b.op(_SCAN_COMBINE[kind], (previous, b.value(operand, index)), dtype)
+        return OrderedStep(where, b.op("select_n", (first, combined, b.value(operand, index)),
+                                       dtype))
     update = b.convert(b.value(operand, index), acc_dtype)
     acc = Accumulator(name, kind, acc_dtype, dtype)
     running = b.make(("running", name), lambda: RunningValue(acc), free=ix.index_syms(index))
-    return OrderedStep(ix.linearize(index, out.aval.shape), b.convert(running, out.aval.dtype),
-                       acc=acc, update=update)
+    return OrderedStep(where, b.convert(running, out.aval.dtype), acc=acc, update=update)
+
+
+_SCAN_COMBINE = {"sum": "add", "prod": "mul", "max": "max", "min": "min"}

@@ -228,6 +228,14 @@ def _cumulative_cases() -> dict[str, Case]:
                                   lambda rng: (values(rng, (3, 0), "float32"),)),
         "cumsum_parallel_rows": Case(_scan("cumsum", 1, False),
                                      lambda rng: (normal(rng, 512, 600),), tolerance=(1e-4, 1e-4)),
+        # across rows: the previous row, as stored (or, for half precision sums, a
+        # float32 accumulator per column)
+        "cumsum_parallel_columns": Case(_scan("cumsum", 0, True), lambda rng: (
+            normal(rng, 600, 512),), tolerance=(1e-4, 1e-4)),
+        **{f"{name}_{dtype}_columns": Case(_scan(name, 0, False), lambda rng, d=dtype: (
+            values(rng, (5, 3, 7), d),)) for name, dtype in [
+                ("cumsum", "int8"), ("cumsum", "float16"), ("cummax", "float16"),
+                ("cummin", "bool"), ("cumprod", "int32")]},
     })
     return cases
 
