@@ -82,7 +82,7 @@ class CpuBackend(Backend):
         generated = _generate(graph, donated, timed)
         path = timed("cc", _build, generated.module, generated.schedule)
         library = toolchain.load_library(path)
-        executable = CpuExecutable(graph=graph, **generated.details())
+        executable = CpuExecutable.described_later(graph, generated.details)
         executable.library = library  # keeps the shared object loaded
         optimized, plan = generated.optimized, generated.plan
         args = {"layout": generated.layout,
@@ -126,7 +126,8 @@ class _Generated:
     module: Module
 
     def details(self) -> dict[str, Any]:
-        """The fields of ``Executable`` that describe the compiled program."""
+        """The fields of ``Executable`` that describe the compiled program (computed when
+        first read: costs, memory and the schedule's text take milliseconds)."""
         inputs = [*self.optimized.inputs, *self.optimized.constvars]
         graph = self.schedule.graph
         return {"optimized": graph, "kernels": self.module.kernels,
