@@ -41,8 +41,19 @@ def _finish(out: Any, bool_inputs: bool) -> Any:
     return out
 
 
-def matmul(x1: Any, x2: Any, /):
-    """Matrix product with NumPy's rules: 1-D operands are vectors, leading axes broadcast."""
+def _dot(x: Any, y: Any, dimension_numbers: Any, precision: Any, preferred: Any) -> Any:
+    """One ``dot_general``; ``preferred`` (``preferred_element_type``) sets the result's
+    dtype, e.g. float32 products of bfloat16 operands."""
+    if preferred is not None:
+        preferred = dtypes.canonicalize(preferred)
+    return lax.dot_general(x, y, dimension_numbers, precision=precision,
+                           preferred_element_type=preferred)
+
+
+def matmul(x1: Any, x2: Any, /, *, precision: Any = None, preferred_element_type: Any = None):
+    """Matrix product with NumPy's rules: 1-D operands are vectors, leading axes broadcast;
+    ``preferred_element_type`` sets the result dtype (``precision`` is accepted, as JAX's
+    hint, and ignored)."""
     a, b, is_bool = _operands(x1, x2)
     if a.ndim == 0 or b.ndim == 0:
         raise EmberValueError(f"matmul: operands must be at least 1-D, got shapes {a.shape} "
@@ -59,13 +70,14 @@ def matmul(x1: Any, x2: Any, /):
     if b.ndim == 2:
         # (..., m, k) @ (k, n): one GEMM over the flattened leading axes, no batch copy
         # of the right operand (as XLA would get from JAX).
-        out = lax.dot_general(a, b, (((a.ndim - 1,), (0,)), ((), ())))
+        out = _dot(a, b, (((a.ndim - 1,), (0,)), ((), ())), precision, preferred_element_type)
     else:
         batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
         a = broadcast_to_shape(a, batch + a.shape[-2:])
         b = broadcast_to_shape(b, batch + b.shape[-2:])
         nb = len(batch)
-        out = lax.dot_general(a, b, (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb)))))
+        out = _dot(a, b, (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb)))),
+                   precision, preferred_element_type)
     if a_vector:
         out = lax.squeeze(out, (out.ndim - 2,))
     if b_vector:
@@ -85,43 +97,52 @@ def vecmat(x1: Any, x2: Any, /):
     return lax.squeeze(matmul(lax.expand_dims(conj(x1), (-2,)), x2), (-2,))
 
 
-def _contract(a: Any, b: Any, a_axes: Sequence[int], b_axes: Sequence[int]) -> Any:
+def _contract(a: Any, b: Any, a_axes: Sequence[int], b_axes: Sequence[int],
+              precision: Any = None, preferred: Any = None) -> Any:
     """``a`` and ``b`` contracted over paired axes; free axes of ``a`` then of ``b``."""
     x, y, is_bool = _operands(a, b)
     for i, j in zip(a_axes, b_axes):
         if x.shape[i] != y.shape[j]:
             raise EmberValueError(f"shapes {x.shape} and {y.shape} are not aligned: axis {i} "
                                   f"({x.shape[i]}) != axis {j} ({y.shape[j]})")
-    out = lax.dot_general(x, y, ((tuple(a_axes), tuple(b_axes)), ((), ())))
+    out = _dot(x, y, ((tuple(a_axes), tuple(b_axes)), ((), ())), precision, preferred)
     return _finish(out, is_bool)
 
 
-def dot(a: Any, b: Any, out: None = None):
-    """NumPy's ``dot``: scalars multiply; otherwise the last axis of ``a`` meets the
-    second-to-last of ``b`` (the only one if ``b`` is 1-D)."""
+def _scaled(x: Any, y: Any, preferred: Any) -> Any:
+    """A product with a scalar operand (``dot`` / ``inner`` of a 0-d array)."""
     from ember.numpy._ufuncs import multiply
 
+    out = multiply(x, y)
+    return out if preferred is None else lax.convert_element_type(
+        out, dtypes.canonicalize(preferred))
+
+
+def dot(a: Any, b: Any, out: None = None, *, precision: Any = None,
+        preferred_element_type: Any = None):
+    """NumPy's ``dot``: scalars multiply; otherwise the last axis of ``a`` meets the
+    second-to-last of ``b`` (the only one if ``b`` is 1-D)."""
     x, y = ensure_array(a), ensure_array(b)
     if x.ndim == 0 or y.ndim == 0:
-        return multiply(x, y)
-    return _contract(x, y, (x.ndim - 1,), (max(y.ndim - 2, 0),))
+        return _scaled(x, y, preferred_element_type)
+    return _contract(x, y, (x.ndim - 1,), (max(y.ndim - 2, 0),), precision,
+                     preferred_element_type)
 
 
-def vdot(a: Any, b: Any, /):
+def vdot(a: Any, b: Any, /, *, precision: Any = None, preferred_element_type: Any = None):
     """Dot product of the flattened arrays, the first one conjugated."""
     from ember.numpy._ufuncs import conj
 
-    return dot(conj(ravel(a)), ravel(b))
+    return dot(conj(ravel(a)), ravel(b), precision=precision,
+               preferred_element_type=preferred_element_type)
 
 
-def inner(a: Any, b: Any, /):
+def inner(a: Any, b: Any, /, *, precision: Any = None, preferred_element_type: Any = None):
     """Contraction of the last axes of ``a`` and ``b`` (scalars multiply)."""
-    from ember.numpy._ufuncs import multiply
-
     x, y = ensure_array(a), ensure_array(b)
     if x.ndim == 0 or y.ndim == 0:
-        return multiply(x, y)
-    return _contract(x, y, (x.ndim - 1,), (y.ndim - 1,))
+        return _scaled(x, y, preferred_element_type)
+    return _contract(x, y, (x.ndim - 1,), (y.ndim - 1,), precision, preferred_element_type)
 
 
 def outer(a: Any, b: Any, out: None = None):
@@ -132,7 +153,8 @@ def outer(a: Any, b: Any, out: None = None):
     return multiply(lax.reshape(x, (x.shape[0], 1)), lax.reshape(y, (1, y.shape[0])))
 
 
-def tensordot(a: Any, b: Any, /, axes: int | Sequence[Any] = 2):
+def tensordot(a: Any, b: Any, /, axes: int | Sequence[Any] = 2, *, precision: Any = None,
+              preferred_element_type: Any = None):
     """Sum over the last ``axes`` of ``a`` and the first of ``b``, or over explicit pairs."""
     x, y = ensure_array(a), ensure_array(b)
     if isinstance(axes, (int, np.integer)):
@@ -150,10 +172,11 @@ def tensordot(a: Any, b: Any, /, axes: int | Sequence[Any] = 2):
         if len(a_axes) != len(b_axes):
             raise EmberValueError(f"tensordot: {len(a_axes)} axes of a paired with "
                                   f"{len(b_axes)} axes of b")
-    return _contract(x, y, a_axes, b_axes)
+    return _contract(x, y, a_axes, b_axes, precision, preferred_element_type)
 
 
-def vecdot(x1: Any, x2: Any, /, *, axis: int = -1):
+def vecdot(x1: Any, x2: Any, /, *, axis: int = -1, precision: Any = None,
+           preferred_element_type: Any = None):
     """``sum(conj(x1) * x2, axis)`` with broadcasting (Array API)."""
     from ember.numpy._ufuncs import conj
 
@@ -162,7 +185,8 @@ def vecdot(x1: Any, x2: Any, /, *, axis: int = -1):
     a, b = moveaxis(a, axis, -1), moveaxis(b, axis, -1)
     nb = a.ndim - 1
     batch = tuple(range(nb))
-    return _finish(lax.dot_general(a, b, (((nb,), (nb,)), (batch, batch))), is_bool)
+    return _finish(_dot(a, b, (((nb,), (nb,)), (batch, batch)), precision,
+                        preferred_element_type), is_bool)
 
 
 def kron(a: Any, b: Any):

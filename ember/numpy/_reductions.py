@@ -63,9 +63,14 @@ def _masked(x: Any, where_: Any, identity: Any) -> Any:
 
 
 def _monoid(reducer: Callable, identity: int, a: Any, axis: Axis, dtype: Any, keepdims: bool,
-            initial: Any, where_: Any) -> Any:
+            initial: Any, where_: Any, promote_integers: bool = True) -> Any:
     (x,) = promote_args(a)
-    dtype = dtypes.canonicalize(dtype) if dtype is not None else _accumulation_dtype(x.dtype)
+    if dtype is not None:
+        dtype = dtypes.canonicalize(dtype)
+    elif promote_integers or not dtypes.is_integer(x.dtype):
+        dtype = _accumulation_dtype(x.dtype)
+    else:  # JAX's promote_integers=False: integers keep their width
+        dtype = x.dtype
     x = lax.convert_element_type(_masked(x, where_, identity), dtype)
     out = _reduce(reducer, x, axis, keepdims)
     if initial is not None:
@@ -75,17 +80,20 @@ def _monoid(reducer: Callable, identity: int, a: Any, axis: Axis, dtype: Any, ke
 
 
 def sum(a: Any, axis: Axis = None, dtype: Any = None, out: None = None, keepdims: bool = False,
-        initial: Any = None, where: Any = None):
-    """Sum over ``axis`` (all axes by default)."""
+        initial: Any = None, where: Any = None, promote_integers: bool = True):
+    """Sum over ``axis`` (all axes by default); narrow integers accumulate in the default
+    integer unless ``promote_integers=False``."""
     _no_out(out, "sum")
-    return _monoid(lax.reduce_sum, 0, a, axis, dtype, keepdims, initial, where)
+    return _monoid(lax.reduce_sum, 0, a, axis, dtype, keepdims, initial, where,
+                   promote_integers)
 
 
 def prod(a: Any, axis: Axis = None, dtype: Any = None, out: None = None, keepdims: bool = False,
-         initial: Any = None, where: Any = None):
-    """Product over ``axis`` (all axes by default)."""
+         initial: Any = None, where: Any = None, promote_integers: bool = True):
+    """Product over ``axis`` (all axes by default); integers as ``sum``."""
     _no_out(out, "prod")
-    return _monoid(lax.reduce_prod, 1, a, axis, dtype, keepdims, initial, where)
+    return _monoid(lax.reduce_prod, 1, a, axis, dtype, keepdims, initial, where,
+                   promote_integers)
 
 
 def _no_out(out: Any, name: str) -> None:
@@ -181,8 +189,10 @@ def mean(a: Any, axis: Axis = None, dtype: Any = None, out: None = None, keepdim
 
 
 def var(a: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int = 0,
-        keepdims: bool = False, *, where: Any = None, correction: int | float | None = None):
-    """Variance over ``axis`` with ``ddof`` (NumPy) or ``correction`` (Array API) dof removed."""
+        keepdims: bool = False, *, where: Any = None, mean: Any = None,
+        correction: int | float | None = None):
+    """Variance over ``axis`` with ``ddof`` (NumPy) or ``correction`` (Array API) dof
+    removed; ``mean`` may pass the mean already computed (with ``keepdims=True``)."""
     _no_out(out, "var")
     if correction is not None:
         if ddof != 0:
@@ -192,7 +202,9 @@ def var(a: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: in
     dtype = dtypes.canonicalize(dtype) if dtype is not None else inexact_dtype(x.dtype)
     compute = _float_compute(dtype)
     x = lax.convert_element_type(x, compute)
-    centered = lax.sub(x, broadcast_to_shape(mean(x, axis, keepdims=True, where=where), x.shape))
+    center = _mean(x, axis, keepdims=True, where=where) if mean is None else \
+        lax.convert_element_type(ensure_array(mean), compute)
+    centered = lax.sub(x, broadcast_to_shape(center, x.shape))
     if dtypes.is_complex(compute):
         squares = lax.real(lax.mul(centered, lax.conj(centered)))
     else:
@@ -204,9 +216,14 @@ def var(a: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: in
 
 
 def std(a: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int = 0,
-        keepdims: bool = False, *, where: Any = None, correction: int | float | None = None):
+        keepdims: bool = False, *, where: Any = None, mean: Any = None,
+        correction: int | float | None = None):
     """Standard deviation: the square root of ``var``."""
-    return lax.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, correction=correction))
+    return lax.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
+                        correction=correction))
+
+
+_mean = mean  # var's ``mean`` argument shadows the function
 
 
 def ptp(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False):
@@ -252,44 +269,55 @@ def nanprod(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
     return prod(_without_nans(a, 1), axis, dtype, out, keepdims, **kwargs)
 
 
-def _nan_extremum(fn: Callable, fill: float, a: Any, axis: Axis, keepdims: bool) -> Any:
+def _nan_extremum(fn: Callable, fill: float, a: Any, axis: Axis, keepdims: bool, initial: Any,
+                  where_: Any) -> Any:
     (x,) = promote_args(a)
     if not dtypes.is_floating(x.dtype):
-        return fn(x, axis, keepdims=keepdims)
-    out = fn(_without_nans(x, fill), axis, keepdims=keepdims)
-    all_nan = all(isnan(x), axis, keepdims=keepdims)
-    return where(all_nan, full((), np.nan, x.dtype), out)
+        return fn(x, axis, keepdims=keepdims, initial=initial, where=where_)
+    out = fn(_without_nans(x, fill), axis, keepdims=keepdims, initial=initial, where=where_)
+    if initial is not None:
+        return out
+    nothing = isnan(x) if where_ is None else lax.bitwise_or(isnan(x), lax.bitwise_not(
+        broadcast_to_shape(promote_args(where_, dtype=dtypes.bool_)[0], x.shape)))
+    return where(all(nothing, axis, keepdims=keepdims), full((), np.nan, x.dtype), out)
 
 
-def nanmax(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False):
+def nanmax(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False,
+           initial: Any = None, where: Any = None):
     """``max`` ignoring NaNs (NaN where a whole slice is NaN)."""
     _no_out(out, "nanmax")
-    return _nan_extremum(max, -np.inf, a, axis, keepdims)
+    return _nan_extremum(max, -np.inf, a, axis, keepdims, initial, where)
 
 
-def nanmin(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False):
+def nanmin(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False,
+           initial: Any = None, where: Any = None):
     """``min`` ignoring NaNs (NaN where a whole slice is NaN)."""
     _no_out(out, "nanmin")
-    return _nan_extremum(min, np.inf, a, axis, keepdims)
+    return _nan_extremum(min, np.inf, a, axis, keepdims, initial, where)
 
 
-def _not_nan(a: Any) -> Any:
-    return lax.bitwise_not(isnan(a))
+def _valid(a: Any, where_: Any) -> Any:
+    """Elements that count: not NaN, and selected by ``where`` if given."""
+    valid = lax.bitwise_not(isnan(a))
+    if where_ is None:
+        return valid
+    mask = broadcast_to_shape(promote_args(where_, dtype=dtypes.bool_)[0], valid.shape)
+    return lax.bitwise_and(valid, mask)
 
 
 def nanmean(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
-            keepdims: bool = False):
+            keepdims: bool = False, *, where: Any = None):
     """``mean`` over the elements that are not NaN."""
-    return mean(a, axis, dtype, out, keepdims, where=_not_nan(a))
+    return mean(a, axis, dtype, out, keepdims, where=_valid(a, where))
 
 
 def nanvar(a: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int = 0,
-           keepdims: bool = False):
+           keepdims: bool = False, *, where: Any = None, mean: Any = None):
     """``var`` over the elements that are not NaN."""
-    return var(a, axis, dtype, out, ddof, keepdims, where=_not_nan(a))
+    return var(a, axis, dtype, out, ddof, keepdims, where=_valid(a, where), mean=mean)
 
 
 def nanstd(a: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int = 0,
-           keepdims: bool = False):
+           keepdims: bool = False, *, where: Any = None, mean: Any = None):
     """``std`` over the elements that are not NaN."""
-    return std(a, axis, dtype, out, ddof, keepdims, where=_not_nan(a))
+    return std(a, axis, dtype, out, ddof, keepdims, where=_valid(a, where), mean=mean)

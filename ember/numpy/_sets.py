@@ -189,16 +189,62 @@ def union1d(ar1: Any, ar2: Any, *, size: int | None = None, fill_value: Any = No
     return unique(concatenate([ravel(ar1), ravel(ar2)]), size=size, fill_value=fill_value)
 
 
-def intersect1d(ar1: Any, ar2: Any, assume_unique: bool = False):
-    """Sorted unique elements found in both arrays (eager: the size depends on values)."""
-    values = unique(ar1)
-    return values[isin(values, ar2)]
+def _positions(keep: Any, size: int | None, name: str) -> tuple[Any, Any]:
+    """Where ``keep`` holds: eagerly all of them, under jit the first ``size`` (padding
+    positions point past the end); and which positions are padding."""
+    n = keep.shape[0]
+    if size is None:
+        positions = ensure_array(np.flatnonzero(concrete(keep, f"{name} without size=")))
+    else:
+        positions = flatnonzero(keep, size=size, fill_value=n)
+    return positions, lax.eq(positions, broadcast_to_shape(np.asarray(n, positions.dtype),
+                                                           positions.shape))
 
 
-def setdiff1d(ar1: Any, ar2: Any, assume_unique: bool = False):
-    """Sorted unique elements of ``ar1`` not in ``ar2`` (eager)."""
-    values = unique(ar1)
-    return values[isin(values, ar2, invert=True)]
+def _selected(values: Any, keep: Any, size: int | None, fill_value: Any, name: str) -> Any:
+    """``values[keep]`` (see ``_positions``), padding ``fill_value``, by default the first
+    value kept."""
+    positions, missing = _positions(keep, size, name)
+    picked = take(values, positions, mode="clip")
+    if size is None:
+        return picked
+    return where(missing, picked[0] if fill_value is None else fill_value, picked)
+
+
+def _unique_of(ar: Any) -> UniqueAllResult:
+    """The unique values of the flattened ``ar`` in ``len(ar)`` slots (so that it works
+    under jit); padding slots have count 0."""
+    x = ravel(ar)
+    return _unique(x, True, x.shape[0], None)
+
+
+def intersect1d(ar1: Any, ar2: Any, assume_unique: bool = False, return_indices: bool = False,
+                *, size: int | None = None, fill_value: Any = None):
+    """Sorted unique elements found in both arrays; with ``return_indices`` also where
+    each first occurs in ``ar1`` and ``ar2``. Under jit pass ``size``."""
+    first = _unique_of(ar1)
+    keep = lax.bitwise_and(lax.gt(first.counts, 0), isin(first.values, ar2))
+    values = _selected(first.values, keep, size, fill_value, "intersect1d")
+    if not return_indices:
+        return values
+    from ember.numpy._searching import argmax
+
+    # As JAX, padding slots get the lengths of ar1 and ar2 as their indices.
+    positions, missing = _positions(keep, size, "intersect1d")
+    second = ravel(ar2)
+    in_first = where(missing, first.values.shape[0], take(first.indices, positions,
+                                                          mode="clip"))
+    in_second = where(missing, second.shape[0],
+                      argmax(lax.eq(*_pairs(values, second)), axis=-1))
+    return values, in_first, in_second
+
+
+def setdiff1d(ar1: Any, ar2: Any, assume_unique: bool = False, *, size: int | None = None,
+              fill_value: Any = None):
+    """Sorted unique elements of ``ar1`` not in ``ar2``. Under jit pass ``size``."""
+    first = _unique_of(ar1)
+    keep = lax.bitwise_and(lax.gt(first.counts, 0), isin(first.values, ar2, invert=True))
+    return _selected(first.values, keep, size, fill_value, "setdiff1d")
 
 
 def setxor1d(ar1: Any, ar2: Any, assume_unique: bool = False, *, size: int | None = None,
@@ -215,11 +261,4 @@ def setxor1d(ar1: Any, ar2: Any, assume_unique: bool = False, *, size: int | Non
     in_a = seen.at[groups.inverse_indices[:a.shape[0]]].set(True)
     in_b = seen.at[groups.inverse_indices[a.shape[0]:]].set(True)
     exclusive = lax.bitwise_xor(in_a, in_b)  # padding slots are in neither
-    if size is None:
-        keep = concrete(exclusive, "setxor1d without size=")
-        return take(groups.values, np.flatnonzero(keep), mode="clip")
-    positions = flatnonzero(exclusive, size=size, fill_value=n)
-    values = take(groups.values, positions, mode="clip")
-    fill = values[0] if fill_value is None else fill_value
-    return where(lax.eq(positions, broadcast_to_shape(np.asarray(n, positions.dtype),
-                                                      positions.shape)), fill, values)
+    return _selected(groups.values, exclusive, size, fill_value, "setxor1d")

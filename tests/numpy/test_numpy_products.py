@@ -171,7 +171,26 @@ def test_products_under_jit_match_eager():
 
 def test_matmul_with_a_matrix_is_one_unbatched_gemm():
     """(..., m, k) @ (k, n) must not copy the right operand per batch (one plain GEMM)."""
-    graph = ember.make_graph(enp.matmul)(np.ones((4, 3, 5), np.float32), np.ones((5, 2), np.float32))
+    graph = ember.make_graph(enp.matmul)(np.ones((4, 3, 5), np.float32),
+                                         np.ones((5, 2), np.float32))
     names = [e.prim.name for e in graph.eqns]
     assert names == ["dot_general"]
     assert graph.eqns[0].params["dimension_numbers"] == (((2,), (0,)), ((), ()))
+
+
+@pytest.mark.parametrize("name", ["matmul", "dot", "inner", "tensordot", "vdot", "vecdot"])
+def test_preferred_element_type_sets_the_result_dtype_as_jax(name):
+    jnp = pytest.importorskip("jax.numpy")
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(3, 4)).astype(np.float32)
+    b = rng.normal(size=(4, 4) if name in ("matmul", "dot", "tensordot") else (3, 4))
+    b = b.astype(np.float32)
+    low = [enp.asarray(v, enp.bfloat16) for v in (a, b)]
+    extra = {"axes": 1} if name == "tensordot" else {}
+    ours = getattr(enp, name)(*low, preferred_element_type=np.float32, precision="highest",
+                              **extra)
+    theirs = getattr(jnp, name)(*[jnp.asarray(v, jnp.bfloat16) for v in (a, b)],
+                                preferred_element_type=np.float32, precision="highest", **extra)
+    assert ours.dtype == theirs.dtype == np.float32
+    np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), rtol=1e-2, atol=1e-2)
+    assert enp.dot(2, a, preferred_element_type=np.int32).dtype == np.int32

@@ -1,4 +1,6 @@
 """Reductions, statistics and running reductions against NumPy."""
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -190,3 +192,36 @@ def test_reductions_under_jit_match_eager():
 def test_nonzero_needs_size_under_jit():
     with pytest.raises(ConcretizationError, match="nonzero .or boolean indexing. without size="):
         ember.jit(lambda x: enp.nonzero(x))(np.ones(3))
+
+
+def test_nan_reductions_take_where_and_initial_as_numpy():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(3, 4))
+    x[0, 1], x[2, :] = np.nan, np.nan
+    mask = rng.uniform(size=(3, 4)) > 0.3
+    with ember.config.override(enable_x64=True), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's all-NaN slice warnings
+        for name in ("nanmean", "nanvar", "nanstd"):
+            np.testing.assert_allclose(np.asarray(getattr(enp, name)(x, axis=1, where=mask)),
+                                       getattr(np, name)(x, axis=1, where=mask))
+        for name in ("nanmax", "nanmin"):
+            np.testing.assert_allclose(np.asarray(getattr(enp, name)(x, 1, initial=0.5)),
+                                       getattr(np, name)(x, 1, initial=0.5))
+            np.testing.assert_allclose(
+                np.asarray(getattr(enp, name)(x, 1, initial=-5.0, where=mask)),
+                getattr(np, name)(x, 1, initial=-5.0, where=mask))
+
+
+def test_var_with_a_given_mean_and_promote_integers():
+    x = np.random.default_rng(1).normal(size=(2, 5))
+    center = x.mean(axis=1, keepdims=True)
+    with ember.config.override(enable_x64=True):
+        np.testing.assert_allclose(np.asarray(enp.var(x, axis=1, mean=center)),
+                                   np.var(x, axis=1, mean=center))
+        np.testing.assert_allclose(np.asarray(enp.std(x, axis=1, mean=center, ddof=1)),
+                                   np.std(x, axis=1, mean=center, ddof=1))
+    narrow = np.array([100, 100, 100], np.int8)
+    assert int(enp.sum(narrow)) == 300
+    kept = enp.sum(narrow, promote_integers=False)  # as JAX: int8 arithmetic wraps
+    assert kept.dtype == np.int8 and int(kept) == 44
+    assert enp.prod(narrow, promote_integers=False).dtype == np.int8

@@ -205,6 +205,26 @@ def test_set_operations(data):
     _same(enp.setxor1d(a, b), np.setxor1d(a, b))
 
 
+def test_intersect1d_and_setdiff1d_with_size_and_indices_match_jax():
+    jnp = pytest.importorskip("jax.numpy")
+    a = np.array([3, 1, 3, 5, 7, 1], np.int32)
+    b = np.array([5, 3, 9, 3], np.int32)
+    for ours, theirs in zip(enp.intersect1d(a, b, return_indices=True),
+                            np.intersect1d(a, b, return_indices=True)):
+        _same(ours, theirs)
+    with ember.config.override(backend="reference"):
+        padded = ember.jit(lambda x, y: enp.intersect1d(x, y, return_indices=True, size=3))(a, b)
+        difference = ember.jit(lambda x, y: enp.setdiff1d(x, y, size=4, fill_value=-1))(a, b)
+    for ours, theirs in zip(padded, jnp.intersect1d(a, b, return_indices=True, size=3)):
+        _same(ours, theirs)
+    _same(difference, jnp.setdiff1d(a, b, size=4, fill_value=-1))
+    nans = np.array([1.0, np.nan, np.nan], np.float32), np.array([np.nan], np.float32)
+    _same(enp.setdiff1d(*nans), np.setdiff1d(*nans))
+    _same(enp.intersect1d(*nans), np.intersect1d(*nans))
+    with pytest.raises(ConcretizationError, match="setdiff1d without size="):
+        ember.jit(enp.setdiff1d)(a, b)
+
+
 def test_setxor1d_with_size_and_nans_matches_jax():
     jnp = pytest.importorskip("jax.numpy")
     a, b = np.array([3, 2, 3, 3], np.int32), np.array([3, 4], np.int32)
