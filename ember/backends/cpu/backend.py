@@ -1,6 +1,8 @@
 """The native CPU backend: the graph is optimized, fused, lowered to kernel IR, rendered
 as one C module (kernels, BLAS calls, an entry point) and compiled with the system C
-compiler through the persistent compile cache.
+compiler through the persistent compile cache. A program compiled before, in this
+process or another, is found by its graph in the program cache (``program_cache``)
+before any of that runs.
 
 Buffers are NumPy arrays in host memory, as with the reference backend, so eager
 operations run the NumPy reference (one primitive at a time gains nothing from code
