@@ -88,11 +88,11 @@ class _Reduction:
 
 @dataclass(eq=False)
 class _OrderedNest:
-    """A scatter's or a scan's own loops: over ``syms`` (before loop planning), of which
-    ``independent`` may run in parallel and the rest in order; ``step`` is one iteration."""
+    """A scatter's or a scan's own loops (their variables before loop planning): the
+    ``independent`` ones may run in parallel, the ``sequential`` ones in order; ``step``
+    is one iteration."""
 
     prim: str
-    syms: tuple[Sym, ...]
     independent: tuple[Sym, ...]
     sequential: tuple[Sym, ...]
     buffer: Buffer
@@ -176,7 +176,7 @@ class _Builder:
             step = dynamic.scatter_step(self, eqn, index)
         buffer = self.buffer(eqn.outputs[0])
         buffer.written = True
-        return _OrderedNest(eqn.prim.name, syms, tuple(syms[a] for a in independent),
+        return _OrderedNest(eqn.prim.name, tuple(syms[a] for a in independent),
                             tuple(syms[a] for a in sequential), buffer, step,
                             eqn.source.short() if eqn.source is not None else "")
 
