@@ -1,5 +1,4 @@
 """Host-side I/O, text forms, print options and einsum_path against NumPy."""
-import io
 
 import numpy as np
 import pytest

@@ -64,24 +64,36 @@ def test_reduce_options_match_numpy():
         enp.maximum.reduce(np.zeros((0, 2)))
 
 
+def _affine(a, b):
+    return a * b + 1
+
+
 def test_frompyfunc_matches_numpy_and_jax():
-    jnp = pytest.importorskip("jax.numpy")
-    ours = enp.frompyfunc(lambda a, b: a * b + 1, 2, 1, identity=0)
-    theirs = jnp.frompyfunc(lambda a, b: a * b + 1, 2, 1, identity=0)
+    ours = enp.frompyfunc(_affine, 2, 1, identity=0)
+    theirs = np.frompyfunc(_affine, 2, 1, identity=0)  # object arrays: compared as floats
     x = np.arange(1, 7, dtype=np.float32).reshape(2, 3)
-    for method, args in (("reduce", (x,)), ("accumulate", (x,)), ("outer", (x[0], x[1]))):
-        _same(getattr(ours, method)(*args), getattr(theirs, method)(*args))
-    _same(ours.reduce(x, axis=1), theirs.reduce(x, axis=1))
-    _same(ours(x, 2.0), theirs(x, 2.0))
+    # Reductions start from the identity (NumPy does so for numeric dtypes, but not for
+    # the object arrays of its frompyfunc: hence initial=0 here).
+    calls = (("reduce", (x,), {"initial": 0}), ("reduce", (x,), {"axis": 1, "initial": 0}),
+             ("accumulate", (x,), {}), ("outer", (x[0], x[1]), {}), ("__call__", (x, 2.0), {}))
+    for method, args, kwargs in calls:
+        _same(getattr(ours, method)(*args, **kwargs), getattr(theirs, method)(*args, **kwargs))
     index = np.array([1, 1, 2])
-    _same(ours.at(x[0], index, 2.0, inplace=False), theirs.at(x[0], index, 2.0, inplace=False))
+    expected = x[0].astype(object)
+    theirs.at(expected, index, 2.0)
+    _same(ours.at(x[0], index, 2.0, inplace=False), expected)
     no_identity = enp.frompyfunc(lambda a, b: a - 2 * b, 2, 1)  # not associative: in order
-    _same(no_identity.reduce(x[0]), np.frompyfunc(lambda a, b: a - 2 * b, 2, 1).reduce(x[0]))
+    numpy_twin = np.frompyfunc(lambda a, b: a - 2 * b, 2, 1)
+    _same(no_identity.reduce(x[0]), numpy_twin.reduce(x[0]))
     _same(no_identity.reduce(x, axis=1, where=x > 2, initial=0.0),
-          np.frompyfunc(lambda a, b: a - 2 * b, 2, 1).reduce(x, axis=1, where=x > 2,
-                                                            initial=0.0).astype(np.float32))
+          numpy_twin.reduce(x, axis=1, where=x > 2, initial=0.0))
     with pytest.raises(EmberValueError, match="empty selection needs initial="):
         no_identity.reduce(np.zeros(0, np.float32))
+    jnp = pytest.importorskip("jax.numpy")
+    jax_twin = jnp.frompyfunc(_affine, 2, 1, identity=0)
+    _same(ours.reduce(x), jax_twin.reduce(x))
+    for method, args, kwargs in calls:
+        _same(getattr(ours, method)(*args, **kwargs), getattr(jax_twin, method)(*args, **kwargs))
 
 
 def test_generic_methods_under_jit_and_grad():
