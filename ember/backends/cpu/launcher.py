@@ -26,6 +26,7 @@ from ember.errors import BackendUnavailableError, CompileError
 _SOURCE = Path(__file__).with_name("launcher.c")
 
 Launch = Callable[[int, list, int], int]
+_EXIT_WAIT_S = 1.0
 
 
 class _Build:
@@ -42,8 +43,16 @@ class _Build:
                 self._thread = threading.Thread(target=self._run, name="ember-launcher",
                                                 daemon=True)
                 self._thread.start()
-                # A compiler left running at exit would leave temporary files behind.
-                atexit.register(self._thread.join)
+                atexit.register(self._finish)
+
+    def _finish(self) -> None:
+        """At exit: give a running build a moment to end, then stop its compiler (a
+        compiler left running would leave temporary files behind; a build at the lowest
+        priority on a busy machine could otherwise hold the exit for seconds)."""
+        self._thread.join(_EXIT_WAIT_S)
+        if self._thread.is_alive():
+            toolchain.stop_compilers()
+            self._thread.join(_EXIT_WAIT_S)
 
     def wait(self) -> Launch | None:
         self.start()

@@ -454,6 +454,8 @@ def _run_compiler(cc: str, units: Sequence[str], name: str, compile_flags: Seque
                      [[cc, *compile_flags, *objects, "-o", str(output), *link_flags]]]
         for commands in steps:
             for command, result, unit in zip(commands, _run_all(commands, folder), units):
+                if result.returncode < 0:
+                    raise CompileError(f"the C compiler was stopped (signal {-result.returncode})")
                 if result.returncode != 0:
                     saved = _save_failed_source(unit if len(commands) > 1 else "\n".join(units),
                                                 name)
@@ -462,18 +464,45 @@ def _run_compiler(cc: str, units: Sequence[str], name: str, compile_flags: Seque
         print(f"ember: cc {name} {time.perf_counter() - start:.3f} s", file=sys.stderr)
 
 
+_running: set[subprocess.Popen] = set()  # compilers running now, for stop_compilers
+_running_lock = threading.Lock()
+
+
 def _run_all(commands: Sequence[Sequence[str]], cwd: str) -> list[subprocess.CompletedProcess]:
     """Run ``commands`` at the same time; their results in order."""
+    processes: list[subprocess.Popen] = []
     try:
-        processes = [subprocess.Popen(list(c), cwd=cwd, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True) for c in commands]
+        for command in commands:
+            processes.append(subprocess.Popen(list(command), cwd=cwd, stdout=subprocess.PIPE,
+                                              stderr=subprocess.PIPE, text=True))
+            with _running_lock:
+                _running.add(processes[-1])
+        results = []
+        for command, process in zip(commands, processes):
+            stdout, stderr = process.communicate()
+            results.append(subprocess.CompletedProcess(command, process.returncode, stdout,
+                                                       stderr))
+        return results
     except OSError as error:
         raise CompileError(f"could not run the C compiler {commands[0][0]}: {error}") from error
-    results = []
-    for command, process in zip(commands, processes):
-        stdout, stderr = process.communicate()
-        results.append(subprocess.CompletedProcess(command, process.returncode, stdout, stderr))
-    return results
+    finally:
+        for process in processes:
+            if process.poll() is None:  # left running by an error
+                process.kill()
+                process.wait()
+        with _running_lock:
+            _running.difference_update(processes)
+
+
+def stop_compilers() -> None:
+    """Kill the compilers running now (at exit, those of background builds): their
+    builds then fail and clean up after themselves."""
+    with _running_lock:
+        for process in _running:
+            try:
+                process.kill()
+            except OSError:
+                pass
 
 
 def _save_failed_source(source: str, name: str) -> Path:

@@ -1,9 +1,10 @@
-"""The launcher is built in the background: executables run without it until it is
-ready, then use it."""
+"""The launcher is built in the background, at the lowest priority: executables run
+without it until it is ready, then use it; at exit a build still running is stopped."""
 from __future__ import annotations
 
 import os
 import threading
+import time
 
 import numpy as np
 from cpu_testing import requires_cpu
@@ -51,3 +52,18 @@ def test_the_launcher_compiles_at_the_lowest_priority_and_may_fail(monkeypatch):
     priority = os.getpriority(os.PRIO_PROCESS, 0)
     assert launcher._Build().wait() is None  # executables keep passing pointers from Python
     assert seen == [19] and os.getpriority(os.PRIO_PROCESS, 0) == priority
+
+
+def test_at_exit_a_build_still_running_is_stopped(monkeypatch, tmp_path):
+    def slow_compile(source, **kwargs):
+        [result] = launcher.toolchain._run_all([["sleep", "60"]], str(tmp_path))
+        raise CompileError(f"stopped: {result.returncode}")
+
+    monkeypatch.setattr(launcher.toolchain, "compile_shared_library", slow_compile)
+    monkeypatch.setattr(launcher, "_EXIT_WAIT_S", 0.2)
+    build = launcher._Build()
+    build.start()
+    start = time.monotonic()
+    build._finish()
+    assert not build._thread.is_alive() and time.monotonic() - start < 5
+    assert build.function is None and not launcher.toolchain._running

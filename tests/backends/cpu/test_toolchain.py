@@ -138,6 +138,16 @@ def test_a_unit_the_compiler_rejects_is_saved_and_named(cache_dir):
     assert "split.1.c" in message and "expected" in message
 
 
+def test_a_stopped_compiler_is_an_error_but_no_bug_report(cache_dir, monkeypatch):
+    def killed(commands, cwd):
+        return [subprocess.CompletedProcess(c, -9, "", "") for c in commands]
+
+    monkeypatch.setattr(toolchain, "_run_all", killed)
+    with pytest.raises(CompileError, match="stopped"):
+        toolchain.compile_shared_library(ADD_SOURCE, name="add")
+    assert not (cache_dir / "failed").exists()
+
+
 def test_dump_dir_receives_every_unit(cache_dir, tmp_path):
     with config.override(dump_dir=str(tmp_path / "dump")):
         toolchain.compile_shared_library(UNITS, name="units")
