@@ -16,6 +16,7 @@ from typing import Any, Callable
 from ember import lax
 from ember.errors import EmberTypeError, EmberValueError, user_errors
 from ember.numpy._axes import canonicalize_axes, canonicalize_axis
+from ember.numpy._joining import concatenate
 from ember.numpy._manipulation import moveaxis, ravel, reshape
 from ember.numpy._promotion import broadcast_to_shape, concrete, ensure_array
 from ember.numpy._vectorize import vectorize
@@ -123,8 +124,6 @@ class ufunc:  # noqa: N801 - NumPy's and JAX's name
             stop = starts[i + 1] if i + 1 < starts.size else n
             part = lax.slice_in_dim(x, start, max(stop, start + 1), axis=axis)
             parts.append(self.reduce(part, axis=axis, keepdims=True))
-        from ember.numpy._joining import concatenate
-
         return concatenate(parts, axis=axis)
 
 
@@ -177,8 +176,7 @@ def _scan_reduce(u: ufunc, x: Any, axis: Any, keepdims: bool, initial: Any,
         return (combined if keep is None else
                 lax.select_n(keep, total, combined)), None
 
-    xs = (items, mask) if mask is not None else (items, None)
-    total, _ = lax.scan(step, carry, xs)
+    total, _ = lax.scan(step, carry, (items, mask))  # mask may be None: no masking
     if keepdims:
         total = reshape(total, tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
     return total
@@ -196,8 +194,6 @@ def _scan_accumulate(u: ufunc, x: Any, axis: int) -> Any:
 
     first = lax.convert_element_type(items[0], _result_dtype(u, items))
     _, rest = lax.scan(step, first, items[1:])
-    from ember.numpy._joining import concatenate
-
     return moveaxis(concatenate([first[None], rest]), 0, axis)
 
 
@@ -206,19 +202,16 @@ def _sequential_at(u: ufunc, x: Any, indices: Any, b: Any) -> Any:
     from ember.core import dtypes
 
     positions = ravel(reshape(lax.iota(dtypes.default_int(), x.size), x.shape)[indices])
-    flat = ravel(x)
-    if u.nin == 2:
-        values = ravel(broadcast_to_shape(ensure_array(b, x.dtype), positions.shape))
-    else:
-        values = positions  # unused: unary ufuncs take no b
+    items = (positions,)
+    if u.nin == 2:  # each position with its operand
+        items += (ravel(broadcast_to_shape(ensure_array(b, x.dtype), positions.shape)),)
 
-    def step(current: Any, item: tuple[Any, Any]) -> tuple[Any, None]:
-        position, value = item
-        old = current[position]
-        new = u(old, value) if u.nin == 2 else u(old)
+    def step(current: Any, item: tuple) -> tuple[Any, None]:
+        position, *operand = item
+        new = u(current[position], *operand)
         return current.at[position].set(ensure_array(new, current.dtype)), None
 
-    flat, _ = lax.scan(step, flat, (positions, values))
+    flat, _ = lax.scan(step, ravel(x), items)
     return reshape(flat, x.shape)
 
 
