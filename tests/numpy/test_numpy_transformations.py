@@ -24,6 +24,24 @@ DIFFERENTIABLE = [
         x[:, :1], (1, 5)).T[:, :3]),
     ("fft", lambda x: enp.abs(enp.fft.rfft(x)) ** 2),
     ("hypot_logaddexp", lambda x: enp.hypot(x, 1.0) + enp.logaddexp(x, x.T)),
+    ("convolution", lambda x: enp.convolve(x[0], x[1], "same") + enp.correlate(
+        x[:, 0], x[:, 2], "full")[1:4]),
+    ("covariance", lambda x: enp.cov(x, aweights=x[0] ** 2) + enp.corrcoef(x + 2 * enp.eye(3))),
+    ("nan_quantiles", lambda x: enp.stack([enp.nanquantile(x, 0.3, axis=0),
+                                           enp.nanmedian(x, axis=1)])),
+    ("polynomials", lambda x: enp.polyval(x[0], x[1]) + enp.polyder(enp.polymul(x[0], x[1]))[:3]
+     + enp.polyfit(x[0], x[2], 1)[0]),
+    ("calculus", lambda x: enp.gradient(x, axis=1, edge_order=2) + enp.trapezoid(x, axis=0)
+     + enp.unwrap(4 * x, axis=0)),
+    ("float_parts", lambda x: enp.ldexp(x, 3) + enp.frexp(x)[0] + enp.modf(3 * x)[0]),
+    ("i0_kaiser", lambda x: enp.i0(4 * x) * enp.kaiser(3, 2.0)),
+    ("vectorize_piecewise", lambda x: enp.vectorize(lambda r: r @ r, signature="(n)->()")(x)
+     + enp.piecewise(x, [x < 0, x > 0.5], [lambda v: v ** 2, lambda v: 3 * v, lambda v: v])),
+    ("ufunc_methods", lambda x: enp.add.accumulate(x, 1) + enp.logaddexp.reduce(x, axis=0)
+     + enp.maximum.accumulate(x, 0)),
+    ("histogram_weights", lambda x: enp.histogram(x[0], bins=[-2, 0, 2], weights=x[1])[0]),
+    ("lstsq_svd", lambda x: enp.linalg.lstsq(x + 3 * enp.eye(3), x[0])[0]
+     + enp.linalg.svd(x + 3 * enp.eye(3), compute_uv=False)),
 ]
 
 
@@ -39,6 +57,17 @@ BATCHABLE = [
                                 enp.nonzero(x > 0, size=2))),
     ("reductions", lambda x, i: (enp.sum(x), enp.cumsum(x), enp.max(x), enp.var(x))),
     ("products", lambda x, i: (enp.outer(x, x), enp.dot(x, x), enp.einsum("i,i->", x, x))),
+    ("sets", lambda x, i: (enp.unique(enp.round(x), size=5, return_counts=True),
+                           enp.setdiff1d(enp.round(x), enp.round(x[:2]), size=3))),
+    ("histograms", lambda x, i: (enp.histogram(x, bins=3)[0], enp.digitize(x, [-1.0, 0.0, 1.0]),
+                                 enp.bincount((x > 0).astype(enp.int32), length=2))),
+    ("new_math", lambda x, i: (enp.convolve(x, x[:3]), enp.nanmedian(x), enp.polyval(x[:3], x),
+                               enp.gcd(i, 6), enp.ldexp(x, i), enp.frexp(x))),
+    ("editing", lambda x, i: (enp.delete(x, 1), enp.insert(x, 2, x[0]),
+                              enp.put(x, i % 5, 0.0, inplace=False),
+                              enp.compress(x > 0, x, size=3))),
+    ("ufuncs", lambda x, i: (enp.add.accumulate(x), enp.maximum.reduce(x),
+                             enp.frompyfunc(lambda a, b: a * b + 1, 2, 1).reduce(x))),
 ]
 
 
