@@ -7,9 +7,10 @@ reshape, squeeze, slice, rev) cost nothing at run time: they only change indices
 
 Gather and the dynamic slices read an array at data-dependent positions
 (``ember.codegen.gather``): that array comes from memory, their index operands are
-computed in place. Scatters and cumulative ops are *ordered*: they write their result
-in loops of their own (over the updates, or along the scanned axis), which read their
-operands at those loops' variables (``gather.ordered_syms``).
+computed in place; so does a scatter whose updates land apart (``gather.lands_apart``).
+Other scatters and cumulative ops are *ordered*: they write their result in loops of
+their own (over the updates, or along the scanned axis), which read their operands at
+those loops' variables (``gather.ordered_syms``).
 """
 from __future__ import annotations
 
@@ -191,15 +192,20 @@ GUARDED_PRIMITIVES = frozenset({"pad", "concatenate"})
 SCAN_KIND = {"cumsum": "sum", "cumprod": "prod", "cummax": "max", "cummin": "min"}
 
 
+def _scatter(eqn: Eqn) -> bool:
+    return eqn.prim.name in gather.SCATTER_COMBINE
+
+
 def is_gather_like(eqn: Eqn) -> bool:
-    """Gather and the dynamic slices: a value at each output position, read at a
-    data-dependent position of an array in memory."""
-    return eqn.prim.name in gather.GATHER_LIKE
+    """Gather, the dynamic slices and scatters whose updates land apart: a value at each
+    output position, read at a data-dependent position of an array."""
+    return eqn.prim.name in gather.GATHER_LIKE or (_scatter(eqn) and gather.lands_apart(eqn))
 
 
 def is_ordered(eqn: Eqn) -> bool:
-    """Scatters and scans: results written by loops of their own, in an order of their own."""
-    return eqn.prim.name in gather.SCATTER_COMBINE or eqn.prim.name in SCAN_KIND
+    """Other scatters and scans: results written by loops of their own, in an order of
+    their own."""
+    return (_scatter(eqn) and not gather.lands_apart(eqn)) or eqn.prim.name in SCAN_KIND
 
 
 def memory_operands(eqn: Eqn, producer: dict | None = None) -> list:
@@ -212,6 +218,8 @@ def memory_operands(eqn: Eqn, producer: dict | None = None) -> list:
         return [eqn.inputs[0]]
     if name == "dynamic_update_slice":
         return [eqn.inputs[1]]
+    if is_gather_like(eqn) and _scatter(eqn):  # (updates at data-dependent positions)
+        return [] if gather.windows_span_axes(eqn) else [eqn.inputs[2]]
     if name == "concatenate":
         return list(eqn.inputs)
     return []
@@ -249,6 +257,12 @@ def _indexed_demands(eqn: Eqn, out: Index) -> list[tuple[object, Index]]:
         return gather.start_demands(eqn, gather.slice_starts(eqn))
     if name == "dynamic_update_slice":
         return [(eqn.inputs[0], out), *gather.start_demands(eqn, gather.slice_starts(eqn))]
+    if is_gather_like(eqn):  # a scatter whose updates land apart
+        landing = gather.scatter_landing(eqn, out)
+        found = [(eqn.inputs[0], out), *gather.start_demands(eqn, landing.starts)]
+        if landing.update_index is not None:
+            found.append((eqn.inputs[2], landing.update_index))
+        return found
     if name in SCAN_KIND:  # read along the scan's own loops
         return [(eqn.inputs[0], ix.identity(gather.ordered_syms(eqn.inputs[0].aval.shape)))]
     updates = ix.identity(gather.ordered_syms(eqn.inputs[2].aval.shape))

@@ -158,28 +158,58 @@ def dynamic_slice_value(b, eqn: Eqn, index: Index) -> Node:
 def dynamic_update_value(b, eqn: Eqn, index: Index) -> Node:
     """The update where ``index`` falls inside its (clamped) window, else the operand."""
     update = eqn.inputs[1]
-    shape = update.aval.shape
-    strides = ix.row_major_strides(shape)
-    conds, forms, terms = [], [], []
-    for value, form, size, stride in zip(_starts(b, eqn, gather.slice_starts(eqn)), index,
-                                         shape, strides):
-        if isinstance(value.clamped, Const):
-            start = value.clamped.value
+    starts = {v.start.axis: v for v in _starts(b, eqn, gather.slice_starts(eqn))}
+    return _landed(b, eqn, index, update, update.aval.shape, starts,
+                   tuple(range(update.aval.ndim)), None, [], None)
+
+
+def scatter_value(b, eqn: Eqn, index: Index) -> Node:
+    """A scatter whose updates land apart (``gather.lands_apart``), at operand position
+    ``index``: the update landing there combined with the operand, else the operand."""
+    landing = gather.scatter_landing(eqn, index)
+    starts = _starts(b, eqn, landing.starts)
+    checks = [_in_bounds(b, starts)] if landing.checked else []
+    return _landed(b, eqn, index, eqn.inputs[2], landing.sizes,
+                   {v.start.axis: v for v in starts}, landing.update_axes,
+                   gather.SCATTER_COMBINE[eqn.prim.name], checks, landing.update_index)
+
+
+def _landed(b, eqn: Eqn, index: Index, update, sizes, starts: dict[int, _StartValue],
+            update_axes, combine: str | None, checks: list, update_index: Index | None):
+    """The value at operand position ``index`` where the window of ``update`` covers
+    ``[start, start + size)`` along each axis (walked by ``update_axes``; ``checks``:
+    more conditions): read from memory where it does (``update_index``: a position to
+    compute it at instead), combined with the operand's value (None: replacing it)."""
+    operand = eqn.inputs[0]
+    strides = ix.row_major_strides(update.aval.shape)
+    where, conds, terms = [ix.const(0)] * update.aval.ndim, list(checks), []
+    for axis, (form, size) in enumerate(zip(index, sizes)):
+        value, along = starts.get(axis), update_axes[axis]
+        if value is None or isinstance(value.clamped, Const):
+            start = value.clamped.value if value is not None else 0
             conds.append(b.index_cond(form, start, start + size - 1, 1))
-            forms.append(ix.add(form, ix.const(-start)))
-            continue
-        relative = b.op("sub", (b.index_value(form, INT64), value.clamped), INT64)
-        low = b.op("ge", (relative, b.const(0, INT64)), BOOL)
-        conds.append(b.op("and", (low, b.op("lt", (relative, b.const(size, INT64)), BOOL)),
-                          BOOL))
-        forms.append(form)
-        terms.append((value.clamped, -stride))
+            relative = ix.add(form, ix.const(-start))
+        else:
+            offset = b.op("sub", (b.index_value(form, INT64), value.clamped), INT64)
+            low = b.op("ge", (offset, b.const(0, INT64)), BOOL)
+            conds.append(b.op("and", (low, b.op("lt", (offset, b.const(size, INT64)), BOOL)),
+                              BOOL))
+            relative = form
+            if along is not None:
+                terms.append((value.clamped, -strides[along]))
+        if along is not None:
+            where[along] = relative
     inside = b.all_of(conds)
-    value = _read(b, update, tuple(forms), _weighted_sum(b, terms), "dynamic_update_slice",
-                  inside)
+    if update_index is not None:
+        new = b.value(update, update_index)
+    else:
+        new = _read(b, update, tuple(where), _weighted_sum(b, terms), eqn.prim.name, inside)
+    old = b.value(operand, index)
+    if combine is not None:
+        new = b.op(combine, (old, new), new.dtype)
     if inside is None:
-        return value
-    return b.op("select_n", (inside, b.value(eqn.inputs[0], index), value), value.dtype)
+        return new
+    return b.op("select_n", (inside, old, new), new.dtype)
 
 
 # --- one iteration of a scatter's or a scan's own loops ---------------------------------

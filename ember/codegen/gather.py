@@ -90,6 +90,69 @@ def indexed_positions(eqn: Eqn, result: Index) -> Positions:
     return Positions(tuple(affine), starts, checked)
 
 
+@dataclass(frozen=True)
+class Landing:
+    """Which update of a scatter whose updates land apart (``lands_apart``) may land on an
+    operand position: along each operand axis, the update's window covers ``[start,
+    start + size)`` (``starts``: the indexed axes; the others start at 0), walked by an
+    axis of the updates (``update_axes``; None: the window has no axis there);
+    ``update_index``: where the updates are read, when that is data-independent (every
+    window spans its whole axis), else None (they are read from memory)."""
+
+    sizes: tuple[int, ...]
+    starts: tuple[Start, ...]
+    update_axes: tuple[int | None, ...]
+    update_index: Index | None
+    checked: bool
+
+
+def lands_apart(eqn: Eqn) -> bool:
+    """Whether no two updates of a scatter can land on one position: every axis of its
+    updates outside the windows pairs with an operand axis (a batching axis) or has one
+    element. (take_along_axis's gradient, a batched dynamic_update_slice.) Each result
+    element is then a value of its own, computed where it is needed, like a gather."""
+    window, _, _, _, indices_batch = _dnums(eqn)
+    updates = eqn.inputs[2].aval
+    batch_axes = [p for p in range(updates.ndim) if p not in window]
+    return all(updates.shape[p] == 1 or j in indices_batch for j, p in enumerate(batch_axes))
+
+
+def windows_span_axes(eqn: Eqn) -> bool:
+    """Whether a scatter's windows span the whole of each operand axis they have."""
+    _, dropped, _, operand_batch, _ = _dnums(eqn)
+    operand = eqn.inputs[0].aval
+    dims = [d for d in range(operand.ndim) if d not in dropped and d not in operand_batch]
+    sizes = window_sizes(eqn)
+    return all(sizes[d] == operand.shape[d] for d in dims)
+
+
+def scatter_landing(eqn: Eqn, out: Index) -> Landing:
+    """For a scatter whose updates land apart: which one may land at operand position
+    ``out``, and where."""
+    window, dropped, index_map, operand_batch, indices_batch = _dnums(eqn)
+    operand, updates = eqn.inputs[0].aval, eqn.inputs[2].aval
+    batch_axes = [p for p in range(updates.ndim) if p not in window]
+    coords = [ix.const(0)] * len(batch_axes)  # the update's position along the batch axes
+    update_axes: list[int | None] = [None] * operand.ndim
+    sizes = list(window_sizes(eqn))
+    for dim, axis in zip(operand_batch, indices_batch):
+        coords[axis], update_axes[dim], sizes[dim] = out[dim], batch_axes[axis], operand.shape[dim]
+    dims = [d for d in range(operand.ndim) if d not in dropped and d not in operand_batch]
+    for dim, position in zip(dims, window):
+        update_axes[dim] = position
+    starts = tuple(Start(dim, 1, (*coords, ix.const(k)), operand.shape[dim] - sizes[dim])
+                   for k, dim in enumerate(index_map))
+    update_index = None
+    if windows_span_axes(eqn):
+        index = [ix.const(0)] * updates.ndim
+        for dim, axis in enumerate(update_axes):
+            if axis is not None:
+                index[axis] = out[dim]
+        update_index = tuple(index)
+    return Landing(tuple(sizes), starts, tuple(update_axes), update_index,
+                   eqn.params["mode"] != "clip")
+
+
 def slice_starts(eqn: Eqn) -> tuple[Start, ...]:
     """The clamped starts of a dynamic slice's window (dynamic_slice: in its operand;
     dynamic_update_slice: of its update in the operand), one per axis."""

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ember.codegen import access, dynamic
+from ember.codegen import access, dynamic, gather
 from ember.codegen import indexing as ix
 from ember.codegen.indexing import Affine, Index, Sym
 from ember.codegen.kernel_ir import (
@@ -396,7 +396,8 @@ class _Builder:
 
 
 _GATHER_LIKE = {"gather": dynamic.gather_value, "dynamic_slice": dynamic.dynamic_slice_value,
-                "dynamic_update_slice": dynamic.dynamic_update_value}
+                "dynamic_update_slice": dynamic.dynamic_update_value,
+                **dict.fromkeys(gather.SCATTER_COMBINE, dynamic.scatter_value)}
 
 
 def _elementwise_operands(eqn: Eqn, index: Index):

@@ -157,8 +157,27 @@ def _scatter_windows(name, mode):
     return fun
 
 
+def _scatter_apart(name, mode, windows):
+    """Updates that land apart (one per row of a batching axis): computed at each
+    position like a gather; windows of 3 along the indexed axis, or single elements."""
+    dims = SDN((1,), (), (1,), (0,), (0,)) if windows else SDN((), (1,), (1,), (0,), (0,))
+
+    def fun(x, i, u):
+        out = SCATTERS[name](x, i, u, dims, mode=mode)
+        return out * 2 if out.dtype != np.bool_ else ~out
+    return fun
+
+
 def _scatter_cases() -> dict[str, Case]:
     cases = {}
+    for name, mode, windows in itertools.product(SCATTERS, MODES, (False, True)):
+        shape = (4, 3) if windows else (4,)
+        for dtype in ("float32", "int32") if windows else ("float32", "int32", "bool"):
+            if dtype == "bool" and name in ("scatter_mul", "scatter_add") and mode != "clip":
+                continue  # (fewer cases: bools combine like the others)
+            cases[f"{name}_apart_{'windows' if windows else 'points'}_{mode}_{dtype}"] = Case(
+                _scatter_apart(name, mode, windows), lambda rng, d=dtype, shape=shape: (
+                    values(rng, (4, 9), d), ids(rng, (4, 1), -5, 11), values(rng, shape, d)))
     for name, mode, dtype in itertools.product(SCATTERS, MODES, ["float32", "int32"]):
         cases[f"{name}_rows_{mode}_{dtype}"] = Case(
             _scatter_rows(name, mode), lambda rng, d=dtype: (
