@@ -14,10 +14,11 @@ needed, as exact index expressions (``ember.codegen.access``):
   that consumes it, when that kernel visits each of its elements once (multi-output);
 - dot_general runs as a library call (BLAS); the elementwise kernel that consumes its
   whole result becomes its epilogue; transposes of its operands become BLAS flags;
-- gather and the dynamic slices are inlined like elementwise equations (a load at a
-  data-dependent position: the array they index is stored, their indices computed in
-  place); scatters and scans are stored by a kernel of their own, which computes their
-  operands in place (``ember.codegen.access.is_ordered``);
+- gather, the dynamic slices and scatters whose updates land apart are inlined like
+  elementwise equations (a load at a data-dependent position: the array they index is
+  stored, their indices computed in place); other scatters and scans are stored by a
+  kernel of their own, which computes their operands in place
+  (``ember.codegen.access.is_ordered``);
 - equations without a native lowering run on the host; their operands are stored.
 
 Kernels of the same shape that read a common input are then merged (sibling fusion),
