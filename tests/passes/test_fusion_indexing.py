@@ -1,6 +1,6 @@
-"""Fusion of data-dependent indexing: gathers are inlined like elementwise equations
-(reading a stored array), scatters and scans are stored by a kernel of their own that
-computes their operands in place."""
+"""Fusion of data-dependent indexing: gathers (and scatters whose updates land apart) are
+inlined like elementwise equations (reading a stored array), other scatters and scans
+are stored by a kernel of their own that computes their operands in place."""
 from __future__ import annotations
 
 import numpy as np
@@ -51,6 +51,16 @@ def test_a_scatter_is_a_kernel_of_its_own_computing_its_updates():
     assert {"scatter_add", "tanh"} <= ops(scatter)
     assert "scatter_add writes data-dependent positions" in scatter.why_boundary()
     assert "mul" in ops(scale)
+
+
+def test_a_scatter_whose_updates_land_apart_fuses_into_its_consumer():
+    def fun(x, i, u):  # one update per row
+        dims = lax.ScatterDimensionNumbers((), (1,), (1,), (0,), (0,))
+        return lax.scatter_add(x, i, jnp.exp(u), dims) * 2.0
+
+    (group,) = groups_of(fun, np.zeros((4, 9), np.float32), ids[:, :1] % 9,
+                         np.ones(4, np.float32))
+    assert {"scatter_add", "exp", "mul"} <= ops(group)
 
 
 def test_a_reduction_read_by_a_scatter_is_stored_first():
