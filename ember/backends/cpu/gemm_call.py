@@ -1,10 +1,15 @@
 """A GEMM plan as CBLAS calls, split across OpenMP threads.
 
 Every call runs OpenBLAS single-threaded (its thread count is set to 1 around the calls
-and restored after) and the work is split by OpenMP, the same thread pool as the fused kernels: two pools on the same cores
-(OpenBLAS's threads spinning while OpenMP's do, and the reverse) cost more than either
-saves, most of all when cores are shared. A batch is split by items; a single product
-by blocks of rows (or of columns when it is wide).
+and restored after) and the work is split by OpenMP, the same thread pool as the fused
+kernels: two pools on the same cores (OpenBLAS's threads spinning while OpenMP's do, and
+the reverse) cost more than either saves, most of all when cores are shared. A batch is
+split by items when that keeps the threads about equally busy; otherwise (one product,
+or a few: 3 items on 2 threads) every product is split by blocks of rows, or of columns
+when it is wide (each thread then repacks the smaller operand). One static block per
+thread: on 2 cores that ran at the rate of OpenBLAS's own threads (within noise), and
+smaller blocks handed out dynamically were 5-15% slower and no faster beside other
+busy processes.
 """
 from __future__ import annotations
 
@@ -15,6 +20,9 @@ from ember.codegen.gemm import GemmPlan, Matrix
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
 MIN_PARALLEL_FLOPS = 1 << 21
 MIN_BLOCK = 32  # rows or columns per thread
+# A batch split by items may leave one thread this much more work than an even split
+# (9 items on 2 threads: 5 vs 4.5); beyond that every item is split instead.
+MAX_BATCH_IMBALANCE = 0.125
 
 
 def render_gemm(plan: GemmPlan, a: str, b: str, c: str, ctype: str, prefix: str,
@@ -37,13 +45,16 @@ def render_gemm(plan: GemmPlan, a: str, b: str, c: str, ctype: str, prefix: str,
 
 
 def _split(plan: GemmPlan, count: int, threads: int) -> tuple[str, int]:
-    flops = 2.0 * count * plan.m * plan.n * plan.k
-    if threads <= 1 or flops < MIN_PARALLEL_FLOPS:
+    """(what to split: "batch", "m" or "n"; into how many parts)."""
+    if threads <= 1 or plan.flops < MIN_PARALLEL_FLOPS:
         return "batch", 1
-    if count >= threads:
-        return "batch", threads
     axis, size = ("m", plan.m) if plan.m >= plan.n else ("n", plan.n)
-    return axis, max(1, min(threads, size // MIN_BLOCK))
+    within = max(1, min(threads, size // MIN_BLOCK))
+    by_items = min(count, threads)
+    busiest = -(-count // by_items)  # items of the busiest thread
+    if count / busiest * (1 + MAX_BATCH_IMBALANCE) >= within:
+        return "batch", by_items
+    return axis, within
 
 
 def _part_body(plan: GemmPlan, axis: str, parts: int, count: int, prefix: str) -> list[str]:

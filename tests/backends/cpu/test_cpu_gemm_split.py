@@ -1,0 +1,78 @@
+"""GEMMs split across threads (gemm_call._split): which split each shape gets, and every
+split jitted on 'cpu' against the reference backend, with 3 threads so that the parts
+are uneven and the operands transposed, strided and offset."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from cpu_testing import assert_matches_reference, compiled, requires_cpu
+
+import ember.numpy as jnp
+from ember import lax
+from ember.backends.cpu.gemm_call import _split
+from ember.codegen.gemm import GemmPlan, Matrix
+from ember.config import config
+
+pytestmark = requires_cpu
+
+rng = np.random.default_rng(0)
+TOLERANCE = (1e-4, 1e-4)
+
+
+def randn(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def plan(batch: tuple[int, ...], m: int, n: int, k: int) -> GemmPlan:
+    strides = tuple(1 for _ in batch)
+    return GemmPlan(np.dtype(np.float32), batch, m, n, k,
+                    Matrix(m, k, False, k, 0, strides), Matrix(k, n, False, n, 0, strides))
+
+
+@pytest.mark.parametrize("batch, m, n, k, threads, expected", [
+    ((), 512, 256, 256, 2, ("m", 2)),           # tall: blocks of rows
+    ((), 256, 1024, 784, 2, ("n", 2)),          # wide: blocks of columns
+    ((), 256, 1024, 784, 1, ("batch", 1)),      # one thread
+    ((), 40, 32, 64, 2, ("batch", 1)),          # too small to be worth a split
+    ((), 64, 48, 1024, 4, ("m", 2)),            # at least 32 rows per thread
+    ((64,), 256, 256, 64, 2, ("batch", 2)),     # many items: by items
+    ((9,), 128, 128, 128, 2, ("batch", 2)),     # 5 vs 4.5 items: close enough
+    ((3,), 128, 128, 128, 2, ("m", 2)),         # 2 vs 1 items: split each item
+    ((4,), 128, 128, 128, 3, ("m", 3)),
+    ((2, 3), 128, 128, 128, 3, ("batch", 3)),
+])
+def test_split(batch, m, n, k, threads, expected):
+    assert _split(plan(batch, m, n, k), int(np.prod(batch, dtype=np.int64)), threads) == expected
+
+
+def _dot(dims):
+    return lambda a, b: lax.dot_general(a, b, dims)
+
+
+@pytest.mark.parametrize("lhs_shape, rhs_shape, dims", [
+    ((200, 96), (96, 112), (((1,), (0,)), ((), ()))),           # rows
+    ((96, 200), (96, 112), (((0,), (0,)), ((), ()))),           # rows, transposed lhs
+    ((100, 96), (250, 96), (((1,), (1,)), ((), ()))),           # columns, transposed rhs
+    ((96, 100), (250, 96), (((0,), (1,)), ((), ()))),           # columns, both transposed
+    ((7, 64, 64), (7, 64, 48), (((2,), (1,)), ((0,), (0,)))),   # by items (3, 2, 2)
+    ((80, 2, 96), (2, 96, 100), (((2,), (1,)), ((1,), (0,)))),  # each item, strided batch
+])
+def test_split_gemm_matches_reference(lhs_shape, rhs_shape, dims):
+    lhs, rhs = randn(*lhs_shape), randn(*rhs_shape)
+    with config.override(num_threads=3):
+        assert_matches_reference(_dot(dims), lhs, rhs, tolerance=TOLERANCE)
+        (kernel,) = compiled(_dot(dims), lhs, rhs).kernels
+    assert kernel.kind == "library" and "#pragma omp parallel for" in kernel.source
+
+
+def test_split_gemm_with_epilogue_and_sliced_operand():
+    """A product of a slice (an offset operand) whose bias and relu run after the split."""
+    x, w, bias = randn(130, 300), randn(256, 120), randn(120)
+
+    def layer(x, w, bias):
+        return jnp.maximum(x[:, 44:] @ w + bias, 0.0)
+
+    with config.override(num_threads=3):
+        assert_matches_reference(layer, x, w, bias, tolerance=TOLERANCE)
+        kinds = [k.kind for k in compiled(layer, x, w, bias).kernels]
+    assert kinds == ["library"]
