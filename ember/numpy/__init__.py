@@ -5,9 +5,14 @@ Every function works eagerly and under transformations (jit, grad, vmap): it is 
 composition of ``ember.lax`` primitives. Differences from NumPy are JAX's: arrays are
 immutable (``x.at[idx].set(v)`` instead of ``x[idx] = v``), the default dtypes are
 float32 / int32 unless ``enable_x64`` is on, Python scalars are weakly typed, functions
-whose result *shape* depends on values (``nonzero``, ``unique``, boolean masks) need
-concrete inputs or a static ``size=``, and out-of-bounds indices are clamped on reads and
-dropped on writes instead of raising (see ``ember.numpy.indexing``).
+whose result *shape* depends on values (``nonzero``, ``unique``, the set functions,
+``compress``, ``bincount``, boolean masks) need concrete inputs or a static ``size=`` /
+``length=``, out-of-bounds indices are clamped on reads and dropped on writes instead of
+raising (see ``ember.numpy.indexing``), and the "in place" functions (``put``, ``place``,
+``fill_diagonal``, ``ufunc.at``) return the edited copy (pass ``inplace=False``). The
+binary functions JAX makes ufuncs (``add``, ``maximum``, ``logaddexp``, ...) are
+``ember.numpy.ufunc`` objects with ``reduce`` / ``accumulate`` / ``outer`` / ``at`` /
+``reduceat``.
 
 Integer policy: the default integer is int32 (int64 with x64); integer arithmetic wraps
 around on overflow (two's complement); integer ``//`` and ``%`` by zero give 0 (as NumPy's
