@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ember.core import dtypes
-from ember.core.abstract import ShapedArray
+from ember.core.abstract import ShapedArray, aval_of
 from ember.core.primitive import Primitive
 from ember.core.pytree import tree_flatten, tree_unflatten
 from ember.errors import EmberTypeError, EmberValueError
@@ -74,7 +74,7 @@ cumlogsumexp_p = _cumulative("cumlogsumexp")
 
 
 def _bind_cumulative(prim: Primitive, operand: Any, axis: int, reverse: bool) -> Any:
-    axis = normalize_axis(prim.name, axis, len(np.shape(operand)))
+    axis = normalize_axis(prim.name, axis, aval_of(operand).ndim)  # aval_of: not an array?
     return prim.bind(operand, axis=axis, reverse=bool(reverse))
 
 

@@ -164,7 +164,7 @@ reduce_xor_p = _monoid_reduction("reduce_xor")
 
 
 def _bind_reduction(prim: Primitive, operand: Any, axes: Sequence[int]) -> Any:
-    axes = _normalize_axes(prim.name, axes, len(np.shape(operand)))
+    axes = _normalize_axes(prim.name, axes, aval_of(operand).ndim)  # aval_of: not an array?
     if not axes:
         return operand
     return prim.bind(operand, axes=axes)

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ember.core import dtypes
-from ember.core.abstract import ShapedArray
+from ember.core.abstract import ShapedArray, aval_of
 from ember.core.primitive import Primitive
 from ember.errors import EmberTypeError, EmberValueError
 from ember.ops.indexing import take_along_axis
@@ -95,7 +95,7 @@ def sort(operand: Any | Sequence[Any], dimension: int = -1, is_stable: bool = Tr
     operands = list(operand) if several else [operand]
     if not operands:
         raise EmberValueError("sort needs at least one operand")
-    dimension = canonical_axis(dimension, np.ndim(operands[0]), "sort")
+    dimension = canonical_axis(dimension, aval_of(operands[0]).ndim, "sort")
     outs = sort_p.bind(*operands, dimension=dimension, is_stable=bool(is_stable),
                        num_keys=int(num_keys))
     return tuple(outs) if several else outs[0]

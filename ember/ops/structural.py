@@ -173,7 +173,7 @@ def reshape(x: Any, new_sizes: Sequence[int], dimensions: Sequence[int] | None =
     if dimensions is not None:
         x = transpose(x, dimensions)
     new_sizes = _ints(new_sizes)
-    if tuple(np.shape(x)) == new_sizes:
+    if aval_of(x).shape == new_sizes:  # aval_of: also checks x is an array Ember takes
         return x
     return reshape_p.bind(x, new_sizes=new_sizes)
 
@@ -436,7 +436,11 @@ deflinear(concatenate_p, _concatenate_transpose)
 
 def concatenate(operands: Sequence[Any], dimension: int) -> Any:
     """Join arrays of one dtype along ``dimension``."""
-    operands = list(operands)
+    try:
+        operands = list(operands)
+    except TypeError:
+        raise EmberTypeError(f"concatenate takes a sequence of arrays, got "
+                             f"{type(operands).__name__}") from None
     if not operands:
         raise EmberValueError("concatenate needs at least one operand")
     dimension = canonical_axis(dimension, len(_aval_shape(operands[0])), "concatenate")

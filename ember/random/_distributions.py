@@ -163,10 +163,10 @@ def categorical(key: Any, logits: Any, axis: int = -1,
     logits = ensure_array(logits)
     if not dtypes.is_floating(logits.dtype):
         logits = lax.convert_element_type(logits, dtypes.default_float())
-    axis = axis - logits.ndim if axis >= 0 else axis
-    if not -logits.ndim <= axis < 0:
+    if not -logits.ndim <= axis < logits.ndim:
         raise EmberValueError(f"categorical: axis {axis} is out of range for logits of shape "
                               f"{logits.shape}")
+    axis = axis - logits.ndim if axis >= 0 else axis
     batch_shape = tuple(np.delete(logits.shape, axis))
     shape = batch_shape if shape is None else shape_arg(shape)
     if shape[len(shape) - len(batch_shape):] != batch_shape:

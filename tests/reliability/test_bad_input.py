@@ -158,15 +158,7 @@ MODULES = ("numpy", "lax", "random", "nn")
 CASES = [case for module in MODULES for name, fn in _public_functions(module)
          for case in _cases_of(name, fn)]
 
-KNOWN = {  # case id -> what is wrong (reported to the owners)
-    "lax.concatenate:object": "TypeError from Python ('object' is not iterable)",
-    "lax.reshape:str-dtype": "accepted: a string array comes back unchanged",
-    **{f"lax.{op}:object": "misleading: 'axis out of range for an operand of rank 0' "
-       "instead of 'not an array'" for op in ("cumsum", "cumprod", "cummax", "cummin",
-                                                "cumlogsumexp", "reduce_sum", "reduce_max",
-                                                "reduce_min", "reduce_prod", "sort")},
-    "random.categorical:axis": "names axis 6 where 7 was given",
-}
+KNOWN: dict[str, str] = {}  # case id -> what is wrong (reported to the owners)
 
 
 def _params():
