@@ -134,8 +134,15 @@ def _graphs_in(value: Any):
 
 @functools.cache
 def code_digest() -> str:
-    """Identity of the code that compiles: every source file of the ember package (path,
-    size, modification time), NumPy's version and Python's."""
+    """Identity of the code that compiles, as this process imported it: every source
+    file of the ember package (path, size, modification time), NumPy's version and
+    Python's. Taken when this module is imported, next to the rest of the package;
+    ``store`` writes nothing once the files have changed since (their entry would name
+    code that this process is not running)."""
+    return _scan_code()
+
+
+def _scan_code() -> str:
     root = os.path.dirname(os.path.abspath(ember.__file__))
     lines = [np.__version__, sys.version, root]
     _list_sources(root, "", lines)
@@ -175,6 +182,8 @@ def load(key_parts: list[str], graph: Graph) -> NativeProgram | None:
 
 
 def store(key_parts: list[str], program: NativeProgram) -> None:
+    if _scan_code() != code_digest():  # the sources changed while this process ran
+        return
     text = json.dumps(_encode(program), separators=(",", ":"))
     default_cache().get_or_build(key_parts, _SUFFIX,
                                  lambda path: path.write_text(text, encoding="utf-8"))
@@ -272,3 +281,6 @@ def _from_array(data: dict, read_only: bool = False) -> np.ndarray:
     array = np.frombuffer(raw, dtype=aval.dtype).reshape(aval.shape).copy()
     array.flags.writeable = not read_only
     return array
+
+
+code_digest()  # now, as the package is imported (see its docstring)

@@ -33,7 +33,11 @@ def mlp(a, b):
 
 
 @pytest.fixture
-def cache_dir(tmp_path):
+def cache_dir(tmp_path, monkeypatch):
+    # Entries are stored only while the sources are as imported: hold them still (others
+    # may be editing this checkout while the tests run).
+    digest = program_cache.code_digest()
+    monkeypatch.setattr(program_cache, "_scan_code", lambda: digest)
     with config.override(cache_dir=str(tmp_path / "cache")):
         yield tmp_path / "cache"
 
@@ -105,19 +109,26 @@ def test_what_changes_the_program_changes_the_key(cache_dir, passes, monkeypatch
     elif change == "donation":
         jit_kwargs = {"donate_argnums": 0}
         args = (ember.numpy.asarray(x), w)
-    elif change == "code":
-        program_cache.code_digest.cache_clear()
-        monkeypatch.setattr(program_cache, "_list_sources",
-                            lambda folder, prefix, lines: lines.append("edited.py"))
+    elif change == "code":  # another version of Ember (in another process)
+        monkeypatch.setattr(program_cache, "code_digest", lambda: "other code")
+        monkeypatch.setattr(program_cache, "_scan_code", lambda: "other code")
     overrides = {"cflags": {"cflags": "-DEMBER_TEST_FLAG=1"},
                  "threads": {"num_threads": (config.num_threads or os.cpu_count() or 1) + 1},
                  "optimize": {"optimize": False}}.get(change, {})
     want = ember.jit(fun, backend="reference")(*[np.asarray(a) for a in args])
     with config.override(**overrides):
         got = ember.jit(fun, backend="cpu", **jit_kwargs)(*args)
-    program_cache.code_digest.cache_clear()
     assert len(passes) == 2
     assert_same(got, want)
+
+
+def test_nothing_is_stored_once_the_sources_changed_under_the_process(cache_dir, passes,
+                                                                        monkeypatch):
+    monkeypatch.setattr(program_cache, "_scan_code", lambda: "edited since the import")
+    first = run(mlp, x, w)
+    assert entries(cache_dir) == []
+    np.testing.assert_array_equal(run(mlp, x, w), first)
+    assert len(passes) == 2
 
 
 def test_the_program_key_leaves_out_source_locations_but_not_operations(cache_dir):
