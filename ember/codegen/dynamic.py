@@ -118,7 +118,7 @@ def gather_value(b, eqn: Eqn, index: Index) -> Node:
     inside = _in_bounds(b, starts) if positions.checked else None
     if inside is None:
         return value
-    fill = gather_fill_value(eqn)
+    fill = _fill_value(eqn)
     return b.op("select_n", (inside, b.const(fill, value.dtype), value), value.dtype)
 
 
@@ -137,7 +137,7 @@ def _position(b, axis: int, where: Index, offset: Node | None, starts: list[_Sta
     return b.convert(value, aval.dtype)
 
 
-def gather_fill_value(eqn: Eqn):
+def _fill_value(eqn: Eqn):
     """What a 'fill' gather reads out of bounds (as ``ember.ops.indexing``)."""
     from ember.ops.indexing import default_fill_value
 
