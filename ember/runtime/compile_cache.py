@@ -253,7 +253,7 @@ class _Entry:
     def is_valid(self) -> bool:
         """True when the artifact exists and the sidecar holds its content hash."""
         try:
-            expected = self.sidecar.read_text(encoding="ascii").strip()
+            expected = self.sidecar.read_text(encoding="utf-8").strip()
             return self.artifact.is_file() and _file_sha256(self.artifact) == expected
         except (OSError, UnicodeDecodeError):
             return False
@@ -266,7 +266,7 @@ class _Entry:
             build(tmp_artifact)
             if not tmp_artifact.is_file():
                 raise RuntimeError(f"compile cache: the build did not write {tmp_artifact}")
-            tmp_sidecar.write_text(_file_sha256(tmp_artifact) + "\n", encoding="ascii")
+            tmp_sidecar.write_text(_file_sha256(tmp_artifact) + "\n", encoding="utf-8")
             os.replace(tmp_artifact, self.artifact)
             os.replace(tmp_sidecar, self.sidecar)
         finally:

@@ -61,7 +61,13 @@ class CpuBackend(Backend):
         return reference_apply(prim, buffers, params)
 
     def compile(self, graph: Graph, donated: Sequence[bool] = ()) -> Executable:
-        start_launcher()  # builds on another core meanwhile, the first time on a machine
+        executable = self._cached_or_compiled(graph, donated)
+        # Only now: it competes with nothing on the way to the first call, which
+        # releases the GIL and can do without it.
+        start_launcher()
+        return executable
+
+    def _cached_or_compiled(self, graph: Graph, donated: Sequence[bool]) -> CpuExecutable:
         timed = _Timer()
         flags = _compile_flags()
         key = None

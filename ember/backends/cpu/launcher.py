@@ -2,10 +2,10 @@
 a list of NumPy arrays and calls a module's entry point, releasing the GIL meanwhile.
 
 It is built once per machine (through the compile cache), in a background thread that
-the CPU backend starts at its first compile (``start_launcher``), by a compiler at the
-lowest priority: compiling against the Python and NumPy headers costs about as much as
-a compiled program, which would otherwise delay (or compete with) the first compile of
-a fresh machine. Until it is ready, and where it cannot be built (no Python or NumPy
+the CPU backend starts after its first compile when the cache lacks it
+(``start_launcher``), by a compiler at the lowest priority: compiling against the Python and NumPy headers costs about as much
+as a compiled program, which would otherwise delay (or compete with) the first compile
+of a fresh machine. Until it is ready, and where it cannot be built (no Python or NumPy
 headers), executables pass pointers gathered in Python instead.
 """
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import atexit
 import ctypes
 import os
+import sys
 import sysconfig
 import threading
 from collections.abc import Callable
@@ -34,16 +35,29 @@ class _Build:
 
     def __init__(self) -> None:
         self.function: Launch | None = None
+        self._started = False
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
     def start(self) -> None:
+        """Load the launcher from the compile cache, else build it in the background
+        (a thread started where nothing is to build would only take the GIL from the
+        first compiled call for a switch interval)."""
         with self._lock:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="ember-launcher",
-                                                daemon=True)
-                self._thread.start()
-                atexit.register(self._finish)
+            if self._started:
+                return
+            self._started = True
+            try:
+                path = toolchain.find_shared_library(_SOURCE.read_text(), **_build_options())
+            except (BackendUnavailableError, OSError):
+                return
+            if path is not None:
+                self.function = _load(path)
+                return
+            self._thread = threading.Thread(target=self._run, name="ember-launcher",
+                                            daemon=True)
+            self._thread.start()
+            atexit.register(self._finish)
 
     def _finish(self) -> None:
         """At exit: give a running build a moment to end, then stop its compiler (a
@@ -56,21 +70,40 @@ class _Build:
 
     def wait(self) -> Launch | None:
         self.start()
-        self._thread.join()
+        if self._thread is not None:
+            self._thread.join()
         return self.function
 
     def _run(self) -> None:
         _lowest_priority()
-        flags = (f"-I{sysconfig.get_paths()['include']}", f"-I{np.get_include()}")
         try:
-            path = toolchain.compile_shared_library(_SOURCE.read_text(), name="ember_launcher",
-                                                    extra_flags=flags)
+            path = toolchain.compile_shared_library(_SOURCE.read_text(), **_build_options())
         except (CompileError, BackendUnavailableError, OSError):
             return
-        function = ctypes.PyDLL(str(path)).ember_launch
-        function.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.c_int64]
-        function.restype = ctypes.c_int
-        self.function = function
+        self.function = _load(path)
+
+
+def _build_options() -> dict:
+    return {"name": "ember_launcher",
+            "extra_flags": (f"-I{_python_include()}", f"-I{np.get_include()}")}
+
+
+def _load(path: Path) -> Launch:
+    function = ctypes.PyDLL(str(path)).ember_launch
+    function.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.c_int64]
+    function.restype = ctypes.c_int
+    return function
+
+
+def _python_include() -> str:
+    """The folder of ``Python.h``: where CPython's standard layout puts it, else where
+    ``sysconfig`` says (its first use imports the build's configuration, ~4 ms holding
+    the GIL while the first compiled call is on its way)."""
+    version = f"python{sys.version_info[0]}.{sys.version_info[1]}{getattr(sys, 'abiflags', '')}"
+    standard = os.path.join(sys.base_prefix, "include", version)
+    if os.path.isfile(os.path.join(standard, "Python.h")):
+        return standard
+    return sysconfig.get_paths()["include"]
 
 
 def _lowest_priority() -> None:
@@ -86,7 +119,7 @@ _build = _Build()
 
 
 def start_launcher() -> None:
-    """Start building (or loading) the launcher in the background, once per process."""
+    """Load the launcher, or start building it in the background; once per process."""
     _build.start()
 
 

@@ -29,7 +29,7 @@ from typing import Iterator, Sequence
 
 from ember.config import config
 from ember.errors import BackendUnavailableError, CompileError
-from ember.runtime.compile_cache import default_cache, hash_key
+from ember.runtime.compile_cache import default_cache, hash_key, key_of
 
 INCLUDE_DIR = Path(__file__).resolve().parent / "include"
 """Headers passed to every compile with ``-I`` (``ember_math.h``)."""
@@ -341,21 +341,40 @@ def compile_shared_library(
     reports. Raises ``BackendUnavailableError`` when there is no compiler (or no BLAS
     but ``link_blas``), and ``CompileError`` when the compiler rejects the source.
     """
-    toolchain = find_toolchain()
-    if toolchain is None:
-        raise BackendUnavailableError(
-            "the CPU backend needs a C compiler: install gcc or clang, or set $CC")
-    units = [source] if isinstance(source, str) else list(source)
-    compile_flags, link_flags = _flags(link_blas, extra_flags)
-    for number, unit in enumerate(units):
-        _dump_source(unit, _unit_name(name, number, len(units)))
-    key_parts = [*_toolchain_key(toolchain, compile_flags, link_flags, link_blas),
-                 f"units:{len(units)}", *units]
+    build = _LibraryBuild(source, name, link_blas, extra_flags)
+    for number, unit in enumerate(build.units):
+        _dump_source(unit, _unit_name(name, number, len(build.units)))
+    return default_cache().get_or_build(build.key_parts, ".so", build.run)
 
-    def build(output: Path) -> None:
-        _run_compiler(toolchain.cc, units, name, compile_flags, link_flags, output)
 
-    return default_cache().get_or_build(key_parts, ".so", build)
+def find_shared_library(source: str | Sequence[str], *, name: str, link_blas: bool = False,
+                        extra_flags: Sequence[str] = ()) -> Path | None:
+    """The library ``compile_shared_library`` would return, if the compile cache holds it
+    already (else None: nothing is built)."""
+    build = _LibraryBuild(source, name, link_blas, extra_flags)
+    return default_cache().find(key_of(build.key_parts, ".so"), ".so")
+
+
+class _LibraryBuild:
+    """How to build a library, and its compile-cache key."""
+
+    def __init__(self, source: str | Sequence[str], name: str, link_blas: bool,
+                 extra_flags: Sequence[str]) -> None:
+        toolchain = find_toolchain()
+        if toolchain is None:
+            raise BackendUnavailableError(
+                "the CPU backend needs a C compiler: install gcc or clang, or set $CC")
+        self.cc = toolchain.cc
+        self.name = name
+        self.units = [source] if isinstance(source, str) else list(source)
+        self.compile_flags, self.link_flags = _flags(link_blas, extra_flags)
+        self.key_parts = [*_toolchain_key(toolchain, self.compile_flags, self.link_flags,
+                                          link_blas),
+                          f"units:{len(self.units)}", *self.units]
+
+    def run(self, output: Path) -> None:
+        _run_compiler(self.cc, self.units, self.name, self.compile_flags, self.link_flags,
+                      output)
 
 
 def _flags(link_blas: bool, extra_flags: Sequence[str]) -> tuple[list[str], list[str]]:

@@ -3,6 +3,7 @@ without it until it is ready, then use it; at exit a build still running is stop
 from __future__ import annotations
 
 import os
+import sysconfig
 import threading
 import time
 
@@ -24,6 +25,13 @@ def test_the_launcher_is_built_once_and_then_ready():
     function = launcher.launcher()
     assert function is not None and launcher.ready_launcher() is function
     assert launcher.launcher() is function
+
+
+def test_a_launcher_in_the_compile_cache_is_loaded_at_once_without_a_thread():
+    launcher.launcher()  # built (or found) once
+    build = launcher._Build()
+    build.start()
+    assert build._thread is None and build.function is not None
 
 
 def test_an_executable_runs_before_the_launcher_is_ready_and_uses_it_after(monkeypatch):
@@ -48,6 +56,7 @@ def test_the_launcher_compiles_at_the_lowest_priority_and_may_fail(monkeypatch):
         seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
         raise CompileError("no Python headers here")
 
+    monkeypatch.setattr(launcher.toolchain, "find_shared_library", lambda *a, **k: None)
     monkeypatch.setattr(launcher.toolchain, "compile_shared_library", compile_library)
     priority = os.getpriority(os.PRIO_PROCESS, 0)
     assert launcher._Build().wait() is None  # executables keep passing pointers from Python
@@ -59,6 +68,7 @@ def test_at_exit_a_build_still_running_is_stopped(monkeypatch, tmp_path):
         [result] = launcher.toolchain._run_all([["sleep", "60"]], str(tmp_path))
         raise CompileError(f"stopped: {result.returncode}")
 
+    monkeypatch.setattr(launcher.toolchain, "find_shared_library", lambda *a, **k: None)
     monkeypatch.setattr(launcher.toolchain, "compile_shared_library", slow_compile)
     monkeypatch.setattr(launcher, "_EXIT_WAIT_S", 0.2)
     build = launcher._Build()
@@ -67,3 +77,7 @@ def test_at_exit_a_build_still_running_is_stopped(monkeypatch, tmp_path):
     build._finish()
     assert not build._thread.is_alive() and time.monotonic() - start < 5
     assert build.function is None and not launcher.toolchain._running
+
+
+def test_python_headers_are_found_where_sysconfig_says():
+    assert launcher._python_include() == sysconfig.get_paths()["include"]

@@ -129,6 +129,13 @@ def test_several_units_are_compiled_and_linked_into_one_library(cache_dir):
         toolchain.compile_shared_library([ADD_SOURCE], name="add")
 
 
+def test_find_returns_only_what_compile_built(cache_dir):
+    assert toolchain.find_shared_library(UNITS, name="units") is None
+    path = toolchain.compile_shared_library(UNITS, name="units")
+    assert toolchain.find_shared_library(UNITS, name="renamed") == path
+    assert toolchain.find_shared_library(UNITS, name="units", extra_flags=["-DX"]) is None
+
+
 def test_a_unit_the_compiler_rejects_is_saved_and_named(cache_dir):
     broken = "int broken(int a) { return a + }\n"
     with pytest.raises(CompileError) as caught:
