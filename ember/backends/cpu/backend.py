@@ -221,20 +221,12 @@ def optimize(graph: Graph) -> Graph:
     return run_pipeline(graph, "cpu")
 
 
-@functools.cache
-def _has_avx512() -> bool:
-    try:
-        return " avx512f " in Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-
-
 def extra_flags() -> tuple[str, ...]:
     """Flags beyond the toolchain's: wrapping integers; full-width AVX-512 vectors where
     the CPU has them (GCC prefers 256-bit by default, which halves the throughput of
     the compute-bound fused loops)."""
     toolchain_info = toolchain.find_toolchain()
-    if toolchain_info.target_isa.startswith("x86_64") and _has_avx512():
+    if toolchain_info.target_isa.startswith("x86_64") and "avx512f" in toolchain.cpu_flags():
         return (*_EXTRA_FLAGS, "-mprefer-vector-width=512")
     return _EXTRA_FLAGS
 

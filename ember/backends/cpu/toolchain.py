@@ -159,8 +159,19 @@ def _run_probes(cc: str) -> tuple[str, str, bool]:
     return version, _target_isa(cc), _supports_openmp(cc)
 
 
+def cpu_flags() -> frozenset[str]:
+    """The first processor's feature flags (``flags`` or ``Features`` in /proc/cpuinfo)."""
+    for line in (_cpu_identity() or "").splitlines():
+        name, _, value = line.partition(":")
+        if name.strip() in ("flags", "Features"):
+            return frozenset(value.split())
+    return frozenset()
+
+
+@functools.cache
 def _cpu_identity() -> str | None:
-    """The first processor's model and feature lines of /proc/cpuinfo; None if unreadable."""
+    """The first processor's model and feature lines of /proc/cpuinfo; None if unreadable.
+    (Read once: the kernel samples the CPU's clock for it, milliseconds on a busy VM.)"""
     lines = []
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as file:

@@ -344,3 +344,11 @@ def test_probe_key_follows_the_compiler_and_the_cpu(monkeypatch):
     assert toolchain._probe_key(cc) not in (key, None)
     monkeypatch.setattr(toolchain, "_cpu_identity", lambda: None)
     assert toolchain._probe_key(cc) is None  # unknown CPU: probe every time, store nothing
+
+
+def test_cpu_flags_are_those_of_the_first_processor():
+    if toolchain._cpu_identity() is None:
+        pytest.skip("no /proc/cpuinfo")
+    with open("/proc/cpuinfo") as file:
+        line = next(line for line in file if line.split(":")[0].strip() in ("flags", "Features"))
+    assert toolchain.cpu_flags() == frozenset(line.split(":", 1)[1].split())
