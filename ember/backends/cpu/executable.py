@@ -49,9 +49,9 @@ class _Call:
 
 
 class _Detail:
-    """A field of ``Executable`` that an executable from the program cache computes
-    only when it is first read: it then compiles the program in full (its library is a
-    compile-cache hit)."""
+    """A field of ``Executable`` computed when first read, by the describer the backend
+    gave (``described_later``): from the stages of a compile just done, or, for a
+    program-cache hit, by generating the program again up to its C source."""
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.slot = "_" + name
