@@ -371,10 +371,7 @@ class _LibraryBuild:
 
     def __init__(self, source: str | Sequence[str], name: str, link_blas: bool,
                  extra_flags: Sequence[str]) -> None:
-        toolchain = find_toolchain()
-        if toolchain is None:
-            raise BackendUnavailableError(
-                "the CPU backend needs a C compiler: install gcc or clang, or set $CC")
+        toolchain = _required_toolchain()
         self.cc = toolchain.cc
         self.name = name
         self.units = [source] if isinstance(source, str) else list(source)
@@ -422,10 +419,7 @@ def library_identity(extra_flags: Sequence[str] = ()) -> list[str]:
     """Everything but the source that decides a library built with ``extra_flags``
     (compiler, target, flags, bundled headers, the BLAS where installed): a key part for
     caches of what is derived from a library without knowing its source."""
-    toolchain = find_toolchain()
-    if toolchain is None:
-        raise BackendUnavailableError(
-            "the CPU backend needs a C compiler: install gcc or clang, or set $CC")
+    toolchain = _required_toolchain()
     with_blas = blas() is not None
     compile_flags, link_flags = _flags(with_blas, extra_flags)
     return _toolchain_key(toolchain, compile_flags, link_flags, with_blas)
@@ -433,6 +427,14 @@ def library_identity(extra_flags: Sequence[str] = ()) -> list[str]:
 
 def _unit_name(name: str, number: int, count: int) -> str:
     return name if count == 1 else f"{name}.{number}"
+
+
+def _required_toolchain() -> Toolchain:
+    toolchain = find_toolchain()
+    if toolchain is None:
+        raise BackendUnavailableError(
+            "the CPU backend needs a C compiler: install gcc or clang, or set $CC")
+    return toolchain
 
 
 def _required_blas() -> BlasInfo:
