@@ -1,12 +1,13 @@
 """The launcher: one small C function (``launcher.c``) that reads the data pointers of
 a list of NumPy arrays and calls a module's entry point, releasing the GIL meanwhile.
 
-It is built once per machine (through the compile cache), in a background thread that
-the CPU backend starts after its first compile when the cache lacks it
-(``start_launcher``), by a compiler at the lowest priority: compiling against the Python and NumPy headers costs about as much
-as a compiled program, which would otherwise delay (or compete with) the first compile
-of a fresh machine. Until it is ready, and where it cannot be built (no Python or NumPy
-headers), executables pass pointers gathered in Python instead.
+It is built once per machine (through the compile cache): compiling against the Python
+and NumPy headers costs about as much as a compiled program, so it must not delay (or
+compete with) the first compile of a fresh machine. When the compile cache lacks it,
+the CPU backend starts building it after its first compile (``start_launcher``), in a
+background thread, by a compiler at a low priority. Until it is ready, and where it
+cannot be built (no Python or NumPy headers), executables pass pointers gathered in
+Python instead.
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ _SOURCE = Path(__file__).with_name("launcher.c")
 
 Launch = Callable[[int, list, int], int]
 _EXIT_WAIT_S = 1.0
+LAUNCHER_NICE = 10
 
 
 class _Build:
@@ -61,7 +63,7 @@ class _Build:
 
     def _finish(self) -> None:
         """At exit: give a running build a moment to end, then stop its compiler (a
-        compiler left running would leave temporary files behind; a build at the lowest
+        compiler left running would leave temporary files behind; a build at a low
         priority on a busy machine could otherwise hold the exit for seconds)."""
         self._thread.join(_EXIT_WAIT_S)
         if self._thread.is_alive():
@@ -75,7 +77,7 @@ class _Build:
         return self.function
 
     def _run(self) -> None:
-        _lowest_priority()
+        _low_priority()
         try:
             path = toolchain.compile_shared_library(_SOURCE.read_text(), **_build_options())
         except (CompileError, BackendUnavailableError, OSError):
@@ -106,11 +108,15 @@ def _python_include() -> str:
     return sysconfig.get_paths()["include"]
 
 
-def _lowest_priority() -> None:
+def _low_priority() -> None:
     """Lower this thread's priority, and so that of the compiler it starts (on Linux a
-    nice value belongs to a thread and a child process inherits it)."""
+    nice value belongs to a thread and a child process inherits it): nice 10 leaves the
+    cores to the program's own threads (~10% share against each), yet finishes in about
+    a second beside other busy processes, before a short script's exit gives up on it."""
     try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        thread = threading.get_native_id()
+        if os.getpriority(os.PRIO_PROCESS, thread) < LAUNCHER_NICE:
+            os.setpriority(os.PRIO_PROCESS, thread, LAUNCHER_NICE)
     except (AttributeError, OSError):
         pass
 

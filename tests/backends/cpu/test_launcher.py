@@ -1,4 +1,4 @@
-"""The launcher is built in the background, at the lowest priority: executables run
+"""The launcher is built in the background, at a low priority: executables run
 without it until it is ready, then use it; at exit a build still running is stopped."""
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def test_an_executable_runs_before_the_launcher_is_ready_and_uses_it_after(monke
     np.testing.assert_allclose(after, np.exp(x) * 2.0, rtol=1e-6)
 
 
-def test_the_launcher_compiles_at_the_lowest_priority_and_may_fail(monkeypatch):
+def test_the_launcher_compiles_at_a_low_priority_and_may_fail(monkeypatch):
     seen = []
 
     def compile_library(source, **kwargs):
@@ -60,7 +60,8 @@ def test_the_launcher_compiles_at_the_lowest_priority_and_may_fail(monkeypatch):
     monkeypatch.setattr(launcher.toolchain, "compile_shared_library", compile_library)
     priority = os.getpriority(os.PRIO_PROCESS, 0)
     assert launcher._Build().wait() is None  # executables keep passing pointers from Python
-    assert seen == [19] and os.getpriority(os.PRIO_PROCESS, 0) == priority
+    assert seen == [max(priority, launcher.LAUNCHER_NICE)]
+    assert os.getpriority(os.PRIO_PROCESS, 0) == priority
 
 
 def test_at_exit_a_build_still_running_is_stopped(monkeypatch, tmp_path):
