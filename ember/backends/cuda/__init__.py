@@ -5,9 +5,8 @@ capsules over device memory (``dlpack.py``).
 Without a GPU the backend still compiles (``ember.jit(f, backend="cuda").lower(*args)
 .compile()`` gives the kernels' CUDA C and PTX, for sm_90 by default) but runs nothing.
 
-Matrix multiplies run as the generated tiled GEMM kernel that OpenCL also uses
-(``GpuRenderer.render_gemm``), not cuBLAS: ``cuda.bindings`` has no cuBLAS binding, the
-``nvidia-cublas`` wheel is several hundred MB, and a ctypes binding to it could not be
-run anywhere Ember is developed or tested (no GPU), while the generated kernel runs on
-PoCL in CI. cuBLAS(Lt) through ctypes is the next step where GEMM speed matters.
+float32 / float64 matrix multiplies run through cuBLAS (``cublas.py``, ctypes over the
+``nvidia-cublas`` wheel's library) when it is installed, else as the generated tiled GEMM
+kernel that OpenCL also uses (``GpuRenderer.render_gemm``); every program carries the
+generated kernel, so kernel counts and sources do not depend on the library.
 """
