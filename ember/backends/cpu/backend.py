@@ -151,9 +151,8 @@ def _generate(graph: Graph, donated: Sequence[bool], timed: _Timer) -> _Generate
     schedule = timed("fusion", fuse, optimized, cpu_policy(renderer))
     steps = timed("lowering", lower_schedule, schedule, threads)
     plan, layout, outputs = timed("buffers", _plan, steps, optimized, donated)
-    blas = toolchain.blas()
     module = timed("codegen", build_module, steps, plan, layout, renderer,
-                   blas.symbol_prefix if blas else "", toolchain.parallel_jobs())
+                   toolchain.parallel_jobs())
     return _Generated(optimized, schedule, steps, plan, layout, outputs, module)
 
 

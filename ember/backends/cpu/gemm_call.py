@@ -17,7 +17,7 @@ import numpy as np
 
 from ember.codegen.gemm import GemmPlan, Matrix
 
-_ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
+_NO_TRANS, _TRANS = 111, 112  # CBLAS enum values
 MIN_PARALLEL_FLOPS = 1 << 21
 MIN_BLOCK = 32  # rows or columns per thread
 # A batch split by items may leave one thread this much more work than an even split
@@ -25,23 +25,35 @@ MIN_BLOCK = 32  # rows or columns per thread
 MAX_BATCH_IMBALANCE = 0.125
 
 
-def render_gemm(plan: GemmPlan, a: str, b: str, c: str, ctype: str, prefix: str,
-                threads: int) -> list[str]:
-    """C statements computing ``C = A @ B`` for every batch item."""
+def render_gemm(plan: GemmPlan, a: str, b: str, c: str, ctype: str, threads: int) -> list[str]:
+    """C statements computing ``C = A @ B`` for every batch item: one call of the shared
+    ``ember_gemm_*`` helper (include/ember_gemm.h) with the split chosen here."""
     count = int(np.prod(plan.batch, dtype=np.int64))
-    head = f"{{ const {ctype} *A = {a}, *B = {b}; {ctype} *C = {c};"
     if plan.m == 0 or plan.n == 0 or count == 0:
-        return [head, "}"]
+        return []
     if plan.k == 0:
-        return [head, f"  memset(C, 0, sizeof({ctype}) * {count * plan.m * plan.n}); }}"]
+        return [f"memset({c}, 0, sizeof({ctype}) * {count * plan.m * plan.n});"]
     axis, parts = _split(plan, count, threads)
-    lines = [head, f"  const int saved_threads = {prefix}openblas_get_num_threads();",
-             f"  {prefix}openblas_set_num_threads(1);"]
-    if parts > 1:
-        lines.append(f"  #pragma omp parallel for num_threads({parts}) schedule(static)")
-    lines.append(f"  for (int64_t part = 0; part < {parts}; part++) {{")
-    lines += ["    " + line for line in _part_body(plan, axis, parts, count, prefix)]
-    return lines + ["  }", f"  {prefix}openblas_set_num_threads(saved_threads);", "}"]
+    extents = [e for e in plan.batch]
+    batch = (f"&(ember_batch){{{len(extents)}, {_int64s(extents)}, "
+             f"{_int64s(plan.a.batch_strides)}, {_int64s(plan.b.batch_strides)}}}")
+    a_row_step = 1 if plan.a.transposed else plan.a.ld
+    b_col_step = plan.b.ld if plan.b.transposed else 1
+    function = "ember_gemm_f32" if plan.dtype == np.float32 else "ember_gemm_f64"
+    return [f"{function}({_SPLITS[axis]}, {parts}, {count}, {batch}, {_trans(plan.a)}, "
+            f"{_trans(plan.b)}, {plan.m}, {plan.n}, {plan.k}, {a} + {plan.a.offset}, "
+            f"{plan.a.ld}, {a_row_step}, {b} + {plan.b.offset}, {plan.b.ld}, {b_col_step}, "
+            f"{c});"]
+
+
+_SPLITS = {"batch": 0, "m": 1, "n": 2}
+
+
+def _int64s(values) -> str:
+    """A C compound literal of int64 values (a null pointer for none)."""
+    if not len(values):
+        return "0"
+    return "(const int64_t[]){" + ", ".join(str(int(v)) for v in values) + "}"
 
 
 def _split(plan: GemmPlan, count: int, threads: int) -> tuple[str, int]:
@@ -57,44 +69,5 @@ def _split(plan: GemmPlan, count: int, threads: int) -> tuple[str, int]:
     return axis, within
 
 
-def _part_body(plan: GemmPlan, axis: str, parts: int, count: int, prefix: str) -> list[str]:
-    function = f"{prefix}cblas_{'s' if plan.dtype == np.float32 else 'd'}gemm"
-    a_off, b_off = _batch_offset(plan.a, plan), _batch_offset(plan.b, plan)
-    c_off = f"{plan.m * plan.n} * bt"
-    m, n = str(plan.m), str(plan.n)
-    if axis == "batch":
-        first, last = f"part * {count} / {parts}", f"(part + 1) * {count} / {parts}"
-        loop = f"for (int64_t bt = {first}; bt < {last}; bt++)"
-        prologue = []
-    else:
-        size = plan.m if axis == "m" else plan.n
-        prologue = [(f"const int64_t lo = part * {size} / {parts}, "
-                     f"hi = (part + 1) * {size} / {parts};")]
-        loop = f"for (int64_t bt = 0; bt < {count}; bt++)"
-        if axis == "m":
-            a_off += f" + lo * {1 if plan.a.transposed else plan.a.ld}"
-            c_off += f" + lo * {plan.n}"
-            m = "(hi - lo)"
-        else:
-            b_off += f" + lo * {plan.b.ld if plan.b.transposed else 1}"
-            c_off += " + lo"
-            n = "(hi - lo)"
-    call = (f"{function}({_ROW_MAJOR}, {_trans(plan.a)}, {_trans(plan.b)}, {m}, {n}, "
-            f"{plan.k}, 1, A + {a_off}, {plan.a.ld}, B + {b_off}, {plan.b.ld}, 0, "
-            f"C + {c_off}, {plan.n});")
-    return [*prologue, f"{loop} {{", f"  {call}", "}"]
-
-
 def _trans(matrix: Matrix) -> int:
     return _TRANS if matrix.transposed else _NO_TRANS
-
-
-def _batch_offset(matrix: Matrix, plan: GemmPlan) -> str:
-    """Element offset of batch item ``bt`` (row-major over the batch axes)."""
-    terms = [str(matrix.offset)]
-    stride = 1
-    for extent, step in reversed(list(zip(plan.batch, matrix.batch_strides))):
-        if extent > 1 and step:
-            terms.append(f"(bt / {stride} % {extent}) * {step}")
-        stride *= extent
-    return "(" + " + ".join(terms) + ")"

@@ -76,9 +76,9 @@ MIN_UNIT_COST = 6000
 
 
 def build_module(steps: list[LoweredStep], plan: BufferPlan, layout: Layout,
-                 renderer: CRenderer, blas_prefix: str, max_units: int = 1) -> Module:
+                 renderer: CRenderer, max_units: int = 1) -> Module:
     """The module of ``steps``, in at most ``max_units`` translation units."""
-    rendered = [_render_step(step, plan, layout, renderer, blas_prefix) for step in steps]
+    rendered = [_render_step(step, plan, layout, renderer) for step in steps]
     definitions = [definition for definition, _, _ in rendered]
     calls = [call for _, _, call in rendered]
     infos = [_kernel_info(step, shown) for step, (_, shown, _) in zip(steps, rendered)]
@@ -164,7 +164,7 @@ def _dispatch(segments: list[list[int]], parts: list[tuple[int, list[int]]]) -> 
 def _unit_source(uses_blas: bool, definitions: list[str], entry: str) -> str:
     parts = [PRELUDE]
     if uses_blas:
-        parts.append('#include "ember_blas.h"\n')
+        parts.append('#include "ember_gemm.h"\n')
     parts += [text for text in definitions if text]
     parts.append(entry)
     return "\n".join(parts)
@@ -202,15 +202,15 @@ def _pointer(var: Var, plan: BufferPlan, layout: Layout, ctype: str) -> str:
     return f"({ctype} *)b[{layout.slot(location)}]"
 
 
-def _render_step(step: LoweredStep, plan: BufferPlan, layout: Layout, renderer: CRenderer,
-                 blas_prefix: str) -> tuple[str, str, list[str]]:
+def _render_step(step: LoweredStep, plan: BufferPlan, layout: Layout,
+                 renderer: CRenderer) -> tuple[str, str, list[str]]:
     """(kernel definition, the source shown for it, statements of its call)."""
     if step.host:
         return "", f"host call: {step.group.host.prim.name} (NumPy reference)", []
     definition, call = "", []
     shown = []
     if step.gemm is not None:
-        gemm = _gemm_call(step, plan, layout, renderer, blas_prefix)
+        gemm = _gemm_call(step, plan, layout, renderer)
         call += gemm
         shown.append("\n".join(gemm))
     if step.kernel is not None:
@@ -238,14 +238,14 @@ def _kernel_arguments(step: LoweredStep, plan: BufferPlan, layout: Layout,
     return aliases, args
 
 
-def _gemm_call(step: LoweredStep, plan: BufferPlan, layout: Layout, renderer: CRenderer,
-               prefix: str) -> list[str]:
+def _gemm_call(step: LoweredStep, plan: BufferPlan, layout: Layout,
+               renderer: CRenderer) -> list[str]:
     gemm = step.gemm
     ctype = renderer.storage_types[gemm.dtype.name]
     a = _pointer(step.gemm_operands[0], plan, layout, ctype)
     b = _pointer(step.gemm_operands[1], plan, layout, ctype)
     c = _pointer(step.group.library.outputs[0], plan, layout, ctype)
-    return render_gemm(gemm, a, b, c, ctype, prefix, renderer.threads)
+    return render_gemm(gemm, a, b, c, ctype, renderer.threads)
 
 
 def _kernel_info(step: LoweredStep, source: str) -> KernelInfo:

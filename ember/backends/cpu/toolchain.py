@@ -64,7 +64,6 @@ class BlasInfo:
     include_dir: str
     lib_dir: str
     link_flags: tuple[str, ...]
-    symbol_prefix: str
     version: str
 
 
@@ -324,7 +323,6 @@ def blas() -> BlasInfo | None:
         include_dir=str(package / "include"),
         lib_dir=lib_dir,
         link_flags=(f"-L{lib_dir}", "-lscipy_openblas", f"-Wl,-rpath,{lib_dir}"),
-        symbol_prefix="scipy_",
         version=f"scipy-openblas32 {_wheel_version(package)}",
     )
 

@@ -234,7 +234,6 @@ def test_blas_sgemm_matches_numpy(cache_dir):
     info = toolchain.blas()
     if info is None:
         pytest.skip("scipy-openblas32 is not installed (pip install scipy-openblas32)")
-    assert info.symbol_prefix == "scipy_"
     assert f"-L{info.lib_dir}" in info.link_flags and "-lscipy_openblas" in info.link_flags
     library = toolchain.load_library(
         toolchain.compile_shared_library(GEMM_SOURCE, name="gemm", link_blas=True))

@@ -1,0 +1,74 @@
+/* Batched, strided GEMMs for Ember's generated CPU code: C[item] = A[item] @ B[item],
+ * row-major, through single-threaded OpenBLAS calls split across OpenMP threads.
+ *
+ * Generated code calls these instead of spelling out a parallel loop per GEMM: every
+ * OpenMP region costs the C compiler about 30M instructions (it is outlined into a
+ * function of its own), a call costs next to nothing, and the split is the same code
+ * for every GEMM. How to split is decided when the code is generated (gemm_call.py):
+ *
+ *   split 0: threads take whole batch items; 1: every item by blocks of rows of C;
+ *            2: every item by blocks of columns of C.
+ *   a_row_step: elements between consecutive rows of op(A) (1 when A is stored
+ *            transposed, else lda); b_col_step: between columns of op(B) (ldb when B is
+ *            stored transposed, else 1).
+ *   batch:   the batch axes (row-major over items) and each operand's element stride
+ *            along them; C is a fresh contiguous (count, m, n) array.
+ *
+ * OpenBLAS runs single-threaded inside: its own threads would compete with OpenMP's.
+ */
+#ifndef EMBER_GEMM_H
+#define EMBER_GEMM_H
+
+#include "ember_blas.h"
+#include <stdint.h>
+
+typedef struct {
+  int rank;
+  const int64_t *extents;
+  const int64_t *a_strides;
+  const int64_t *b_strides;
+} ember_batch;
+
+/* Element offset of batch item `item` in an operand with these batch strides. */
+static inline int64_t ember_item_offset(const ember_batch *batch, const int64_t *strides,
+                                        int64_t item) {
+  int64_t offset = 0;
+  for (int d = batch->rank - 1; d >= 0; d--) {
+    offset += (item % batch->extents[d]) * strides[d];
+    item /= batch->extents[d];
+  }
+  return offset;
+}
+
+#define EMBER_DEFINE_GEMM(NAME, T, CBLAS_GEMM)                                              \
+  static __attribute__((noinline, unused)) void NAME(                                     \
+      int split, int parts, int64_t count, const ember_batch *batch, int ta, int tb,       \
+      int64_t m, int64_t n, int64_t k, const T *A, int64_t lda, int64_t a_row_step,        \
+      const T *B, int64_t ldb, int64_t b_col_step, T *C) {                                 \
+    const int saved_threads = scipy_openblas_get_num_threads();                            \
+    scipy_openblas_set_num_threads(1);                                                     \
+    _Pragma("omp parallel for num_threads(parts) schedule(static) if(parts > 1)")         \
+    for (int64_t part = 0; part < parts; part++) {                                         \
+      const int64_t size = split == 1 ? m : n;                                             \
+      const int64_t first = split == 0 ? part * count / parts : 0;                         \
+      const int64_t last = split == 0 ? (part + 1) * count / parts : count;                \
+      const int64_t lo = split == 0 ? 0 : part * size / parts;                             \
+      const int64_t hi = split == 0 ? size : (part + 1) * size / parts;                    \
+      for (int64_t item = first; item < last; item++) {                                    \
+        const T *a = A + ember_item_offset(batch, batch->a_strides, item);                 \
+        const T *b = B + ember_item_offset(batch, batch->b_strides, item);                 \
+        T *c = C + item * m * n;                                                           \
+        int64_t rows = m, cols = n;                                                        \
+        if (split == 1) { a += lo * a_row_step; c += lo * n; rows = hi - lo; }             \
+        if (split == 2) { b += lo * b_col_step; c += lo; cols = hi - lo; }                 \
+        CBLAS_GEMM(101, ta, tb, (int)rows, (int)cols, (int)k, 1, a, (int)lda, b, (int)ldb, \
+                   0, c, (int)n);                                                          \
+      }                                                                                    \
+    }                                                                                      \
+    scipy_openblas_set_num_threads(saved_threads);                                         \
+  }
+
+EMBER_DEFINE_GEMM(ember_gemm_f32, float, scipy_cblas_sgemm)
+EMBER_DEFINE_GEMM(ember_gemm_f64, double, scipy_cblas_dgemm)
+
+#endif /* EMBER_GEMM_H */
