@@ -271,6 +271,8 @@ def scan_step(b, eqn: Eqn, index: Index, name: str) -> OrderedStep:
     if acc_dtype == dtype and any(n > 1 for n in shape[axis + 1:]):
         before = (*index[:axis], ix.add(index[axis], ix.const(-step)), *index[axis + 1:])
         first = b.index_cond(position, 0, 0, 1)
+        if first is None:  # always the first element (a scanned axis of extent 1)
+            return OrderedStep(where, b.value(operand, index))
         previous = b.load(out, before, b.op("not", (first,), BOOL))
         combined = b.op(_SCAN_COMBINE[kind], (previous, b.value(operand, index)), dtype)
         return OrderedStep(where, b.op("select_n", (first, combined, b.value(operand, index)),

@@ -245,6 +245,9 @@ def _cumulative_cases() -> dict[str, Case]:
                                           lambda rng: (normal(rng, 6, 7),)),
         "cumsum_empty_axis": Case(_scan("cumsum", 1, False),
                                   lambda rng: (values(rng, (3, 0), "float32"),)),
+        # a scanned axis of extent 1 before longer rows: every element is the first
+        "cummax_unit_axis_across_rows": Case(_scan("cummax", 0, False),
+                                             lambda rng: (values(rng, (1, 3), "float32"),)),
         "cumsum_parallel_rows": Case(_scan("cumsum", 1, False),
                                      lambda rng: (normal(rng, 512, 600),), tolerance=(1e-4, 1e-4)),
         # across rows: the previous row, as stored (or, for half precision sums, a
