@@ -2,7 +2,8 @@
 
 Half precision is stored as 16-bit and computed in float (helpers from
 ``ember_kernels.h``); float32 math uses the vectorizable ``ember_*f`` functions of
-``ember_math.h`` where it has them, libm otherwise. Loops carry OpenMP pragmas:
+``ember_math.h`` where it has them, libm otherwise; erf_inv and digamma, which libm
+lacks, call ``ember_special.h``. Loops carry OpenMP pragmas:
 ``parallel for`` over the outermost parallel loop, ``simd`` on contiguous inner loops,
 with reduction clauses for accumulators.
 """
@@ -96,6 +97,13 @@ LOADS = {"float16": "ember_f16_to_f32({0})", "bfloat16": "ember_bf16_to_f32({0})
 STORES = {"float16": "ember_f32_to_f16({0})", "bfloat16": "ember_f32_to_bf16({0})",
           "bool": "(uint8_t)({0} != 0)"}
 
+# Special functions of ``ember_special.h`` (C only: GPU dialects build their tables from
+# OP_TEMPLATES, so these stay host calls there).
+SPECIAL_TEMPLATES = {
+    "erf_inv": {"float64": "ember_erf_inv({0})", "float": "ember_erf_invf({0})"},
+    "digamma": {"float64": "ember_digamma({0})", "float": "ember_digammaf({0})"},
+}
+
 _REDUCTION_CLAUSE = {"sum": "+", "prod": "*", "max": "max", "min": "min", "and": "&",
                      "or": "|", "xor": "^"}
 
@@ -103,7 +111,7 @@ _REDUCTION_CLAUSE = {"sum": "+", "prod": "*", "max": "max", "min": "min", "and":
 class CRenderer(Renderer):
     storage_types = STORAGE_TYPES
     compute_types = COMPUTE_TYPES
-    op_templates = OP_TEMPLATES
+    op_templates = {**OP_TEMPLATES, **SPECIAL_TEMPLATES}
     conversions = CONVERSIONS
     load_templates = LOADS
     store_templates = STORES

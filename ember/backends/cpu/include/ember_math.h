@@ -33,6 +33,7 @@
 #define EMBER_MATH_H
 
 #include "ember_libm.h"
+#include "ember_special.h"  /* erf_inv, digamma: scalar, double-based */
 #include <stdint.h>
 
 #if defined(__GNUC__) || defined(__clang__)
