@@ -59,10 +59,10 @@ static inline double ember__erf_inv_guess(double y)
  * guess; in the extrapolated tail, where the guess is up to 12% low, up to eight. The
  * residual is taken as (1 - y) - erfc(x) for y >= 1/2, where 1 - y is exact and
  * erf(x) - y would cancel. */
-static inline double ember__erf_inv_positive(double y)
+static inline double ember__erf_inv_positive(double y, int max_steps)
 {
     double x = ember__erf_inv_guess(y);
-    for (int step = 0; step < 10; ++step) {
+    for (int step = 0; step < max_steps; ++step) {
         double residual = y < 0.5 ? erf(x) - y : (1.0 - y) - erfc(x);
         double u = residual / (EMBER__2_OVER_SQRTPI * exp(-x * x));  /* Newton step */
         double delta = u / (1.0 + x * u);  /* Halley: erf''/erf' = -2x */
@@ -73,15 +73,19 @@ static inline double ember__erf_inv_positive(double y)
     return x;
 }
 
-static inline double ember_erf_inv(double y)
+static inline double ember__erf_inv(double y, int max_steps)
 {
     double a = fabs(y);
     if (!(a < 1.0))  /* NaN, |y| > 1: NaN; +-1: +-inf */
         return a == 1.0 ? y * (double)INFINITY : (double)NAN;
-    return copysign(ember__erf_inv_positive(a), y);
+    return copysign(ember__erf_inv_positive(a, max_steps), y);
 }
 
-static inline float ember_erf_invf(float y) { return (float)ember_erf_inv(y); }
+static inline double ember_erf_inv(double y) { return ember__erf_inv(y, 10); }
+
+/* Every float is within Giles' range (|y| <= 1 - 2^-24): one step from the guess leaves
+ * a relative error far below float's ulp. */
+static inline float ember_erf_invf(float y) { return (float)ember__erf_inv(y, 1); }
 
 /* ------------------------------------------------------------------ digamma */
 
