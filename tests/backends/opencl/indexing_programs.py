@@ -301,3 +301,14 @@ KERNEL_COUNTS = {
     "embedding_gradient": (embedding_gradient, lambda rng: (*_count_args(rng),
                                                             normal(rng, 4, 8, 16))),
 }
+
+
+def compiled_on(backend: str, name: str):
+    """The compiled ``KERNEL_COUNTS[name]`` program on ``backend``."""
+    fun, make_args = KERNEL_COUNTS[name]
+    return ember.jit(fun, backend=backend).lower(*make_args(np.random.default_rng(0))).compile()
+
+
+def boundaries(compiled) -> list[tuple[str, list[str]]]:
+    """What each kernel of a compiled program is and computes: equal on every backend."""
+    return [(k.kind, k.ops) for k in compiled.kernels]
