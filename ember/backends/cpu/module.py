@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from ember.backends.base import KernelInfo
 from ember.backends.cpu.gemm_call import render_gemm
 from ember.backends.cpu.program import LoweredStep
+from ember.backends.cpu.sort_call import render_call
 from ember.codegen.c import CRenderer
 from ember.codegen.kernel_ir import Buffer
 from ember.ir.graph import Var
@@ -207,6 +208,9 @@ def _render_step(step: LoweredStep, plan: BufferPlan, layout: Layout,
     """(kernel definition, the source shown for it, statements of its call)."""
     if step.host:
         return "", f"host call: {step.group.host.prim.name} (NumPy reference)", []
+    if step.call is not None:
+        definition, call = _native_call(step, plan, layout, renderer)
+        return definition, definition, call
     definition, call = "", []
     shown = []
     if step.gemm is not None:
@@ -248,6 +252,21 @@ def _gemm_call(step: LoweredStep, plan: BufferPlan, layout: Layout,
     return render_gemm(gemm, a, b, c, ctype, renderer.threads)
 
 
+def _native_call(step: LoweredStep, plan: BufferPlan, layout: Layout,
+                 renderer: CRenderer) -> tuple[str, list[str]]:
+    """A sort or top_k as a C function of the module (``sort_call``)."""
+    eqn = step.call
+    types = renderer.storage_types
+    inputs = [_pointer(a, plan, layout, types[a.aval.dtype.name]) for a in eqn.inputs]
+    outputs = [_pointer(v, plan, layout, types[v.aval.dtype.name]) if v in plan.locations
+               else None for v in eqn.outputs]  # (an unused result has no buffer)
+    return render_call(eqn, _call_name(step), inputs, outputs, types, renderer.threads)
+
+
+def _call_name(step: LoweredStep) -> str:
+    return f"{step.call.prim.name}_{step.group.id}"
+
+
 def _kernel_info(step: LoweredStep, source: str) -> KernelInfo:
     group = step.group
     if step.host:
@@ -256,6 +275,11 @@ def _kernel_info(step: LoweredStep, source: str) -> KernelInfo:
         return KernelInfo(group.name, source, [eqn.prim.name], lines, "host",
                           group.why_boundary())
     ops, lines = [], []
+    if step.call is not None:  # a library call of the module's own
+        eqn = step.call
+        lines = [eqn.source.short()] if eqn.source is not None else []
+        why = f"{eqn.prim.name} runs as a call of its own (a merge sort of each row)"
+        return KernelInfo(_call_name(step), source, [eqn.prim.name], lines, "library", why)
     if step.gemm is not None:
         ops.append("dot_general")
         eqn = group.library

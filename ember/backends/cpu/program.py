@@ -2,6 +2,7 @@
 calls, and the buffer traffic of each step (what memory planning needs)."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ember.codegen import indexing as ix
@@ -20,10 +21,11 @@ class LoweredStep:
     bindings: dict[Var, Buffer] | None = None  # what each kernel parameter holds
     gemm: GemmPlan | None = None
     gemm_operands: tuple[Var, Var] | None = None
+    call: Eqn | None = None  # a host group's equation that runs as a native call instead
 
     @property
     def host(self) -> bool:
-        return self.group.kind == "host"
+        return self.group.kind == "host" and self.call is None
 
     def step(self) -> Step:
         group = self.group
@@ -67,18 +69,21 @@ def _position(index, offset) -> tuple:
 
 
 def lower_schedule(schedule: Schedule, threads: int, keep_rows: bool = True,
-                   grid: bool = False) -> list[LoweredStep]:
+                   grid: bool = False,
+                   native_call: Callable[[Eqn], bool] = lambda eqn: False) -> list[LoweredStep]:
     """Kernel IR and GEMM plans for every group (``keep_rows``, ``grid``: see
-    ``lower_loop_group``)."""
+    ``lower_loop_group``); a host group whose equation ``native_call`` accepts becomes a
+    native call of the target (fusion placed it like a host call, as on every target)."""
     producer = {v: eqn for eqn in schedule.graph.eqns for v in eqn.outputs}
-    return [_lower_group(group, producer, threads, keep_rows, grid)
+    return [_lower_group(group, producer, threads, keep_rows, grid, native_call)
             for group in schedule.groups]
 
 
 def _lower_group(group: Group, producer: dict[Var, Eqn], threads: int,
-                 keep_rows: bool, grid: bool) -> LoweredStep:
+                 keep_rows: bool, grid: bool,
+                 native_call: Callable[[Eqn], bool]) -> LoweredStep:
     if group.kind == "host":
-        return LoweredStep(group)
+        return LoweredStep(group, call=group.host if native_call(group.host) else None)
     step = LoweredStep(group)
     if group.library is not None:
         step.gemm, step.gemm_operands = _plan_library(group)
