@@ -1,0 +1,135 @@
+"""Convolutions as im2col + one matrix product, for backends without a convolution kernel.
+
+A covered ``conv_general_dilated`` (float32 / float64 throughout, no feature or batch
+groups, at most ``MAX_SLICES`` slices, see below) becomes primitives every code generator
+handles: the input in the canonical layout (N, C, spatial...), padded (``lhs_dilation``
+as interior padding, negative padding crops), then the patch matrix (N, P, C, T) of the
+P output positions and T kernel taps, one strided slice per tap (or per output position,
+whichever is fewer: the weight gradient of a convolution has a big "kernel", the
+gradient, and few positions), concatenated; fusion makes that one loop kernel filling
+the patch buffer. A ``dot_general`` contracting (C, T) with the kernel (O, C, T), a GEMM
+for BLAS, gives (N, P, O), reshaped and transposed to the layout of the output.
+
+Everything else (groups, other dtypes, many slices, empty shapes) stays one equation.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+
+from ember.core.staging import trace_to_graph
+from ember.ir.graph import Atom, Eqn, Graph, Var
+from ember.passes.rewrite import in_subgraphs
+
+MAX_SLICES = 64  # more slices make the patch kernel's C code (and its compile) too big
+_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def lower_convolutions(graph: Graph) -> Graph:
+    """``graph`` with every covered convolution (also in nested graphs) as im2col + GEMM."""
+    rename: dict[Var, Atom] = {}
+    eqns: list[Eqn] = []
+
+    def read(atom: Atom) -> Atom:
+        return rename.get(atom, atom) if isinstance(atom, Var) else atom
+
+    for eqn in graph.eqns:
+        eqn = in_subgraphs(eqn.replace(inputs=[read(a) for a in eqn.inputs]),
+                           lower_convolutions)
+        if not covered(eqn):
+            eqns.append(eqn)
+            continue
+        body = trace_to_graph(lambda lhs, rhs: [_im2col_conv(lhs, rhs, eqn.params)],
+                              [a.aval for a in eqn.inputs])
+        inner: dict[Var, Atom] = dict(zip(body.inputs, eqn.inputs))
+        for sub in body.eqns:
+            outs = [Var(v.aval) for v in sub.outputs]
+            inner.update(zip(sub.outputs, outs))
+            eqns.append(sub.replace(inputs=[inner.get(a, a) if isinstance(a, Var) else a
+                                            for a in sub.inputs],
+                                    outputs=outs, source=eqn.source))
+        rename[eqn.outputs[0]] = inner.get(body.outputs[0], body.outputs[0])
+    return graph.replace(eqns=eqns, outputs=[read(a) for a in graph.outputs])
+
+
+def covered(eqn: Eqn) -> bool:
+    """Whether ``eqn`` is a convolution this pass rewrites."""
+    if eqn.prim.name != "conv_general_dilated":
+        return False
+    params = eqn.params
+    avals = [a.aval for a in eqn.inputs] + [eqn.outputs[0].aval]
+    if any(a.dtype not in _DTYPES or a.dtype != avals[0].dtype or a.size == 0
+           for a in avals):
+        return False
+    if params["feature_group_count"] != 1 or params["batch_group_count"] != 1:
+        return False
+    return _slice_count(*_extents(eqn)) <= MAX_SLICES
+
+
+def _extents(eqn: Eqn) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(kernel taps per spatial dimension, output positions per spatial dimension)."""
+    _, rhs_spec, out_spec = eqn.params["dimension_numbers"]
+    rhs, out = eqn.inputs[1].aval.shape, eqn.outputs[0].aval.shape
+    return (tuple(rhs[d] for d in rhs_spec[2:]), tuple(out[d] for d in out_spec[2:]))
+
+
+def _slice_count(taps: tuple[int, ...], positions: tuple[int, ...]) -> int:
+    return min(int(np.prod(taps)), int(np.prod(positions)))
+
+
+def _im2col_conv(lhs: Any, rhs: Any, params: dict[str, Any]) -> Any:
+    from ember import lax
+
+    lhs_spec, rhs_spec, out_spec = params["dimension_numbers"]
+    x, w = lax.transpose(lhs, tuple(lhs_spec)), lax.transpose(rhs, tuple(rhs_spec))
+    config = [(0, 0, 0)] * 2 + [(lo, hi, d - 1) for (lo, hi), d in
+                                 zip(params["padding"], params["lhs_dilation"])]
+    x = lax.pad(x, 0.0, config)
+    (n, c), (o, _), taps = x.shape[:2], w.shape[:2], w.shape[2:]
+    spatial = _out_spatial(x.shape[2:], taps, params)
+    patches = _patches(x, taps, spatial, params)  # (N, P, C, T)
+    kernel = lax.reshape(w, (o, c, int(np.prod(taps))))
+    out = lax.dot_general(patches, kernel, (((2, 3), (1, 2)), ((), ())))
+    out = lax.reshape(out, (n, *spatial, o))
+    # Our axes hold the canonical dims (N, S..., O); the output's axis a holds canonical
+    # dim argsort(out_spec)[a].
+    ours = {0: 0, 1: len(spatial) + 1, **{2 + i: 1 + i for i in range(len(spatial))}}
+    return lax.transpose(out, tuple(ours[int(d)] for d in np.argsort(out_spec)))
+
+
+def _out_spatial(padded: tuple[int, ...], taps: tuple[int, ...],
+                 params: dict[str, Any]) -> tuple[int, ...]:
+    return tuple((size - (k - 1) * rd - 1) // s + 1 for size, k, s, rd in
+                 zip(padded, taps, params["window_strides"], params["rhs_dilation"]))
+
+
+def _patches(x: Any, taps: tuple[int, ...], spatial: tuple[int, ...],
+             params: dict[str, Any]) -> Any:
+    """The patch matrix (N, P, C, T) of padded ``x`` (N, C, S...): one strided slice per
+    tap, each holding every output position, or one per output position, holding every
+    tap, whichever is fewer."""
+    from ember import lax
+
+    n, c = x.shape[:2]
+    strides, dilation = params["window_strides"], params["rhs_dilation"]
+    t, p = int(np.prod(taps)), int(np.prod(spatial))
+    by_tap = t <= p
+    # by tap: starts k * dilation, step stride, `spatial` long; by position: the reverse
+    outer, step, start_step, length = ((taps, strides, dilation, spatial) if by_tap
+                                       else (spatial, dilation, strides, taps))
+    pieces = []
+    for index in itertools.product(*(range(e) for e in outer)):
+        starts = [i * s for i, s in zip(index, start_step)]
+        limits = [a + (m - 1) * s + 1 for a, m, s in zip(starts, length, step)]
+        piece = lax.slice(x, (0, 0, *starts), (n, c, *limits), (1, 1, *step))
+        if by_tap:  # (N, C, S...) -> (N, P, C, 1)
+            ndim = len(spatial) + 2
+            piece = lax.reshape(lax.transpose(piece, (0, *range(2, ndim), 1)), (n, p, c, 1))
+        else:  # (N, C, K...) -> (N, 1, C, T)
+            piece = lax.reshape(piece, (n, 1, c, t))
+        pieces.append(piece)
+    if len(pieces) == 1:
+        return pieces[0]
+    return lax.concatenate(pieces, 3 if by_tap else 1)
