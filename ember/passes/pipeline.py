@@ -27,6 +27,7 @@ from ember.passes.barriers import drop_barriers
 from ember.passes.constant_folding import fold_constants
 from ember.passes.cse import cse
 from ember.passes.dce import dce
+from ember.passes.im2col import lower_convolutions
 from ember.passes.licm import licm
 from ember.passes.rewrite import GraphPass
 from ember.passes.simplify import simplify
@@ -40,7 +41,9 @@ _OPTIMIZING: list[GraphPass] = [inline_calls, simplify, fold_constants, cse, lic
 
 GRAPH_PIPELINES: dict[str, list[GraphPass]] = {
     "reference": [dce],
-    "cpu": list(_OPTIMIZING),
+    # no convolution kernel in C: im2col + GEMM, last (it makes only views, a pad, a
+    # concatenate and a dot_general, which fusion takes as they come)
+    "cpu": [*_OPTIMIZING, lower_convolutions],
     "cuda": list(_OPTIMIZING),
     "opencl": list(_OPTIMIZING),
 }
