@@ -1,0 +1,112 @@
+"""Convolutions on the CPU backend: the covered ones (float32 / float64, no groups) compile
+to im2col + GEMM (ember/passes/im2col.py, no host call), the rest stay host calls; all
+against the reference backend, forward and gradient."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from cpu_testing import assert_matches_reference, compiled, requires_cpu
+
+import ember
+from ember import lax
+
+pytestmark = requires_cpu
+
+# (lhs shape NCH.., rhs shape OIH.., strides, padding, lhs_dilation, rhs_dilation)
+CASES = {
+    "2d_valid": ((2, 3, 9, 8), (4, 3, 3, 2), (1, 1), "VALID", None, None),
+    "2d_same_strided": ((2, 3, 9, 8), (4, 3, 3, 3), (2, 2), "SAME", None, None),
+    "2d_asymmetric": ((1, 2, 7, 6), (3, 2, 2, 3), (2, 1), ((1, 2), (0, 1)), None, None),
+    "2d_negative_padding": ((1, 2, 7, 6), (3, 2, 2, 2), (1, 1), ((-1, 1), (2, -2)), None,
+                            None),
+    "2d_dilated": ((2, 2, 10, 9), (3, 2, 3, 2), (1, 2), ((1, 1), (2, 0)), (1, 2), (2, 1)),
+    "2d_big_kernel": ((2, 3, 6, 6), (2, 3, 5, 5), (1, 1), "VALID", None, None),
+    "1d": ((3, 2, 11), (4, 2, 3), (2,), ((2, 1),), (1,), (2,)),
+    "1d_lhs_dilated": ((1, 1, 5), (2, 1, 2), (1,), ((1, 1),), (3,), (1,)),
+}
+
+
+def _args(case, dtype):
+    rng = np.random.default_rng(0)
+    lhs, rhs = case[0], case[1]
+    return (rng.standard_normal(lhs).astype(dtype), rng.standard_normal(rhs).astype(dtype))
+
+
+def _conv(case, layout):
+    """The case's convolution with channels first (NCHW / OIHW) or last (NHWC / HWIO)."""
+    _, _, strides, padding, lhs_dilation, rhs_dilation = case
+    nspatial = len(strides)
+
+    def fun(x, w):
+        if layout == "last":
+            x = lax.transpose(x, (0, *range(2, nspatial + 2), 1))
+            w = lax.transpose(w, (*range(2, nspatial + 2), 1, 0))
+            spatial = "HW"[:nspatial] if nspatial == 2 else "H"
+            numbers = (f"N{spatial}C", f"{spatial}IO", f"N{spatial}C")
+        else:
+            numbers = None
+        return lax.conv_general_dilated(x, w, strides, padding, lhs_dilation, rhs_dilation,
+                                        dimension_numbers=numbers)
+    return fun
+
+
+def _assert_no_host_call(fun, *args):
+    kinds = [k.kind for k in compiled(fun, *args).kernels]
+    assert "host" not in kinds, kinds
+
+
+@pytest.mark.parametrize("layout", ["first", "last"])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_convolution_matches_the_reference_without_host_calls(name, layout):
+    case = CASES[name]
+    args = _args(case, np.float32)
+    assert_matches_reference(_conv(case, layout), *args, tolerance=(2e-5, 2e-5))
+    _assert_no_host_call(_conv(case, layout), *args)
+
+
+@pytest.mark.parametrize("name", ["2d_dilated", "1d"])
+def test_float64_convolution_matches_the_reference(name, x64):
+    case = CASES[name]
+    args = _args(case, np.float64)
+    assert_matches_reference(_conv(case, "last"), *args)
+    _assert_no_host_call(_conv(case, "last"), *args)
+
+
+@pytest.mark.parametrize("name", ["2d_same_strided", "2d_dilated", "1d"])
+def test_convolution_gradients_have_no_host_calls(name):
+    case = CASES[name]
+    args = _args(case, np.float32)
+    grad = ember.grad(lambda x, w: (_conv(case, "first")(x, w) ** 2).sum(), argnums=(0, 1))
+    assert_matches_reference(grad, *args, tolerance=(1e-4, 1e-4))
+    _assert_no_host_call(grad, *args)
+
+
+def test_conv2d_layer_loss_gradient():
+    layer = ember.nn.Conv2d.init(ember.random.PRNGKey(0), 3, 4, 3, padding=((1, 0), (1, 2)))
+    x = np.random.default_rng(1).standard_normal((2, 3, 8, 8)).astype(np.float32)
+
+    def loss(model, x):
+        return (ember.numpy.tanh(model(x)) ** 2).mean()
+
+    grad = ember.grad(loss)
+    assert_matches_reference(grad, layer, x, tolerance=(1e-4, 1e-6))
+    _assert_no_host_call(grad, layer, x)
+
+
+def test_uncovered_convolutions_stay_host_calls():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 4, 6, 6)).astype(np.float32)
+    w = rng.standard_normal((6, 2, 3, 3)).astype(np.float32)
+
+    def grouped(x, w):
+        return lax.conv_general_dilated(x, w, (1, 1), "SAME", feature_group_count=2)
+
+    assert_matches_reference(grouped, x, w)
+    assert "host" in [k.kind for k in compiled(grouped, x, w).kernels]
+    ints = (x * 4).astype(np.int32), w[:, :2].astype(np.int32) * 0 + 1
+
+    def integer(x, w):
+        return lax.conv_general_dilated(x[:, :2], w, (1, 1), "VALID")
+
+    assert_matches_reference(integer, *ints)
+    assert "host" in [k.kind for k in compiled(integer, *ints).kernels]
