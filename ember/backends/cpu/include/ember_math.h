@@ -33,7 +33,6 @@
 #define EMBER_MATH_H
 
 #include "ember_libm.h"
-#include "ember_special.h"  /* erf_inv, digamma: scalar, double-based */
 #include <stdint.h>
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -480,5 +479,8 @@ EMBER_INLINE double ember_sigmoid(double x)
     double e = exp(-fabs(x));
     return (x >= 0.0 ? 1.0 : e) / (1.0 + e);
 }
+
+/* erf_inv and digamma, which build on the kernels above */
+#include "ember_special.h"
 
 #endif /* EMBER_MATH_H */
