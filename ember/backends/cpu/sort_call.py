@@ -17,6 +17,11 @@ import numpy as np
 
 from ember.ir.graph import Eqn, Var
 
+# top_k keeps its best k in order while it scans a row (at most n * k moves, about n for
+# most data) when k is at most this; a larger k sorts the whole row.
+MAX_SELECTED = 32
+RUN = 16  # the merge sort starts from runs of this many, sorted by insertion
+
 _DTYPES = {"float32", "float64", "bool", "int8", "int16", "int32", "int64", "uint8",
            "uint16", "uint32", "uint64"}
 
@@ -52,7 +57,8 @@ def render_call(eqn: Eqn, name: str, inputs: list[str], outputs: list[str],
     params += [f"{out_types[i]} *restrict out{i}" for i in written]
     floats = [a.aval.dtype.kind == "f" for a in eqn.inputs[:keys]]
     lines = ["#include <stdlib.h>",
-             _comparator(name, in_types[:keys], floats, descending),
+             _comparator(name, in_types[:keys], floats, descending,
+                         kept <= MAX_SELECTED and kept < n),
              f"static void {name}({', '.join(params)}) {{",
              f"  #pragma omp parallel num_threads({threads})",
              "  {",
@@ -72,12 +78,17 @@ def render_call(eqn: Eqn, name: str, inputs: list[str], outputs: list[str],
                      f"{inner}] = ({out_types[index]})order[j];")
     lines += ["    }", "    free(perm);", "  }", "}", ""]
     call = f"{name}({', '.join(inputs + [outputs[i] for i in written])});"
-    return "\n".join(lines).replace("@N@", str(n)).replace("@S@", str(inner)), [call]
+    text = "\n".join(lines)
+    for placeholder, value in (("@N@", n), ("@S@", inner), ("@K@", kept), ("@RUN@", RUN)):
+        text = text.replace(placeholder, str(value))
+    return text, [call]
 
 
-def _comparator(name: str, types: list[str], floats: list[bool], descending: bool) -> str:
+def _comparator(name: str, types: list[str], floats: list[bool], descending: bool,
+                selects: bool) -> str:
     """``<name>_before(a, b)``: element ``a`` of the row goes strictly before ``b``; and
-    ``<name>_order(keys..., scratch)``: the stable order of a row (in ``scratch``)."""
+    ``<name>_order(keys..., scratch)``: the stable order of a row (in ``scratch``), its
+    first ``@K@`` elements only when it ``selects``."""
     keys = ", ".join(f"const {t} *k{i}" for i, t in enumerate(types))
     tests = []
     for i, is_float in enumerate(floats):
@@ -93,9 +104,28 @@ static inline int {name}_before({keys}, int64_t a, int64_t b) {{
 }}
 
 static const int64_t *{name}_order({keys}, int64_t *perm) {{
+{_select(name, args) if selects else _merge_sort(name, args)}
+}}
+"""
+
+
+def _less(x: str, y: str, is_float: bool) -> str:
+    """C: ``x < y``, a NaN the largest of floats (two NaNs are equal, as -0.0 and 0.0)."""
+    if not is_float:
+        return f"{x} < {y}"
+    return f"{x} < {y} || ({y} != {y} && {x} == {x})"
+
+
+def _merge_sort(name: str, args: str) -> str:
+    """C: the stable order of a row: runs sorted by insertion, then merged bottom-up."""
+    return f"""\
   int64_t *src = perm, *dst = perm + @N@;
-  for (int64_t i = 0; i < @N@; i++) src[i] = i;
-  for (int64_t width = 1; width < @N@; width *= 2) {{
+  for (int64_t i = 0; i < @N@; i++) {{
+    int64_t at = i;  /* insertion into the run of i: past the elements strictly after it */
+    for (; at % @RUN@ && {name}_before({args}, i, src[at - 1]); at--) src[at] = src[at - 1];
+    src[at] = i;
+  }}
+  for (int64_t width = @RUN@; width < @N@; width *= 2) {{
     for (int64_t lo = 0; lo < @N@; lo += 2 * width) {{
       int64_t mid = lo + width < @N@ ? lo + width : @N@;
       int64_t hi = lo + 2 * width < @N@ ? lo + 2 * width : @N@;
@@ -106,13 +136,18 @@ static const int64_t *{name}_order({keys}, int64_t *perm) {{
     }}
     int64_t *swap = src; src = dst; dst = swap;
   }}
-  return src;
-}}
-"""
+  return src;"""
 
 
-def _less(x: str, y: str, is_float: bool) -> str:
-    """C: ``x < y``, a NaN the largest of floats (two NaNs are equal, as -0.0 and 0.0)."""
-    if not is_float:
-        return f"{x} < {y}"
-    return f"{x} < {y} || ({y} != {y} && {x} == {x})"
+def _select(name: str, args: str) -> str:
+    """C: the first ``@K@`` of the stable order of a row, kept in order while scanning it
+    (an element enters past every kept one it is not strictly before)."""
+    return f"""\
+  int64_t count = 0;
+  for (int64_t i = 0; i < @N@; i++) {{
+    if (count == @K@ && !{name}_before({args}, i, perm[@K@ - 1])) continue;
+    int64_t at = count < @K@ ? count++ : @K@ - 1;
+    for (; at > 0 && {name}_before({args}, i, perm[at - 1]); at--) perm[at] = perm[at - 1];
+    perm[at] = i;
+  }}
+  return perm;"""

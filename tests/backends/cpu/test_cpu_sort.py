@@ -74,9 +74,14 @@ def test_top_k_breaks_ties_by_index_and_puts_nans_first(dtype, k):
     run_case(dtype, lambda x: lax.top_k(x, k), (2, 3, 9))
 
 
-def test_top_k_of_a_long_row_and_what_consumes_it():
-    run_case("float32", lambda x: tuple(v * 2 for v in lax.top_k(x + 1.0, 100)), (3, 1000),
+@pytest.mark.parametrize("k", [5, 100])  # (kept in order while scanning; a whole sort)
+def test_top_k_of_a_long_row_and_what_consumes_it(k):
+    run_case("float32", lambda x: tuple(v * 2 for v in lax.top_k(x + 1.0, k)), (3, 1000),
              seed=1)
+
+
+def test_sort_of_long_rows_with_ties():
+    run_case("int32", lambda x, y: lax.sort((x, y), dimension=0), (1000, 3), (1000, 3))
 
 
 def test_the_sort_is_a_call_of_the_module():
