@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ember import lax
 from ember.core.staging import trace_to_graph
 from ember.ir.graph import Atom, Eqn, Graph, Var
 from ember.passes.rewrite import in_subgraphs
@@ -41,17 +42,26 @@ def lower_convolutions(graph: Graph) -> Graph:
         if not covered(eqn):
             eqns.append(eqn)
             continue
-        body = trace_to_graph(lambda lhs, rhs: [_im2col_conv(lhs, rhs, eqn.params)],
-                              [a.aval for a in eqn.inputs])
-        inner: dict[Var, Atom] = dict(zip(body.inputs, eqn.inputs))
-        for sub in body.eqns:
-            outs = [Var(v.aval) for v in sub.outputs]
-            inner.update(zip(sub.outputs, outs))
-            eqns.append(sub.replace(inputs=[inner.get(a, a) if isinstance(a, Var) else a
-                                            for a in sub.inputs],
-                                    outputs=outs, source=eqn.source))
-        rename[eqn.outputs[0]] = inner.get(body.outputs[0], body.outputs[0])
+        body, result = _expansion(eqn)
+        eqns.extend(body)
+        rename[eqn.outputs[0]] = result
     return graph.replace(eqns=eqns, outputs=[read(a) for a in graph.outputs])
+
+
+def _expansion(eqn: Eqn) -> tuple[list[Eqn], Atom]:
+    """The equations computing covered ``eqn`` by im2col + GEMM, and their result."""
+    _, positions = _extents(eqn)
+    body = trace_to_graph(lambda lhs, rhs: [_im2col_conv(lhs, rhs, eqn.params, positions)],
+                          [a.aval for a in eqn.inputs])
+    inner: dict[Var, Atom] = dict(zip(body.inputs, eqn.inputs))
+    eqns = []
+    for sub in body.eqns:
+        outs = [Var(v.aval) for v in sub.outputs]
+        inner.update(zip(sub.outputs, outs))
+        eqns.append(sub.replace(inputs=[inner.get(a, a) if isinstance(a, Var) else a
+                                        for a in sub.inputs],
+                                outputs=outs, source=eqn.source))
+    return eqns, inner.get(body.outputs[0], body.outputs[0])
 
 
 def covered(eqn: Eqn) -> bool:
@@ -79,16 +89,15 @@ def _slice_count(taps: tuple[int, ...], positions: tuple[int, ...]) -> int:
     return min(int(np.prod(taps)), int(np.prod(positions)))
 
 
-def _im2col_conv(lhs: Any, rhs: Any, params: dict[str, Any]) -> Any:
-    from ember import lax
-
+def _im2col_conv(lhs: Any, rhs: Any, params: dict[str, Any],
+                 spatial: tuple[int, ...]) -> Any:
+    """The convolution of ``lhs`` and ``rhs`` with ``spatial`` output positions."""
     lhs_spec, rhs_spec, out_spec = params["dimension_numbers"]
     x, w = lax.transpose(lhs, tuple(lhs_spec)), lax.transpose(rhs, tuple(rhs_spec))
     config = [(0, 0, 0)] * 2 + [(lo, hi, d - 1) for (lo, hi), d in
                                  zip(params["padding"], params["lhs_dilation"])]
     x = lax.pad(x, 0.0, config)
     (n, c), (o, _), taps = x.shape[:2], w.shape[:2], w.shape[2:]
-    spatial = _out_spatial(x.shape[2:], taps, params)
     patches = _patches(x, taps, spatial, params)  # (N, P, C, T)
     kernel = lax.reshape(w, (o, c, int(np.prod(taps))))
     out = lax.dot_general(patches, kernel, (((2, 3), (1, 2)), ((), ())))
@@ -99,19 +108,11 @@ def _im2col_conv(lhs: Any, rhs: Any, params: dict[str, Any]) -> Any:
     return lax.transpose(out, tuple(ours[int(d)] for d in np.argsort(out_spec)))
 
 
-def _out_spatial(padded: tuple[int, ...], taps: tuple[int, ...],
-                 params: dict[str, Any]) -> tuple[int, ...]:
-    return tuple((size - (k - 1) * rd - 1) // s + 1 for size, k, s, rd in
-                 zip(padded, taps, params["window_strides"], params["rhs_dilation"]))
-
-
 def _patches(x: Any, taps: tuple[int, ...], spatial: tuple[int, ...],
              params: dict[str, Any]) -> Any:
     """The patch matrix (N, P, C, T) of padded ``x`` (N, C, S...): one strided slice per
     tap, each holding every output position, or one per output position, holding every
     tap, whichever is fewer."""
-    from ember import lax
-
     n, c = x.shape[:2]
     strides, dilation = params["window_strides"], params["rhs_dilation"]
     t, p = int(np.prod(taps)), int(np.prod(spatial))

@@ -110,3 +110,29 @@ def test_uncovered_convolutions_stay_host_calls():
 
     assert_matches_reference(integer, *ints)
     assert "host" in [k.kind for k in compiled(integer, *ints).kernels]
+
+
+def test_a_convolution_with_many_taps_and_positions_stays_a_host_call():
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal((1, 1, 140)), rng.standard_normal((1, 1, 70))
+    x, w = x.astype(np.float32), w.astype(np.float32)
+
+    def fun(x, w):  # 70 taps and 71 positions: more slices than MAX_SLICES either way
+        return lax.conv_general_dilated(x, w, (1,), "VALID")
+
+    assert_matches_reference(fun, x, w, tolerance=(1e-4, 1e-4))
+    assert "host" in [k.kind for k in compiled(fun, x, w).kernels]
+
+
+def test_a_convolution_in_a_loop_body_is_lowered_too():
+    case = CASES["2d_dilated"]
+    x, w = _args(case, np.float32)
+    conv = _conv(case, "first")
+
+    def fun(x, w):
+        return lax.fori_loop(0, 2, lambda i, y: y + conv(x, w * i), conv(x, w))
+
+    assert_matches_reference(fun, x, w, tolerance=(1e-4, 1e-4))
+    program = compiled(fun, x, w)
+    assert [k.ops for k in program.kernels if k.kind == "host"] == [["scan"]]
+    assert "conv_general_dilated" not in program.as_text()  # (the body included)
