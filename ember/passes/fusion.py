@@ -44,10 +44,13 @@ MAX_DUPLICATES = 4  # a cheap value is recomputed in at most this many kernels
 @dataclass(frozen=True)
 class FusionPolicy:
     """What the target can do: ``native(eqn)`` is True when the eqn can be computed in a
-    generated kernel; ``library(eqn)`` when it runs as a library call (GEMM)."""
+    generated kernel; ``library(eqn)`` when it runs as a library call (GEMM); ``call(eqn)``
+    when the target runs it as native code of its own that fuses with nothing (the CPU's
+    sort): placed like a host call, but not on the host."""
 
     native: Callable[[Eqn], bool]
     library: Callable[[Eqn], bool] = lambda eqn: False
+    call: Callable[[Eqn], bool] = lambda eqn: False
 
 
 def fuse(graph: Graph, policy: FusionPolicy) -> Schedule:
@@ -176,11 +179,18 @@ class _Fuser:
 
     # --- host and library calls -----------------------------------------------------
     def place_host(self, eqn: Eqn) -> None:
-        group = self.new_group("host")
+        """A host call, or a native call of its own (``policy.call``): its operands and
+        results are stored."""
+        name = eqn.prim.name
+        if self.policy.call(eqn):
+            group, where = self.new_group("call"), "runs as a native call of its own"
+        else:
+            group, where = self.new_group("host"), "runs on the host"
         group.host = eqn
-        group.reasons.append(f"{eqn.prim.name} runs on the host (no native lowering yet)")
+        group.reasons.append(f"{name} {where}" + ("" if group.kind == "call" else
+                                                   " (no native lowering yet)"))
         for atom in eqn.inputs:
-            self.need(atom, f"input of {eqn.prim.name}, which runs on the host")
+            self.need(atom, f"input of {name}, which {where}")
             self.loaded_by_calls.add(atom)
 
     def place_ordered(self, eqn: Eqn) -> None:

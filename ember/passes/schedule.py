@@ -25,7 +25,7 @@ from ember.ir.graph import Eqn, Graph, Var
 @dataclass(eq=False)
 class Group:
     id: int
-    kind: str  # 'loop' | 'library' | 'host'
+    kind: str  # 'loop' | 'library' | 'host' | 'call' (native code of its own, see FusionPolicy)
     domain: tuple[int, ...] = ()
     syms: tuple[Sym, ...] = ()
     outer_rank: int | None = None
@@ -34,12 +34,12 @@ class Group:
     members: dict[int, Eqn] = field(default_factory=dict)  # id(eqn) -> eqn (Eqn is unhashable)
     library: Eqn | None = None
     library_operands: list[tuple[Var, Index, tuple[Sym, ...]]] = field(default_factory=list)
-    host: Eqn | None = None
+    host: Eqn | None = None  # the equation of a 'host' or 'call' group
     reasons: list[str] = field(default_factory=list)  # why its results are not fused further
 
     @property
     def name(self) -> str:
-        prefix = {"loop": "fusion", "library": "gemm", "host": "host"}[self.kind]
+        prefix = {"loop": "fusion", "library": "gemm", "host": "host", "call": "call"}[self.kind]
         return f"{prefix}_{self.id}"
 
     def add_root(self, var: Var, index: Index, reason: str) -> None:

@@ -168,9 +168,17 @@ def test_column_reduction_used_by_rows_is_a_separate_kernel_and_says_why():
 
 
 def test_host_calls_split_kernels_and_say_why():
-    schedule = schedule_of(lambda x: jnp.sort(jnp.exp(x), axis=1) * 2.0, x)
+    # a float16 sort has no native lowering on the CPU: it runs on the host
+    schedule = schedule_of(lambda x: jnp.sort(jnp.exp(x).astype(np.float16), axis=1) * 2.0, x)
     assert kinds(schedule) == ["loop", "host", "loop"]
     assert "host" in schedule.groups[1].why_boundary()
+
+
+def test_native_calls_split_kernels_like_host_calls_and_say_what_they_are():
+    schedule = schedule_of(lambda x: jnp.sort(jnp.exp(x), axis=1) * 2.0, x)
+    assert kinds(schedule) == ["loop", "call", "loop"]
+    assert "native call of its own" in schedule.groups[1].why_boundary()
+    assert "call_1 [call]" in schedule.text()
 
 
 def test_every_group_is_computed_after_the_buffers_it_reads():

@@ -34,7 +34,6 @@ from ember.backends.cpu.executable import (
 from ember.backends.cpu.launcher import start_launcher
 from ember.backends.cpu.module import Layout, Module, build_module
 from ember.backends.cpu.policy import cpu_policy
-from ember.backends.cpu import sort_call
 from ember.backends.cpu.program import LoweredStep, lower_schedule
 from ember.codegen.c import CRenderer
 from ember.config import config
@@ -150,7 +149,7 @@ def _generate(graph: Graph, donated: Sequence[bool], timed: _Timer) -> _Generate
     threads = num_threads()
     renderer = CRenderer(threads, vector_math_functions())
     schedule = timed("fusion", fuse, optimized, cpu_policy(renderer))
-    steps = timed("lowering", lower_schedule, schedule, threads, True, False, sort_call.supported)
+    steps = timed("lowering", lower_schedule, schedule, threads)
     plan, layout, outputs = timed("buffers", _plan, steps, optimized, donated)
     module = timed("codegen", build_module, steps, plan, layout, renderer,
                    toolchain.parallel_jobs())

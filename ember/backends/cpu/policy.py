@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.backends.cpu import toolchain
+from ember.backends.cpu import sort_call, toolchain
 from ember.codegen import access
 from ember.codegen import indexing as ix
 from ember.codegen.c import CRenderer
@@ -24,7 +24,8 @@ _BLAS_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def cpu_policy(renderer: CRenderer) -> FusionPolicy:
-    return FusionPolicy(native=lambda eqn: native(renderer, eqn), library=library)
+    return FusionPolicy(native=lambda eqn: native(renderer, eqn), library=library,
+                        call=sort_call.supported)
 
 
 def native(renderer: CRenderer, eqn: Eqn) -> bool:

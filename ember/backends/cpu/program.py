@@ -2,7 +2,6 @@
 calls, and the buffer traffic of each step (what memory planning needs)."""
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from ember.codegen import indexing as ix
@@ -21,11 +20,11 @@ class LoweredStep:
     bindings: dict[Var, Buffer] | None = None  # what each kernel parameter holds
     gemm: GemmPlan | None = None
     gemm_operands: tuple[Var, Var] | None = None
-    call: Eqn | None = None  # a host group's equation that runs as a native call instead
+    call: Eqn | None = None  # the equation of a 'call' group (the target renders it)
 
     @property
     def host(self) -> bool:
-        return self.group.kind == "host" and self.call is None
+        return self.group.kind == "host"
 
     def step(self) -> Step:
         group = self.group
@@ -69,21 +68,18 @@ def _position(index, offset) -> tuple:
 
 
 def lower_schedule(schedule: Schedule, threads: int, keep_rows: bool = True,
-                   grid: bool = False,
-                   native_call: Callable[[Eqn], bool] = lambda eqn: False) -> list[LoweredStep]:
+                   grid: bool = False) -> list[LoweredStep]:
     """Kernel IR and GEMM plans for every group (``keep_rows``, ``grid``: see
-    ``lower_loop_group``); a host group whose equation ``native_call`` accepts becomes a
-    native call of the target (fusion placed it like a host call, as on every target)."""
+    ``lower_loop_group``); a 'call' group keeps its equation for the target to render."""
     producer = {v: eqn for eqn in schedule.graph.eqns for v in eqn.outputs}
-    return [_lower_group(group, producer, threads, keep_rows, grid, native_call)
+    return [_lower_group(group, producer, threads, keep_rows, grid)
             for group in schedule.groups]
 
 
 def _lower_group(group: Group, producer: dict[Var, Eqn], threads: int,
-                 keep_rows: bool, grid: bool,
-                 native_call: Callable[[Eqn], bool]) -> LoweredStep:
-    if group.kind == "host":
-        return LoweredStep(group, call=group.host if native_call(group.host) else None)
+                 keep_rows: bool, grid: bool) -> LoweredStep:
+    if group.kind in ("host", "call"):
+        return LoweredStep(group, call=group.host if group.kind == "call" else None)
     step = LoweredStep(group)
     if group.library is not None:
         step.gemm, step.gemm_operands = _plan_library(group)

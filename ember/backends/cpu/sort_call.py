@@ -63,12 +63,12 @@ def render_call(eqn: Eqn, name: str, inputs: list[str], outputs: list[str],
              f"  #pragma omp parallel num_threads({threads})",
              "  {",
              f"    int64_t *perm = malloc(sizeof(int64_t) * {2 * n});",
-             f"    #pragma omp for schedule(static)",
+             "    #pragma omp for schedule(static)",
              f"    for (int64_t row = 0; row < {outer * inner}; row++) {{",
              f"      int64_t base = row / {inner} * {n * inner} + row % {inner};",
              f"      int64_t out_base = row / {inner} * {kept * inner} + row % {inner};",
              f"      const int64_t *order = {name}_order("
-             + "".join(f"in{i} + base, " for i in range(keys)) + f"perm);"]
+             + "".join(f"in{i} + base, " for i in range(keys)) + "perm);"]
     for i in (i for i in written if i < len(eqn.inputs)):
         lines.append(f"      for (int64_t j = 0; j < {kept}; j++) out{i}[out_base + j * {inner}]"
                      f" = in{i}[base + order[j] * {inner}];")
