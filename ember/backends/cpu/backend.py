@@ -152,7 +152,7 @@ def _generate(graph: Graph, donated: Sequence[bool], timed: _Timer) -> _Generate
     steps = timed("lowering", lower_schedule, schedule, threads)
     plan, layout, outputs = timed("buffers", _plan, steps, optimized, donated)
     module = timed("codegen", build_module, steps, plan, layout, renderer,
-                   toolchain.parallel_jobs())
+                   toolchain.parallel_jobs(), config.pin_threads)
     return _Generated(optimized, schedule, steps, plan, layout, outputs, module)
 
 
@@ -197,7 +197,8 @@ def _build(module, schedule: Schedule) -> Path:
 
 # The flags that change what a compile produces (``config.snapshot`` less the backend,
 # plus the thread count).
-_COMPILE_FLAGS = ("enable_x64", "optimize", "debug_nans", "sanitize", "cflags", "num_threads")
+_COMPILE_FLAGS = ("enable_x64", "optimize", "debug_nans", "sanitize", "cflags", "num_threads",
+                  "pin_threads")
 
 
 def _compile_flags() -> dict[str, Any]:

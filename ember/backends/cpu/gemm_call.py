@@ -28,7 +28,7 @@ MAX_BATCH_IMBALANCE = 0.125
 def render_gemm(plan: GemmPlan, a: str, b: str, c: str, ctype: str, threads: int) -> list[str]:
     """C statements computing ``C = A @ B`` for every batch item: one call of the shared
     ``ember_gemm_*`` helper (include/ember_gemm.h) with the split chosen here."""
-    count = int(np.prod(plan.batch, dtype=np.int64))
+    count = _count(plan)
     if plan.m == 0 or plan.n == 0 or count == 0:
         return []
     if plan.k == 0:
@@ -44,6 +44,15 @@ def render_gemm(plan: GemmPlan, a: str, b: str, c: str, ctype: str, threads: int
             f"{_trans(plan.b)}, {plan.m}, {plan.n}, {plan.k}, {a} + {plan.a.offset}, "
             f"{plan.a.ld}, {a_row_step}, {b} + {plan.b.offset}, {plan.b.ld}, {b_col_step}, "
             f"{c});"]
+
+
+def gemm_parts(plan: GemmPlan, threads: int) -> int:
+    """How many threads ``render_gemm``'s call splits the work across."""
+    return _split(plan, _count(plan), threads)[1]
+
+
+def _count(plan: GemmPlan) -> int:
+    return int(np.prod(plan.batch, dtype=np.int64))
 
 
 _SPLITS = {"batch": 0, "m": 1, "n": 2}

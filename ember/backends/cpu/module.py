@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 
 from ember.backends.base import KernelInfo
-from ember.backends.cpu.gemm_call import render_gemm
+from ember.backends.cpu.gemm_call import gemm_parts, render_gemm
 from ember.backends.cpu.program import LoweredStep
 from ember.backends.cpu.sort_call import render_call
 from ember.codegen.c import CRenderer
@@ -77,21 +77,35 @@ MIN_UNIT_COST = 6000
 
 
 def build_module(steps: list[LoweredStep], plan: BufferPlan, layout: Layout,
-                 renderer: CRenderer, max_units: int = 1) -> Module:
-    """The module of ``steps``, in at most ``max_units`` translation units."""
+                 renderer: CRenderer, max_units: int = 1, hold_team: bool = False) -> Module:
+    """The module of ``steps``, in at most ``max_units`` translation units.
+
+    ``hold_team``: a call of a module with parallel work keeps its threads on distinct
+    cores while it runs (include/ember_team.h)."""
     rendered = [_render_step(step, plan, layout, renderer) for step in steps]
     definitions = [definition for definition, _, _ in rendered]
     calls = [call for _, _, call in rendered]
     infos = [_kernel_info(step, shown) for step, (_, shown, _) in zip(steps, rendered)]
     segments = _segments(steps)
     uses_blas = any(s.gemm is not None for s in steps)
+    parallel = any(_runs_parallel(step, text, renderer.threads)
+                   for step, text in zip(steps, definitions))
+    team = renderer.threads if hold_team and parallel else 0
     parts = _parts(segments, [_compile_cost(d, c) for d, c in zip(definitions, calls)],
                    max_units)
     if len({unit for unit, _ in parts}) <= 1:
-        units = [_unit_source(uses_blas, definitions, _entry(segments, calls, steps))]
+        entry = _run_function(_entry_cases(segments, calls, steps), team)
+        units = [_unit_source(uses_blas, definitions, entry, team)]
     else:
-        units = _split_units(steps, segments, parts, definitions, calls)
+        units = _split_units(steps, segments, parts, definitions, calls, team)
     return Module(units, segments, infos, uses_blas)
+
+
+def _runs_parallel(step: LoweredStep, definition: str, threads: int) -> bool:
+    """Whether the step starts OpenMP threads: a parallel loop or call, or a GEMM split."""
+    if "#pragma omp parallel" in definition:
+        return True
+    return step.gemm is not None and gemm_parts(step.gemm, threads) > 1
 
 
 def _compile_cost(definition: str, call: list[str]) -> int:
@@ -122,7 +136,7 @@ def _parts(segments: list[list[int]], costs: list[int],
 
 def _split_units(steps: list[LoweredStep], segments: list[list[int]],
                  parts: list[tuple[int, list[int]]], definitions: list[str],
-                 calls: list[list[str]]) -> list[str]:
+                 calls: list[list[str]], team: int) -> list[str]:
     """One source per unit: its kernels and part functions; the last one holds ``run``."""
     last = parts[-1][0] if parts else 0
     units = []
@@ -131,9 +145,9 @@ def _split_units(steps: list[LoweredStep], segments: list[list[int]],
                 if owner == unit]
         body = [definitions[i] for _, indices in mine for i in indices]
         body += [_part_function(number, indices, calls, steps) for number, indices in mine]
-        entry = _dispatch(segments, parts) if unit == last else ""
+        entry = _dispatch(segments, parts, team) if unit == last else ""
         uses_blas = any(steps[i].gemm is not None for _, indices in mine for i in indices)
-        units.append(_unit_source(uses_blas, body, entry))
+        units.append(_unit_source(uses_blas, body, entry, team if unit == last else 0))
     return units
 
 
@@ -150,20 +164,35 @@ def _part_function(number: int, indices: list[int], calls: list[list[str]],
     return "\n".join(lines + ["}", ""])
 
 
-def _dispatch(segments: list[list[int]], parts: list[tuple[int, list[int]]]) -> str:
+def _dispatch(segments: list[list[int]], parts: list[tuple[int, list[int]]],
+              team: int) -> str:
     """``run``: the parts of each segment in order (declared first)."""
-    lines = [f"{_PART_SIGNATURE.format(number)};" for number in range(len(parts))]
-    lines += ["void run(void **b, int64_t segment) {", "  switch (segment) {"]
+    declarations = [f"{_PART_SIGNATURE.format(number)};" for number in range(len(parts))]
+    cases = []
     for number, segment in enumerate(segments):
-        lines.append(f"  case {number}:")
-        lines += [f"    ember_part_{part}(b);" for part, (_, indices) in enumerate(parts)
+        cases.append(f"  case {number}:")
+        cases += [f"    ember_part_{part}(b);" for part, (_, indices) in enumerate(parts)
                   if indices[0] in segment]
-        lines.append("    break;")
-    return "\n".join(lines + ["  }", "}", ""])
+        cases.append("    break;")
+    return "\n".join(declarations) + "\n" + _run_function(cases, team)
 
 
-def _unit_source(uses_blas: bool, definitions: list[str], entry: str) -> str:
-    parts = [PRELUDE]
+def _run_function(cases: list[str], team: int) -> str:
+    """``run`` switching over the segments' ``cases``; with a ``team`` (its thread
+    count), holding the team on distinct cores around them."""
+    lines = ["void run(void **b, int64_t segment) {", "  char *arena = (char *)b[0];",
+             "  (void)arena;"]
+    if team:
+        lines.append(f"  ember_team team = ember_team_hold({team});")
+    lines += ["  switch (segment) {", *cases, "  }"]
+    if team:
+        lines.append("  ember_team_release(&team);")
+    return "\n".join(lines + ["}", ""])
+
+
+def _unit_source(uses_blas: bool, definitions: list[str], entry: str, team: int = 0) -> str:
+    parts = ['#include "ember_team.h"\n'] if team else []  # first: it sets _GNU_SOURCE
+    parts.append(PRELUDE)
     if uses_blas:
         parts.append('#include "ember_gemm.h"\n')
     parts += [text for text in definitions if text]
@@ -182,18 +211,17 @@ def _segments(steps: list[LoweredStep]) -> list[list[int]]:
     return [s for s in segments if s] or [[]]
 
 
-def _entry(segments: list[list[int]], calls: dict[int, list[str]],
-           steps: list[LoweredStep]) -> str:
-    lines = ["void run(void **b, int64_t segment) {", "  char *arena = (char *)b[0];",
-             "  (void)arena;", "  switch (segment) {"]
+def _entry_cases(segments: list[list[int]], calls: dict[int, list[str]],
+                 steps: list[LoweredStep]) -> list[str]:
+    """The ``case``s of ``run`` in a module of one unit: each segment's calls inline."""
+    lines = []
     for number, segment in enumerate(segments):
         lines.append(f"  case {number}:")
         for index in segment:
             lines.append(f"    /* {steps[index].group.name} */")
             lines += ["    " + line for line in calls[index]]
         lines.append("    break;")
-    lines += ["  }", "}", ""]
-    return "\n".join(lines)
+    return lines
 
 
 def _pointer(var: Var, plan: BufferPlan, layout: Layout, ctype: str) -> str:
