@@ -59,6 +59,9 @@ FLAGS: dict[str, Flag] = {
              "Keep 64-bit dtypes. Off (as in JAX): float64/int64 become float32/int32."),
         Flag("num_threads", None, _parse_optional_int,
              "Threads used by native CPU kernels (default: all cores)."),
+        Flag("blas", "auto", str,
+             "BLAS linked by native CPU code: 'openblas' (the scipy-openblas32 wheel), "
+             "'mkl' (the mkl wheel), or 'auto': MKL where installed, else OpenBLAS."),
         Flag("pin_threads", True, _parse_bool,
              "Keep a native CPU call's threads on distinct cores while it runs (off when "
              "OMP_PROC_BIND, OMP_PLACES or GOMP_CPU_AFFINITY is set)."),

@@ -8,7 +8,7 @@ from ember.bench.workloads import SUITE
 
 FLOOR_DESCRIPTIONS = {
     "floor_copy": "memory bandwidth: np.copyto of 64 MiB float32",
-    "floor_sgemm": "SGEMM GFLOP/s at 1024^3: NumPy's BLAS and scipy-openblas32",
+    "floor_sgemm": "SGEMM GFLOP/s at 1024^3: NumPy's BLAS, scipy-openblas32 and MKL (if installed)",
 }
 
 

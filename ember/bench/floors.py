@@ -3,8 +3,9 @@
 A ratio against JAX says who is faster; a ratio against the floor says how much speed
 is left on the table. Two floors bound the suite: memory bandwidth (a large
 ``np.copyto``) for the elementwise and row-wise workloads, and the SGEMM rate for the
-matmul-bound ones, measured through NumPy's BLAS and through the scipy-openblas32
-library that Ember's generated code links, called directly through ctypes.
+matmul-bound ones, measured through NumPy's BLAS and through each BLAS that Ember's
+generated code can link (scipy-openblas32; Intel MKL where installed), called directly
+through ctypes; Ember is held to the rate of the one it links.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import ctypes
 import os
 import statistics
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 import numpy as np
@@ -68,25 +70,64 @@ def measure_copy(settings: Settings) -> dict:
     }
 
 
-def _openblas32_sgemm() -> Callable[[np.ndarray, np.ndarray, np.ndarray], None]:
-    """``c = a @ b`` through scipy-openblas32's ``scipy_cblas_sgemm`` (row-major, 32-bit ints)."""
+Matmul = Callable[[np.ndarray, np.ndarray, np.ndarray], None]
+
+
+def _cblas_sgemm(function) -> Matmul:
+    """``c = a @ b`` through a row-major CBLAS ``sgemm`` with 32-bit integers (ctypes)."""
+    c_int, c_float, c_ptr = ctypes.c_int, ctypes.c_float, ctypes.c_void_p
+    function.argtypes = [c_int, c_int, c_int, c_int, c_int, c_int, c_float, c_ptr, c_int,
+                         c_ptr, c_int, c_float, c_ptr, c_int]
+    function.restype = None
+
+    def matmul(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
+        (m, k), n = a.shape, b.shape[1]
+        function(_ROW_MAJOR, _NO_TRANS, _NO_TRANS, m, n, k, 1.0, a.ctypes.data, k,
+                 b.ctypes.data, n, 0.0, c.ctypes.data, n)
+
+    return matmul
+
+
+def _openblas32_sgemm() -> Matmul:
+    """scipy-openblas32's ``scipy_cblas_sgemm``, with OpenBLAS's own threads."""
     try:
         import scipy_openblas32
     except ImportError as error:
         raise Unavailable("scipy-openblas32 is not installed") from error
     path = os.path.join(scipy_openblas32.get_lib_dir(), scipy_openblas32.get_library(fullname=True))
-    sgemm = ctypes.CDLL(path).scipy_cblas_sgemm
-    c_int, c_float, c_ptr = ctypes.c_int, ctypes.c_float, ctypes.c_void_p
-    sgemm.argtypes = [c_int, c_int, c_int, c_int, c_int, c_int, c_float, c_ptr, c_int,
-                      c_ptr, c_int, c_float, c_ptr, c_int]
-    sgemm.restype = None
+    return _cblas_sgemm(ctypes.CDLL(path).scipy_cblas_sgemm)
 
-    def matmul(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
-        (m, k), n = a.shape, b.shape[1]
-        sgemm(_ROW_MAJOR, _NO_TRANS, _NO_TRANS, m, n, k, 1.0, a.ctypes.data, k,
-              b.ctypes.data, n, 0.0, c.ctypes.data, n)
 
-    return matmul
+_MKL_THREADING_GNU = 3  # mkl_service.h: MKL_THREADING_INTEL, _SEQUENTIAL, _PGI, _GNU, ...
+
+
+def _mkl_sgemm() -> Matmul:
+    """The mkl wheel's ``cblas_sgemm`` through its single dynamic library, threaded by
+    GNU OpenMP, as Ember's generated code sets it up (include/ember_blas.h)."""
+    from ember.backends.cpu import toolchain
+
+    found = toolchain._mkl()
+    if found is None:
+        raise Unavailable("mkl is not installed")
+    library = ctypes.CDLL(str(sorted(Path(found.lib_dir).glob("libmkl_rt.so.*"))[-1]))
+    if "MKL_THREADING_LAYER" not in os.environ:
+        library.MKL_Set_Threading_Layer(_MKL_THREADING_GNU)
+    return _cblas_sgemm(library.cblas_sgemm)
+
+
+# The BLAS libraries measured beside NumPy's, by the name Ember's toolchain gives them.
+_LINKED_BLAS = {"openblas": ("scipy_openblas32", _openblas32_sgemm), "mkl": ("mkl", _mkl_sgemm)}
+
+
+def _ember_blas() -> str | None:
+    """The name (as measured here) of the BLAS Ember's generated code links."""
+    try:
+        from ember.backends.cpu import toolchain
+
+        linked = toolchain.blas()
+    except Exception:
+        return None
+    return _LINKED_BLAS[linked.name][0] if linked is not None else None
 
 
 def measure_sgemm(settings: Settings) -> dict:
@@ -102,13 +143,14 @@ def measure_sgemm(settings: Settings) -> dict:
     b = rng.standard_normal((n, n), dtype=np.float32)
     expected = a.astype(np.float64) @ b.astype(np.float64)
     flops = 2.0 * n**3
-    result: dict = {"n": n, "flops": flops, "blas": {}}
+    result: dict = {"n": n, "flops": flops, "blas": {}, "ember_blas": _ember_blas()}
     impls: dict[str, Callable] = {"numpy": lambda a, b, c: np.matmul(a, b, out=c)}
-    try:
-        impls["scipy_openblas32"] = _openblas32_sgemm()
-    except Exception as error:
-        status = "n/a" if isinstance(error, Unavailable) else "error"
-        result["blas"]["scipy_openblas32"] = {"status": status, "reason": describe_error(error)}
+    for name, load in _LINKED_BLAS.values():
+        try:
+            impls[name] = load()
+        except Exception as error:
+            status = "n/a" if isinstance(error, Unavailable) else "error"
+            result["blas"][name] = {"status": status, "reason": describe_error(error)}
 
     for name, matmul in impls.items():
         out = np.zeros((n, n), np.float32)
@@ -124,8 +166,10 @@ def measure_sgemm(settings: Settings) -> dict:
 
 
 def sgemm_rate(sgemm: dict) -> tuple[str, float] | None:
-    """The rate Ember is held to: the BLAS Ember links if it was measured, else NumPy's."""
-    for name in ("scipy_openblas32", "numpy"):
+    """The rate Ember is held to: that of the BLAS Ember links if it was measured, else
+    NumPy's."""
+    linked = sgemm.get("ember_blas")
+    for name in (linked, "numpy"):
         entry = sgemm["blas"].get(name, {})
         if entry.get("status") == "ok":
             return name, entry["gflops"]

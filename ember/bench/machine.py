@@ -6,10 +6,10 @@ import os
 import platform
 from datetime import datetime, timezone
 
-PACKAGES = ["ember", "numpy", "jax", "jaxlib", "torch", "scipy-openblas32"]
+PACKAGES = ["ember", "numpy", "jax", "jaxlib", "torch", "scipy-openblas32", "mkl"]
 
 # Variables that change how fast the peers' libraries run.
-TUNING_ENV = ["EMBER_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+TUNING_ENV = ["EMBER_NUM_THREADS", "EMBER_BLAS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
               "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "XLA_FLAGS"]
 
 

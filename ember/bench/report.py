@@ -118,7 +118,8 @@ def sgemm_summary(sgemm: dict) -> str:
     for name, entry in sgemm["blas"].items():
         rate = f"{entry['gflops']:.0f} GFLOP/s" if entry["status"] == "ok" else entry["status"]
         rates.append(f"{name} {rate}")
-    return f"SGEMM {sgemm['n']}^3: " + ", ".join(rates)
+    linked = f" (Ember links {sgemm['ember_blas']})" if sgemm.get("ember_blas") else ""
+    return f"SGEMM {sgemm['n']}^3: " + ", ".join(rates) + linked
 
 
 def _floor_lines(floors: dict) -> list[str]:

@@ -17,7 +17,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from ember.bench import reference, report, workloads
+from ember.bench import floors, reference, report, workloads
 from ember.bench.command import main
 from ember.bench.harness import compare, run_bench, select
 from ember.bench.peers import EmberPeer, JaxPeer, NumPyPeer, TorchPeer
@@ -259,13 +259,24 @@ def _measured(seconds: float | None, status: str = "ok") -> dict:
             "max_rel_error": 0.0, "reason": None}
 
 
+@pytest.mark.parametrize("linked, expected", [
+    ("mkl", ("mkl", 300.0)), ("scipy_openblas32", ("scipy_openblas32", 200.0)),
+    (None, ("numpy", 250.0))])
+def test_sgemm_floor_is_the_rate_of_the_blas_ember_links(linked, expected):
+    ok = {"status": "ok", "median_s": 0.01, "samples_s": [0.01]}
+    sgemm = {"n": 1024, "flops": 2.0 * 1024**3, "ember_blas": linked, "blas": {
+        "numpy": {**ok, "gflops": 250.0}, "scipy_openblas32": {**ok, "gflops": 200.0},
+        "mkl": {**ok, "gflops": 300.0}}}
+    assert floors.sgemm_rate(sgemm) == expected
+
+
 def test_ratio_arithmetic_and_table_cells():
     copy = {"bytes": 64 * 2**20, "traffic_bytes": 128 * 2**20, "median_s": 0.004,
             "samples_s": [0.004], "gb_per_s": 128 * 2**20 / 0.004 / 1e9}
     sgemm = {"n": 1024, "flops": 2.0 * 1024**3, "blas": {
         "numpy": {"status": "ok", "gflops": 250.0, "median_s": 0.01, "samples_s": [0.01]},
         "scipy_openblas32": {"status": "ok", "gflops": 200.0, "median_s": 0.01, "samples_s": [0.01]},
-    }}
+    }, "ember_blas": "scipy_openblas32"}
     summary = report.build(
         machine={"date": "today", "cpu": "a CPU", "cores": 2, "platform": "p", "python": "3",
                  "versions": {"numpy": "2"}, "ember_backend": "cpu", "env": {}},

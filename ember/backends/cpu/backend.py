@@ -198,7 +198,7 @@ def _build(module, schedule: Schedule) -> Path:
 # The flags that change what a compile produces (``config.snapshot`` less the backend,
 # plus the thread count).
 _COMPILE_FLAGS = ("enable_x64", "optimize", "debug_nans", "sanitize", "cflags", "num_threads",
-                  "pin_threads")
+                  "pin_threads", "blas")
 
 
 def _compile_flags() -> dict[str, Any]:

@@ -59,10 +59,12 @@ class Toolchain:
 
 @dataclass(frozen=True)
 class BlasInfo:
-    """How to compile against and link the ``scipy-openblas32`` BLAS."""
+    """How to compile against and link a BLAS: OpenBLAS from the ``scipy-openblas32``
+    wheel, or the sequential layer of Intel MKL from the ``mkl`` wheel."""
 
-    include_dir: str
+    name: str  # "openblas" or "mkl"
     lib_dir: str
+    compile_flags: tuple[str, ...]  # what selects it in include/ember_blas.h
     link_flags: tuple[str, ...]
     version: str
 
@@ -308,9 +310,29 @@ def _supports_openmp(cc: str) -> bool:
         return result.returncode == 0
 
 
-@functools.lru_cache(maxsize=None)
+BLAS_CHOICES = ("auto", "openblas", "mkl")
+
+
 def blas() -> BlasInfo | None:
-    """The ``scipy-openblas32`` wheel's BLAS, or None when it is not installed.
+    """The BLAS generated code links, as ``config.blas`` says: "openblas", "mkl", or
+    "auto" (MKL where the ``mkl`` wheel is installed, else OpenBLAS); None when the
+    chosen one is not installed."""
+    return _find_blas(config.blas)
+
+
+@functools.lru_cache(maxsize=None)
+def _find_blas(choice: str) -> BlasInfo | None:
+    if choice not in BLAS_CHOICES:
+        raise ValueError(f"unknown BLAS {choice!r}; choose one of {', '.join(BLAS_CHOICES)}")
+    if choice in ("auto", "mkl"):
+        mkl = _mkl()
+        if mkl is not None or choice == "mkl":
+            return mkl
+    return _openblas()
+
+
+def _openblas() -> BlasInfo | None:
+    """The ``scipy-openblas32`` wheel's OpenBLAS, or None when it is not installed.
 
     The package is located, not imported: its import reads the package metadata of
     every installed distribution (about 20 ms, on every process's first compile)."""
@@ -320,11 +342,47 @@ def blas() -> BlasInfo | None:
     package = Path(spec.submodule_search_locations[0]).resolve()
     lib_dir = str(package / "lib")
     return BlasInfo(
-        include_dir=str(package / "include"),
+        name="openblas",
         lib_dir=lib_dir,
+        compile_flags=(),
         link_flags=(f"-L{lib_dir}", "-lscipy_openblas", f"-Wl,-rpath,{lib_dir}"),
         version=f"scipy-openblas32 {_wheel_version(package)}",
     )
+
+
+def _mkl() -> BlasInfo | None:
+    """The ``mkl`` wheel's single dynamic library (``libmkl_rt``), or None when it is not
+    installed or does not load. The wheel puts it in the ``lib`` folder of the
+    installation prefix (there is no Python package). Generated code opens it when it
+    loads (include/ember_blas.h): linking it would cost ~0.1 s per module."""
+    for prefix in dict.fromkeys([sys.prefix, sys.base_prefix, _user_base()]):
+        found = sorted((Path(prefix) / "lib").glob("libmkl_rt.so.*"))
+        if not found:
+            continue
+        try:
+            ctypes.CDLL(str(found[-1])).cblas_sgemm  # loads, and is the BLAS we expect
+        except (OSError, AttributeError):
+            return None
+        version = next((name[len("mkl-"):-len(".dist-info")] for folder in sys.path
+                        if folder.endswith("site-packages") and os.path.isdir(folder)
+                        for name in os.listdir(folder)
+                        if name.startswith("mkl-") and name.endswith(".dist-info")),
+                       "unknown")
+        return BlasInfo(
+            name="mkl",
+            lib_dir=str(found[-1].parent),
+            compile_flags=("-DEMBER_BLAS_MKL",
+                           f"-DEMBER_MKL_RT={json.dumps(str(found[-1]), ensure_ascii=False)}"),
+            link_flags=("-ldl",),
+            version=f"mkl {version}",
+        )
+    return None
+
+
+def _user_base() -> str:
+    import site
+
+    return site.getuserbase()
 
 
 def _wheel_version(package: Path) -> str:
@@ -390,7 +448,7 @@ def _flags(link_blas: bool, extra_flags: Sequence[str]) -> tuple[list[str], list
     compile_flags = [*toolchain.base_flags, f"-I{INCLUDE_DIR}"]
     link_flags = list(_LINK_FLAGS)
     if blas_info is not None:
-        compile_flags.append(f"-I{blas_info.include_dir}")
+        compile_flags += blas_info.compile_flags
         link_flags = [*blas_info.link_flags, *link_flags]
     return compile_flags + list(extra_flags), link_flags
 
@@ -438,9 +496,10 @@ def _required_toolchain() -> Toolchain:
 def _required_blas() -> BlasInfo:
     info = blas()
     if info is None:
+        wheel = "mkl" if config.blas == "mkl" else "scipy-openblas32"
         raise BackendUnavailableError(
-            "this kernel calls BLAS, which needs the scipy-openblas32 wheel: "
-            "pip install scipy-openblas32 (or pip install 'ember[cpu]')")
+            f"this kernel calls BLAS, which needs the {wheel} wheel: pip install {wheel} "
+            f"(or pip install 'ember[cpu]' for OpenBLAS)")
     return info
 
 

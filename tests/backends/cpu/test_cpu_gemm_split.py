@@ -1,6 +1,6 @@
 """GEMMs split across threads (gemm_call._split): which split each shape gets, and every
-split jitted on 'cpu' against the reference backend, with 3 threads so that the parts
-are uneven and the operands transposed, strided and offset."""
+split jitted on 'cpu' against the reference backend (through each BLAS installed), with 3
+threads so that the parts are uneven and the operands transposed, strided and offset."""
 from __future__ import annotations
 
 import re
@@ -11,6 +11,7 @@ from cpu_testing import assert_matches_reference, compiled, requires_cpu
 
 import ember.numpy as jnp
 from ember import lax
+from ember.backends.cpu import toolchain
 from ember.backends.cpu.gemm_call import _split
 from ember.codegen.gemm import GemmPlan, Matrix
 from ember.config import config
@@ -59,9 +60,13 @@ def _dot(dims):
     ((7, 64, 64), (7, 64, 48), (((2,), (1,)), ((0,), (0,)))),   # by items (3, 2, 2)
     ((80, 2, 96), (2, 96, 100), (((2,), (1,)), ((1,), (0,)))),  # each item, strided batch
 ])
-def test_split_gemm_matches_reference(lhs_shape, rhs_shape, dims):
+@pytest.mark.parametrize("blas", ["openblas", "mkl"])
+def test_split_gemm_matches_reference(lhs_shape, rhs_shape, dims, blas):
+    with config.override(blas=blas):
+        if toolchain.blas() is None:
+            pytest.skip(f"the {blas} BLAS is not installed")
     lhs, rhs = randn(*lhs_shape), randn(*rhs_shape)
-    with config.override(num_threads=3):
+    with config.override(num_threads=3, blas=blas):
         assert_matches_reference(_dot(dims), lhs, rhs, tolerance=TOLERANCE)
         (kernel,) = compiled(_dot(dims), lhs, rhs).kernels
     assert kernel.kind == "library"

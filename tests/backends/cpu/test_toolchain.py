@@ -162,14 +162,59 @@ def test_dump_dir_receives_every_unit(cache_dir, tmp_path):
 
 
 def test_blas_is_located_without_importing_it():
-    info = toolchain.blas()
+    with config.override(blas="openblas"):
+        info = toolchain.blas()
     if info is None:
         pytest.skip("scipy-openblas32 is not installed (pip install scipy-openblas32)")
     import scipy_openblas32
 
-    assert info.include_dir == str(Path(scipy_openblas32.get_include_dir()).resolve())
+    assert info.name == "openblas" and info.compile_flags == ()
     assert info.lib_dir == str(Path(scipy_openblas32.get_lib_dir()).resolve())
     assert info.version == f"scipy-openblas32 {scipy_openblas32.__version__}"
+
+
+def test_mkl_is_opened_at_load_not_linked():
+    info = toolchain._mkl()
+    if info is None:
+        pytest.skip("mkl is not installed (pip install mkl)")
+    define = next(flag for flag in info.compile_flags if flag.startswith("-DEMBER_MKL_RT="))
+    library = Path(json.loads(define.split("=", 1)[1]))
+    assert library.name.startswith("libmkl_rt.so.") and library.is_file()
+    assert "-DEMBER_BLAS_MKL" in info.compile_flags and info.link_flags == ("-ldl",)
+
+
+def test_mkl_that_does_not_load_is_ignored(tmp_path, monkeypatch):
+    (tmp_path / "env" / "lib").mkdir(parents=True)
+    (tmp_path / "env" / "lib" / "libmkl_rt.so.3").write_bytes(b"not a library")
+    for attribute in ("prefix", "base_prefix"):
+        monkeypatch.setattr(sys, attribute, str(tmp_path / "env"))
+    assert toolchain._mkl() is None
+
+
+@pytest.mark.parametrize("mkl_installed, choice, expected", [
+    (True, "auto", "mkl"), (False, "auto", "openblas"), (True, "openblas", "openblas"),
+    (True, "mkl", "mkl"), (False, "mkl", None)])
+def test_blas_choice(monkeypatch, mkl_installed, choice, expected):
+    def fake(name):
+        return toolchain.BlasInfo(name, "/lib", (), (), name)
+
+    monkeypatch.setattr(toolchain, "_mkl", lambda: fake("mkl") if mkl_installed else None)
+    monkeypatch.setattr(toolchain, "_openblas", lambda: fake("openblas"))
+    toolchain._find_blas.cache_clear()
+    try:
+        with config.override(blas=choice):
+            found = toolchain.blas()
+            assert (found.name if found else None) == expected
+            if expected is None:
+                with pytest.raises(BackendUnavailableError, match="pip install mkl"):
+                    toolchain.compile_shared_library(ADD_SOURCE, name="add", link_blas=True)
+    finally:
+        toolchain._find_blas.cache_clear()
+
+
+def test_unknown_blas_is_an_error():
+    with config.override(blas="atlas"), pytest.raises(ValueError, match="openblas, mkl"):
+        toolchain.blas()
 
 
 def test_syntax_error_raises_compile_error_with_source_and_message(cache_dir):
@@ -222,21 +267,20 @@ def test_missing_blas_is_reported(cache_dir, monkeypatch):
 
 
 GEMM_SOURCE = """
-#include <cblas.h>
+#include "ember_blas.h"
 void gemm(int m, int n, int k, const float *a, const float *b, float *c) {
-    scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k,
-                      1.0f, a, k, b, n, 0.0f, c, n);
+    EMBER_CBLAS(sgemm)(101, 111, 111, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
 }
 """
 
 
-def test_blas_sgemm_matches_numpy(cache_dir):
-    info = toolchain.blas()
-    if info is None:
-        pytest.skip("scipy-openblas32 is not installed (pip install scipy-openblas32)")
-    assert f"-L{info.lib_dir}" in info.link_flags and "-lscipy_openblas" in info.link_flags
-    library = toolchain.load_library(
-        toolchain.compile_shared_library(GEMM_SOURCE, name="gemm", link_blas=True))
+@pytest.mark.parametrize("choice", ["openblas", "mkl"])
+def test_blas_sgemm_matches_numpy(cache_dir, choice):
+    with config.override(blas=choice):
+        if toolchain.blas() is None:
+            pytest.skip(f"the {choice} BLAS is not installed")
+        library = toolchain.load_library(
+            toolchain.compile_shared_library(GEMM_SOURCE, name="gemm", link_blas=True))
     rng = np.random.default_rng(0)
     m, n, k = 67, 45, 129
     a = rng.standard_normal((m, k), dtype=np.float32)
@@ -260,11 +304,12 @@ print(json.dumps({"new_threads": len(os.listdir("/proc/self/task")) - before,
 
 @pytest.mark.parametrize("user_setting", [None, "2"])
 def test_openblas_starts_no_thread_of_its_own_unless_asked(cache_dir, user_setting):
-    if toolchain.blas() is None or not os.path.isdir("/proc/self/task"):
+    if toolchain._openblas() is None or not os.path.isdir("/proc/self/task"):
         pytest.skip("needs scipy-openblas32 and /proc")
     env = {**os.environ, "EMBER_CACHE_DIR": str(cache_dir),
            "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
     env.pop("OPENBLAS_NUM_THREADS", None)
+    env["EMBER_BLAS"] = "openblas"
     if user_setting is not None:
         env["OPENBLAS_NUM_THREADS"] = user_setting
     child = subprocess.run([sys.executable, "-c", BLAS_THREADS_CHILD, GEMM_SOURCE], check=False,

@@ -1,5 +1,5 @@
 /* Batched, strided GEMMs for Ember's generated CPU code: C[item] = A[item] @ B[item],
- * row-major, through single-threaded OpenBLAS calls split across OpenMP threads.
+ * row-major, through single-threaded BLAS calls split across OpenMP threads.
  *
  * Generated code calls these instead of spelling out a parallel loop per GEMM: every
  * OpenMP region costs the C compiler about 30M instructions (it is outlined into a
@@ -14,7 +14,7 @@
  *   batch:   the batch axes (row-major over items) and each operand's element stride
  *            along them; C is a fresh contiguous (count, m, n) array.
  *
- * OpenBLAS runs single-threaded inside: its own threads would compete with OpenMP's.
+ * The BLAS runs single-threaded inside: its own threads would compete with OpenMP's.
  */
 #ifndef EMBER_GEMM_H
 #define EMBER_GEMM_H
@@ -45,8 +45,7 @@ static inline int64_t ember_item_offset(const ember_batch *batch, const int64_t 
       int split, int parts, int64_t count, const ember_batch *batch, int ta, int tb,       \
       int64_t m, int64_t n, int64_t k, const T *A, int64_t lda, int64_t a_row_step,        \
       const T *B, int64_t ldb, int64_t b_col_step, T *C) {                                 \
-    const int saved_threads = scipy_openblas_get_num_threads();                            \
-    scipy_openblas_set_num_threads(1);                                                     \
+    const int saved_threads = ember_blas_single_threaded();                                \
     _Pragma("omp parallel for num_threads(parts) schedule(static) if(parts > 1)")         \
     for (int64_t part = 0; part < parts; part++) {                                         \
       const int64_t size = split == 1 ? m : n;                                             \
@@ -65,10 +64,10 @@ static inline int64_t ember_item_offset(const ember_batch *batch, const int64_t 
                    0, c, (int)n);                                                          \
       }                                                                                    \
     }                                                                                      \
-    scipy_openblas_set_num_threads(saved_threads);                                         \
+    ember_blas_restore_threads(saved_threads);                                             \
   }
 
-EMBER_DEFINE_GEMM(ember_gemm_f32, float, scipy_cblas_sgemm)
-EMBER_DEFINE_GEMM(ember_gemm_f64, double, scipy_cblas_dgemm)
+EMBER_DEFINE_GEMM(ember_gemm_f32, float, EMBER_CBLAS(sgemm))
+EMBER_DEFINE_GEMM(ember_gemm_f64, double, EMBER_CBLAS(dgemm))
 
 #endif /* EMBER_GEMM_H */
