@@ -5,7 +5,7 @@ is left on the table. Two floors bound the suite: memory bandwidth (a large
 ``np.copyto``) for the elementwise and row-wise workloads, and the SGEMM rate for the
 matmul-bound ones, measured through NumPy's BLAS and through each BLAS that Ember's
 generated code can link (scipy-openblas32; Intel MKL where installed), called directly
-through ctypes; Ember is held to the rate of the one it links.
+through ctypes; Ember is held to the best of them.
 """
 from __future__ import annotations
 
@@ -166,11 +166,12 @@ def measure_sgemm(settings: Settings) -> dict:
 
 
 def sgemm_rate(sgemm: dict) -> tuple[str, float] | None:
-    """The rate Ember is held to: that of the BLAS Ember links if it was measured, else
-    NumPy's."""
-    linked = sgemm.get("ember_blas")
-    for name in (linked, "numpy"):
-        entry = sgemm["blas"].get(name, {})
-        if entry.get("status") == "ok":
-            return name, entry["gflops"]
-    return None
+    """The rate Ember is held to: the best measured through any BLAS (the machine's
+    SGEMM rate, whichever library reaches it), not only that of the BLAS Ember links:
+    a BLAS whose own threading is slow here would make a low bar."""
+    rates = [(entry["gflops"], name) for name, entry in sgemm["blas"].items()
+             if entry.get("status") == "ok"]
+    if not rates:
+        return None
+    gflops, name = max(rates)
+    return name, gflops

@@ -11,7 +11,9 @@
  * How: at the start of a call the calling thread is held on the core it is on (its
  * mask is restored when the call returns, so threads it starts later inherit nothing),
  * and the team's other threads are held each on one of the other allowed cores. They
- * are moved only when the caller is found on another core than last time. Nothing is
+ * are moved only when the caller is found on another core than last time (they stay
+ * where they are between calls: other users of the same OpenMP runtime in the process,
+ * which share its threads, find them there too). Nothing is
  * done when the user chose a placement (OMP_PROC_BIND, OMP_PLACES, GOMP_CPU_AFFINITY),
  * or when the team has more threads than the allowed cores.
  *
