@@ -46,26 +46,33 @@ def _threefry_abstract(*avals: ShapedArray) -> list[ShapedArray]:
     return [avals[0], avals[0]]
 
 
-def _rotate_left(x: np.ndarray, distance: int) -> np.ndarray:
+def _rotate_left(x: Any, distance: int) -> Any:
     return (x << np.uint32(distance)) | (x >> np.uint32(32 - distance))
+
+
+def threefry_rounds(k0: Any, k1: Any, x0: Any, x1: Any) -> list[Any]:
+    """The cipher in operators only (``+ ^ << >> |`` on uint32): it runs on NumPy arrays
+    (the reference implementation) and traces on Ember arrays into plain elementwise
+    primitives (passes/threefry.py: how native backends get it as one fused kernel)."""
+    keys = (k0, k1, k0 ^ k1 ^ _PARITY)
+    x0, x1 = x0 + keys[0], x1 + keys[1]
+    for group in range(_ROUNDS // 4):
+        for distance in _ROTATIONS[group % 2]:
+            x0 = x0 + x1
+            x1 = _rotate_left(x1, distance) ^ x0
+        # Key injection after every four rounds.
+        injection = group + 1
+        x0 = x0 + keys[injection % 3]
+        x1 = x1 + keys[(injection + 1) % 3] + np.uint32(injection)
+    return [x0, x1]
 
 
 @threefry2x32_p.def_impl
 def _threefry_impl(k0: np.ndarray, k1: np.ndarray, x0: np.ndarray,
                    x1: np.ndarray) -> list[np.ndarray]:
     k0, k1, x0, x1 = (np.asarray(v, dtype=np.uint32) for v in (k0, k1, x0, x1))
-    keys = (k0, k1, k0 ^ k1 ^ _PARITY)
     with np.errstate(over="ignore"):
-        x0, x1 = x0 + keys[0], x1 + keys[1]
-        for group in range(_ROUNDS // 4):
-            for distance in _ROTATIONS[group % 2]:
-                x0 = x0 + x1
-                x1 = _rotate_left(x1, distance) ^ x0
-            # Key injection after every four rounds.
-            injection = group + 1
-            x0 = x0 + keys[injection % 3]
-            x1 = x1 + keys[(injection + 1) % 3] + np.uint32(injection)
-    return [x0, x1]
+        return threefry_rounds(k0, k1, x0, x1)
 
 
 @threefry2x32_p.def_batch

@@ -20,9 +20,8 @@ from typing import Any
 import numpy as np
 
 from ember import lax
-from ember.core.staging import trace_to_graph
-from ember.ir.graph import Atom, Eqn, Graph, Var
-from ember.passes.rewrite import in_subgraphs
+from ember.ir.graph import Eqn, Graph
+from ember.passes.rewrite import Expansion, expand_equations
 
 MAX_SLICES = 64  # more slices make the patch kernel's C code (and its compile) too big
 _DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
@@ -30,38 +29,15 @@ _DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 def lower_convolutions(graph: Graph) -> Graph:
     """``graph`` with every covered convolution (also in nested graphs) as im2col + GEMM."""
-    rename: dict[Var, Atom] = {}
-    eqns: list[Eqn] = []
-
-    def read(atom: Atom) -> Atom:
-        return rename.get(atom, atom) if isinstance(atom, Var) else atom
-
-    for eqn in graph.eqns:
-        eqn = in_subgraphs(eqn.replace(inputs=[read(a) for a in eqn.inputs]),
-                           lower_convolutions)
-        if not covered(eqn):
-            eqns.append(eqn)
-            continue
-        body, result = _expansion(eqn)
-        eqns.extend(body)
-        rename[eqn.outputs[0]] = result
-    return graph.replace(eqns=eqns, outputs=[read(a) for a in graph.outputs])
+    return expand_equations(graph, _expansion)
 
 
-def _expansion(eqn: Eqn) -> tuple[list[Eqn], Atom]:
-    """The equations computing covered ``eqn`` by im2col + GEMM, and their result."""
+def _expansion(eqn: Eqn) -> Expansion | None:
+    """The function computing covered ``eqn`` by im2col + GEMM (None if not covered)."""
+    if not covered(eqn):
+        return None
     _, positions = _extents(eqn)
-    body = trace_to_graph(lambda lhs, rhs: [_im2col_conv(lhs, rhs, eqn.params, positions)],
-                          [a.aval for a in eqn.inputs])
-    inner: dict[Var, Atom] = dict(zip(body.inputs, eqn.inputs))
-    eqns = []
-    for sub in body.eqns:
-        outs = [Var(v.aval) for v in sub.outputs]
-        inner.update(zip(sub.outputs, outs))
-        eqns.append(sub.replace(inputs=[inner.get(a, a) if isinstance(a, Var) else a
-                                        for a in sub.inputs],
-                                outputs=outs, source=eqn.source))
-    return eqns, inner.get(body.outputs[0], body.outputs[0])
+    return lambda lhs, rhs: [_im2col_conv(lhs, rhs, eqn.params, positions)]
 
 
 def covered(eqn: Eqn) -> bool:

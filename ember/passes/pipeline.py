@@ -31,6 +31,7 @@ from ember.passes.im2col import lower_convolutions
 from ember.passes.licm import licm
 from ember.passes.rewrite import GraphPass
 from ember.passes.simplify import simplify
+from ember.passes.threefry import expand_threefry
 from ember.transforms.calls import inline_calls
 
 # Calls (custom_jvp/vjp, checkpoint) are inlined first so every later pass sees across
@@ -41,11 +42,12 @@ _OPTIMIZING: list[GraphPass] = [inline_calls, simplify, fold_constants, cse, lic
 
 GRAPH_PIPELINES: dict[str, list[GraphPass]] = {
     "reference": [dce],
-    # no convolution kernel in C: im2col + GEMM, last (it makes only views, a pad, a
-    # concatenate and a dot_general, which fusion takes as they come)
-    "cpu": [*_OPTIMIZING, lower_convolutions],
-    "cuda": list(_OPTIMIZING),
-    "opencl": list(_OPTIMIZING),
+    # Last, after the optimizing passes (which fold constant random bits whole): random
+    # bits as plain uint32 arithmetic; no convolution kernel in C: im2col + GEMM (only
+    # views, a pad, a concatenate and a dot_general, which fusion takes as they come).
+    "cpu": [*_OPTIMIZING, expand_threefry, lower_convolutions],
+    "cuda": [*_OPTIMIZING, expand_threefry],
+    "opencl": [*_OPTIMIZING, expand_threefry],
 }
 
 _program_numbers = itertools.count(1)

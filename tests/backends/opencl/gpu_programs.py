@@ -266,6 +266,12 @@ def _host_calls(x):
     return lax.tanh(s) * 2.0, lax.cumsum(x, 1)
 
 
+def _dropout(key, x):
+    # random bits as uint32 arithmetic (passes/threefry.py), fused with the mask
+    keep = ember.random.bernoulli(key, 0.75, x.shape)
+    return ember.numpy.where(keep, x / 0.75, 0.0)
+
+
 def _iota(x):
     i = lax.broadcasted_iota(np.int32, (4, 6), 1)
     j = lax.broadcasted_iota(np.float32, (4, 6), 0)
@@ -332,6 +338,7 @@ CASES: dict[str, Case] = {
         tolerance=(2e-2, 2e-2)),
     "host_calls": Case(_host_calls, lambda rng: (normal(rng, 5, 7),)),
     "iota": Case(_iota, lambda rng: (normal(rng, 4, 6),)),
+    "dropout": Case(_dropout, lambda rng: (np.array([0, 42], np.uint32), normal(rng, 33, 65))),
     "one_element_reductions": Case(_one_element_reductions, lambda rng: (
         normal(rng, 300, 1), normal(rng, 2))),
     "constant_operand": Case(_constant, lambda rng: (normal(rng, 3, 7),)),
