@@ -1,16 +1,18 @@
 """Convolutions as im2col + one matrix product, for backends without a convolution kernel.
 
-A covered ``conv_general_dilated`` (float32 / float64 throughout, no feature or batch
-groups, at most ``MAX_SLICES`` slices, see below) becomes primitives every code generator
+A covered ``conv_general_dilated`` (float32 / float64 throughout, at most
+``MAX_SLICES`` slices, see below) becomes primitives every code generator
 handles: the input in the canonical layout (N, C, spatial...), padded (``lhs_dilation``
 as interior padding, negative padding crops), then the patch matrix (N, P, C, T) of the
 P output positions and T kernel taps, one strided slice per tap (or per output position,
 whichever is fewer: the weight gradient of a convolution has a big "kernel", the
 gradient, and few positions), concatenated; fusion makes that one loop kernel filling
 the patch buffer. A ``dot_general`` contracting (C, T) with the kernel (O, C, T), a GEMM
-for BLAS, gives (N, P, O), reshaped and transposed to the layout of the output.
+for BLAS, gives (N, P, O), reshaped and transposed to the layout of the output. With
+feature or batch groups (grouped and depthwise convolutions, and their gradients) the
+product is batched over the groups.
 
-Everything else (groups, other dtypes, many slices, empty shapes) stays one equation.
+Everything else (other dtypes, many slices, empty shapes) stays one equation.
 """
 from __future__ import annotations
 
@@ -49,8 +51,6 @@ def covered(eqn: Eqn) -> bool:
     if any(a.dtype not in _DTYPES or a.dtype != avals[0].dtype or a.size == 0
            for a in avals):
         return False
-    if params["feature_group_count"] != 1 or params["batch_group_count"] != 1:
-        return False
     return _slice_count(*_extents(eqn)) <= MAX_SLICES
 
 
@@ -73,10 +73,21 @@ def _im2col_conv(lhs: Any, rhs: Any, params: dict[str, Any],
     config = [(0, 0, 0)] * 2 + [(lo, hi, d - 1) for (lo, hi), d in
                                  zip(params["padding"], params["lhs_dilation"])]
     x = lax.pad(x, 0.0, config)
-    (n, c), (o, _), taps = x.shape[:2], w.shape[:2], w.shape[2:]
+    (n, c), (o, i), taps = x.shape[:2], w.shape[:2], w.shape[2:]
     patches = _patches(x, taps, spatial, params)  # (N, P, C, T)
-    kernel = lax.reshape(w, (o, c, int(np.prod(taps))))
-    out = lax.dot_general(patches, kernel, (((2, 3), (1, 2)), ((), ())))
+    t, p = int(np.prod(taps)), int(np.prod(spatial))
+    b, g = params["batch_group_count"], params["feature_group_count"]
+    if b == g == 1:
+        kernel = lax.reshape(w, (o, c, t))
+        out = lax.dot_general(patches, kernel, (((2, 3), (1, 2)), ((), ())))
+    else:
+        # Groups (as the reference): batch N = (B, N/B), channels C = (G, I), outputs
+        # O = (B, G, O/(B G)); each (batch group, feature group) is one product.
+        patches = lax.reshape(patches, (b, n // b, p, g, i, t))
+        kernel = lax.reshape(w, (b, g, o // (b * g), i, t))
+        out = lax.dot_general(patches, kernel, (((4, 5), (3, 4)), ((0, 3), (0, 1))))
+        out = lax.reshape(lax.transpose(out, (2, 3, 0, 1, 4)), (n // b, p, o))  # (B G Nb P J)
+        n //= b
     out = lax.reshape(out, (n, *spatial, o))
     # Our axes hold the canonical dims (N, S..., O); the output's axis a holds canonical
     # dim argsort(out_spec)[a].

@@ -1,5 +1,5 @@
-"""Convolutions on the CPU backend: the covered ones (float32 / float64, no groups) compile
-to im2col + GEMM (ember/passes/im2col.py, no host call), the rest stay host calls; all
+"""Convolutions on the CPU backend: the covered ones (float32 / float64, grouped or not)
+compile to im2col + GEMM (ember/passes/im2col.py, no host call), the rest stay host calls; all
 against the reference backend, forward and gradient."""
 from __future__ import annotations
 
@@ -93,20 +93,40 @@ def test_conv2d_layer_loss_gradient():
     _assert_no_host_call(grad, layer, x)
 
 
+# (lhs shape, rhs shape, feature_group_count, batch_group_count)
+GROUPED = {
+    "groups_2": ((2, 4, 6, 6), (6, 2, 3, 3), 2, 1),
+    "depthwise": ((2, 4, 7, 5), (8, 1, 3, 3), 4, 1),  # channel multiplier 2
+    "batch_groups_3": ((6, 2, 5, 5), (9, 2, 2, 2), 1, 3),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GROUPED))
+def test_grouped_convolutions_forward_and_gradients(name):
+    lhs, rhs, groups, batch_groups = GROUPED[name]
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal(lhs).astype(np.float32), rng.standard_normal(rhs).astype(np.float32)
+
+    def conv(x, w):
+        return lax.conv_general_dilated(x, w, (1, 1), "SAME", feature_group_count=groups,
+                                        batch_group_count=batch_groups)
+
+    assert_matches_reference(conv, x, w, tolerance=(2e-5, 2e-5))
+    _assert_no_host_call(conv, x, w)
+    if batch_groups == 1:  # (the gradient of a grouped convolution has batch groups)
+        grad = ember.grad(lambda x, w: (conv(x, w) ** 2).sum(), argnums=(0, 1))
+        assert_matches_reference(grad, x, w, tolerance=(1e-4, 1e-4))
+        _assert_no_host_call(grad, x, w)
+
+
 def test_uncovered_convolutions_stay_host_calls():
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((2, 4, 6, 6)).astype(np.float32)
+    x = rng.standard_normal((2, 2, 6, 6)).astype(np.float32)
     w = rng.standard_normal((6, 2, 3, 3)).astype(np.float32)
-
-    def grouped(x, w):
-        return lax.conv_general_dilated(x, w, (1, 1), "SAME", feature_group_count=2)
-
-    assert_matches_reference(grouped, x, w)
-    assert "host" in [k.kind for k in compiled(grouped, x, w).kernels]
-    ints = (x * 4).astype(np.int32), w[:, :2].astype(np.int32) * 0 + 1
+    ints = (x * 4).astype(np.int32), w.astype(np.int32) * 0 + 1
 
     def integer(x, w):
-        return lax.conv_general_dilated(x[:, :2], w, (1, 1), "VALID")
+        return lax.conv_general_dilated(x, w, (1, 1), "VALID")
 
     assert_matches_reference(integer, *ints)
     assert "host" in [k.kind for k in compiled(integer, *ints).kernels]
