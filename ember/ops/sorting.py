@@ -49,12 +49,21 @@ def _sort_abstract(*operands: ShapedArray, dimension: int, is_stable: bool,
     return list(operands)
 
 
+def _sortable(key: np.ndarray) -> np.ndarray:
+    """``key`` as NumPy orders it right: half-precision floats as float32 (exact), since
+    NumPy's sort of ml_dtypes' bfloat16 does not put NaNs last."""
+    if dtypes.is_floating(key.dtype) and key.dtype.itemsize < 4:
+        return key.astype(np.float32)
+    return key
+
+
 def lexicographic_order(keys: Sequence[np.ndarray], axis: int) -> np.ndarray:
     """The stable permutation along ``axis`` that sorts by ``keys[0]``, then ``keys[1]``..."""
     order = np.broadcast_to(np.arange(keys[0].shape[axis]).reshape(
         [-1 if d == axis else 1 for d in range(keys[0].ndim)]), keys[0].shape)
     for key in reversed(keys):  # least significant key first; stability keeps its order
-        step = np.argsort(np.take_along_axis(key, order, axis), axis=axis, kind="stable")
+        step = np.argsort(np.take_along_axis(_sortable(key), order, axis), axis=axis,
+                          kind="stable")
         order = np.take_along_axis(order, step, axis)
     return order
 
@@ -124,7 +133,7 @@ def _top_k_impl(x, *, k):
     x = np.asarray(x)
     # A stable ascending sort of the reversed axis, read backwards, is descending with
     # ties in ascending index order; NaNs (last ascending) come first.
-    ascending = np.argsort(x[..., ::-1], axis=-1, kind="stable")
+    ascending = np.argsort(_sortable(x)[..., ::-1], axis=-1, kind="stable")
     order = (x.shape[-1] - 1 - ascending[..., ::-1])[..., :k]
     return [np.take_along_axis(x, order, -1), order.astype(np.int32)]
 

@@ -9,7 +9,7 @@ gather every operand through the permutation. The comparison orders as the refer
 - ``top_k``: descending on the last axis, NaNs first, equal values in index order; the
   first ``k`` of each row and their int32 indices.
 
-Half precision and complex numbers are not covered (they stay host calls).
+Complex numbers are not covered (they stay host calls).
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from ember.ir.graph import Eqn, Var
 MAX_SELECTED = 32
 RUN = 16  # the merge sort starts from runs of this many, sorted by insertion
 
-_DTYPES = {"float32", "float64", "bool", "int8", "int16", "int32", "int64", "uint8",
+_DTYPES = {"float16", "bfloat16", "float32", "float64", "bool", "int8", "int16", "int32", "int64", "uint8",
            "uint16", "uint32", "uint64"}
 
 
@@ -55,7 +55,7 @@ def render_call(eqn: Eqn, name: str, inputs: list[str], outputs: list[str],
     params = [f"const {t} *restrict in{i}" for i, t in enumerate(in_types)]
     written = [i for i, pointer in enumerate(outputs) if pointer is not None]
     params += [f"{out_types[i]} *restrict out{i}" for i in written]
-    floats = [a.aval.dtype.kind == "f" for a in eqn.inputs[:keys]]
+    floats = [_KEY_LOADS.get(a.aval.dtype.name) for a in eqn.inputs[:keys]]
     lines = ["#include <stdlib.h>",
              _comparator(name, in_types[:keys], floats, descending,
                          kept <= MAX_SELECTED and kept < n),
@@ -84,18 +84,24 @@ def render_call(eqn: Eqn, name: str, inputs: list[str], outputs: list[str],
     return text, [call]
 
 
-def _comparator(name: str, types: list[str], floats: list[bool], descending: bool,
+# How a float key is read for comparison (None: not a float): half precision is stored
+# as 16-bit patterns and compared as float32, which holds every value exactly.
+_KEY_LOADS = {"float32": "", "float64": "", "float16": "ember_f16_to_f32",
+              "bfloat16": "ember_bf16_to_f32"}
+
+
+def _comparator(name: str, types: list[str], floats: list[str | None], descending: bool,
                 selects: bool) -> str:
     """``<name>_before(a, b)``: element ``a`` of the row goes strictly before ``b``; and
     ``<name>_order(keys..., scratch)``: the stable order of a row (in ``scratch``), its
-    first ``@K@`` elements only when it ``selects``."""
+    first ``@K@`` elements only when it ``selects``. ``floats``: each key's ``_KEY_LOADS``."""
     keys = ", ".join(f"const {t} *k{i}" for i, t in enumerate(types))
     tests = []
-    for i, is_float in enumerate(floats):
-        x, y = f"k{i}[a * @S@]", f"k{i}[b * @S@]"
+    for i, load in enumerate(floats):
+        x, y = (f"{load or ''}(k{i}[{e} * @S@])" for e in ("a", "b"))
         first, second = (y, x) if descending else (x, y)
-        tests.append(f"  if ({_less(first, second, is_float)}) return 1;\n"
-                     f"  if ({_less(second, first, is_float)}) return 0;")
+        tests.append(f"  if ({_less(first, second, load is not None)}) return 1;\n"
+                     f"  if ({_less(second, first, load is not None)}) return 0;")
     args = ", ".join(f"k{i}" for i in range(len(types)))
     return f"""\
 static inline int {name}_before({keys}, int64_t a, int64_t b) {{

@@ -1,5 +1,5 @@
 """sort and top_k compiled to C on the CPU backend (a merge sort per row, no host call):
-bit-exact against the reference backend over dtypes, NaNs, signed zeros, ties (the sort
+bit-exact against the reference backend over dtypes (half precision too), NaNs, signed zeros, ties (the sort
 is stable), several operands and keys, every axis, empty and length-1 axes."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from ember import lax
 
 pytestmark = requires_cpu
 
-DTYPES = ["float32", "float64", "int32", "bool"]
+DTYPES = ["float32", "float64", "float16", "bfloat16", "int32", "bool"]
 
 
 def values(rng: np.random.Generator, shape, dtype: str) -> np.ndarray:
@@ -21,7 +21,8 @@ def values(rng: np.random.Generator, shape, dtype: str) -> np.ndarray:
         return rng.integers(0, 2, shape).astype(bool)
     if dtype == "int32":
         return rng.integers(-4, 4, shape).astype(np.int32)
-    pool = np.array([np.nan, -0.0, 0.0, 1.5, -2.0, np.inf, -np.inf, 3.0], dtype)
+    pool = np.array([np.nan, -0.0, 0.0, 1.5, -2.0, np.inf, -np.inf, 3.0, 1e-3, 1.00390625],
+                    ember.numpy.dtype(dtype))  # (bfloat16 rounds 1e-3, 1+2^-8 stays apart)
     return pool[rng.integers(0, len(pool), shape)]
 
 
