@@ -46,7 +46,6 @@ def covered(eqn: Eqn) -> bool:
     """Whether ``eqn`` is a convolution this pass rewrites."""
     if eqn.prim.name != "conv_general_dilated":
         return False
-    params = eqn.params
     avals = [a.aval for a in eqn.inputs] + [eqn.outputs[0].aval]
     if any(a.dtype not in _DTYPES or a.dtype != avals[0].dtype or a.size == 0
            for a in avals):

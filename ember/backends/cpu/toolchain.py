@@ -360,8 +360,10 @@ def _mkl() -> BlasInfo | None:
         if not found:
             continue
         try:
-            ctypes.CDLL(str(found[-1])).cblas_sgemm  # loads, and is the BLAS we expect
-        except (OSError, AttributeError):
+            library = ctypes.CDLL(str(found[-1]))
+        except OSError:
+            return None
+        if not hasattr(library, "cblas_sgemm"):  # not the BLAS we expect
             return None
         version = next((name[len("mkl-"):-len(".dist-info")] for folder in sys.path
                         if folder.endswith("site-packages") and os.path.isdir(folder)

@@ -159,8 +159,7 @@ def test_primitives_without_a_native_lowering_run_on_the_host():
 
     def fun(x):
         y = lax.exp(x) + 1.0
-        half = lax.convert_element_type(y, np.float16)  # (a float16 sort: on the host)
-        s = lax.convert_element_type(lax.sort(half, dimension=1), np.float32)
+        s = lax.cumlogsumexp(y, 1)  # (on the host)
         return lax.tanh(s) * 2.0, lax.cumsum(x, 1)
 
     assert_matches_reference(fun, x)
