@@ -71,6 +71,11 @@ def hash_key(parts: Sequence[str | bytes]) -> str:
     return digest.hexdigest()
 
 
+def safe_file_name(name: str) -> str:
+    """``name`` (a kernel's, a program's) made safe as a file name."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:100] or "kernel"
+
+
 def key_of(key_parts: Sequence[str | bytes], suffix: str) -> str:
     """The key of an entry: also the stem of its artifact's file name."""
     return hash_key([*key_parts, suffix])
@@ -198,6 +203,19 @@ class CompileCache:
 
     def _entry(self, key: str, suffix: str) -> _Entry:
         return _Entry(self.directory / key[:2], key, suffix)
+
+    def keep_failed_source(self, source: str, name: str, suffix: str = ".c") -> Path:
+        """Keep a copy of source a compiler rejected (in the cache's ``failed`` folder, else
+        a new temporary one), for a bug report; returns its path."""
+        digest = hashlib.sha256(source.encode()).hexdigest()[:12]
+        try:
+            folder = self.directory / "failed"
+            folder.mkdir(mode=0o700, exist_ok=True)
+        except OSError:
+            folder = Path(tempfile.mkdtemp(prefix="ember-failed-"))
+        path = folder / f"{safe_file_name(name)}-{digest}{suffix}"
+        path.write_text(source)
+        return path
 
     def clear(self) -> None:
         """Forget every entry, in memory and on disk, and reset the statistics."""

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from ember.backends.base import KernelInfo
 from ember.backends.cpu.gemm_call import gemm_parts, render_gemm
-from ember.backends.cpu.program import LoweredStep
+from ember.backends.cpu.program import LoweredStep, call_name, kernel_info
 from ember.backends.cpu.sort_call import render_call
 from ember.codegen.c import CRenderer
 from ember.codegen.kernel_ir import Buffer
@@ -85,7 +85,7 @@ def build_module(steps: list[LoweredStep], plan: BufferPlan, layout: Layout,
     rendered = [_render_step(step, plan, layout, renderer) for step in steps]
     definitions = [definition for definition, _, _ in rendered]
     calls = [call for _, _, call in rendered]
-    infos = [_kernel_info(step, shown) for step, (_, shown, _) in zip(steps, rendered)]
+    infos = [kernel_info(step, shown) for step, (_, shown, _) in zip(steps, rendered)]
     segments = _segments(steps)
     uses_blas = any(s.gemm is not None for s in steps)
     parallel = any(_runs_parallel(step, text, renderer.threads)
@@ -288,33 +288,4 @@ def _native_call(step: LoweredStep, plan: BufferPlan, layout: Layout,
     inputs = [_pointer(a, plan, layout, types[a.aval.dtype.name]) for a in eqn.inputs]
     outputs = [_pointer(v, plan, layout, types[v.aval.dtype.name]) if v in plan.locations
                else None for v in eqn.outputs]  # (an unused result has no buffer)
-    return render_call(eqn, _call_name(step), inputs, outputs, types, renderer.threads)
-
-
-def _call_name(step: LoweredStep) -> str:
-    return f"{step.call.prim.name}_{step.group.id}"
-
-
-def _kernel_info(step: LoweredStep, source: str) -> KernelInfo:
-    group = step.group
-    if step.host:
-        eqn = group.host
-        lines = [eqn.source.short()] if eqn.source is not None else []
-        return KernelInfo(group.name, source, [eqn.prim.name], lines, "host",
-                          group.why_boundary())
-    ops, lines = [], []
-    if step.call is not None:  # a library call of the module's own
-        eqn = step.call
-        lines = [eqn.source.short()] if eqn.source is not None else []
-        why = f"{eqn.prim.name} runs as a call of its own (a merge sort of each row)"
-        return KernelInfo(_call_name(step), source, [eqn.prim.name], lines, "library", why)
-    if step.gemm is not None:
-        ops.append("dot_general")
-        eqn = group.library
-        if eqn.source is not None:
-            lines.append(eqn.source.short())
-    if step.kernel is not None:
-        ops += step.kernel.ops
-        lines += [line for line in step.kernel.source_lines if line not in lines]
-    kind = "library" if step.gemm is not None else "kernel"
-    return KernelInfo(group.name, source, ops, lines, kind, group.why_boundary())
+    return render_call(eqn, call_name(step), inputs, outputs, types, renderer.threads)

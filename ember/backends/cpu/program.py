@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ember.backends.base import KernelInfo
 from ember.codegen import indexing as ix
 from ember.codegen.gemm import GemmPlan, operand_matrix, plan_gemm
 from ember.codegen.kernel_ir import Buffer, Kernel, Let, Load, Store
@@ -105,3 +106,34 @@ def _plan_library(group: Group) -> tuple[GemmPlan, tuple[Var, Var]]:
         matrices.append(matrix)
     bases = (group.library_operands[0][0], group.library_operands[1][0])
     return plan_gemm(eqn, matrices[0], matrices[1]), bases
+
+
+def call_name(step: LoweredStep) -> str:
+    """The C function of a native call step (a sort, a top_k)."""
+    return f"{step.call.prim.name}_{step.group.id}"
+
+
+def kernel_info(step: LoweredStep, source: str) -> KernelInfo:
+    """What ``compiled.kernels`` shows of a lowered step (``source``: its code as shown)."""
+    group = step.group
+    if step.host:
+        eqn = group.host
+        lines = [eqn.source.short()] if eqn.source is not None else []
+        return KernelInfo(group.name, source, [eqn.prim.name], lines, "host",
+                          group.why_boundary())
+    ops, lines = [], []
+    if step.call is not None:  # a library call of the module's own
+        eqn = step.call
+        lines = [eqn.source.short()] if eqn.source is not None else []
+        why = f"{eqn.prim.name} runs as a call of its own (a merge sort of each row)"
+        return KernelInfo(call_name(step), source, [eqn.prim.name], lines, "library", why)
+    if step.gemm is not None:
+        ops.append("dot_general")
+        eqn = group.library
+        if eqn.source is not None:
+            lines.append(eqn.source.short())
+    if step.kernel is not None:
+        ops += step.kernel.ops
+        lines += [line for line in step.kernel.source_lines if line not in lines]
+    kind = "library" if step.gemm is not None else "kernel"
+    return KernelInfo(group.name, source, ops, lines, kind, group.why_boundary())

@@ -14,7 +14,6 @@ import hashlib
 import importlib.util
 import json
 import os
-import re
 import shlex
 import shutil
 import subprocess
@@ -29,7 +28,7 @@ from typing import Iterator, Sequence
 
 from ember.config import config
 from ember.errors import BackendUnavailableError, CompileError
-from ember.runtime.compile_cache import default_cache, hash_key, key_of
+from ember.runtime.compile_cache import default_cache, hash_key, key_of, safe_file_name
 
 INCLUDE_DIR = Path(__file__).resolve().parent / "include"
 """Headers passed to every compile with ``-I`` (``ember_math.h``)."""
@@ -514,16 +513,12 @@ def _include_digest() -> str:
     return digest.hexdigest()
 
 
-def _safe_name(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:100] or "kernel"
-
-
 def _dump_source(source: str, name: str) -> None:
     if not config.dump_dir:
         return
     folder = Path(config.dump_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{_safe_name(name)}.c").write_text(source)
+    (folder / f"{safe_file_name(name)}.c").write_text(source)
 
 
 def _run_compiler(cc: str, units: Sequence[str], name: str, compile_flags: Sequence[str],
@@ -533,7 +528,7 @@ def _run_compiler(cc: str, units: Sequence[str], name: str, compile_flags: Seque
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="ember-cc-") as folder:
         # Relative source names keep temp paths out of the compiler's messages.
-        files = [f"{_safe_name(_unit_name(name, n, len(units)))}.c" for n in range(len(units))]
+        files = [f"{safe_file_name(_unit_name(name, n, len(units)))}.c" for n in range(len(units))]
         for file, unit in zip(files, units):
             (Path(folder) / file).write_text(unit)
         if len(units) == 1:
@@ -548,8 +543,8 @@ def _run_compiler(cc: str, units: Sequence[str], name: str, compile_flags: Seque
                 if result.returncode < 0:
                     raise CompileError(f"the C compiler was stopped (signal {-result.returncode})")
                 if result.returncode != 0:
-                    saved = _save_failed_source(unit if len(commands) > 1 else "\n".join(units),
-                                                name)
+                    failed = unit if len(commands) > 1 else "\n".join(units)
+                    saved = default_cache().keep_failed_source(failed, name)
                     raise CompileError(_failure_message(name, command, result, saved))
     if config.log_enabled("compile"):
         print(f"ember: cc {name} {time.perf_counter() - start:.3f} s", file=sys.stderr)
@@ -594,19 +589,6 @@ def stop_compilers() -> None:
                 process.kill()
             except OSError:
                 pass
-
-
-def _save_failed_source(source: str, name: str) -> Path:
-    """Keep a copy of source the compiler rejected, for a bug report."""
-    digest = hashlib.sha256(source.encode()).hexdigest()[:12]
-    try:
-        folder = default_cache().directory / "failed"
-        folder.mkdir(mode=0o700, exist_ok=True)
-    except OSError:
-        folder = Path(tempfile.mkdtemp(prefix="ember-failed-"))
-    path = folder / f"{_safe_name(name)}-{digest}.c"
-    path.write_text(source)
-    return path
 
 
 def _failure_message(name: str, command: Sequence[str], result: subprocess.CompletedProcess,

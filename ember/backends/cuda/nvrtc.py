@@ -7,7 +7,6 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-from ember.backends.cpu.toolchain import _save_failed_source
 from ember.errors import BackendUnavailableError, CompileError
 from ember.runtime.compile_cache import default_cache
 
@@ -88,7 +87,7 @@ def _compile(source: str, name: str, arch: str) -> tuple[bytes, bytes]:
         options = [f"--gpu-architecture={arch}".encode(), *(o.encode() for o in OPTIONS)]
         result = nvrtc.nvrtcCompileProgram(program, len(options), options)[0]
         if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            saved = _save_failed_source(source, name)
+            saved = default_cache().keep_failed_source(source, name, ".cu")
             raise CompileError(
                 f"NVRTC rejected the generated program {name!r} for {arch}.\n"
                 f"This is a bug in Ember: please report it with the saved source.\n"

@@ -14,9 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ember.backends.base import KernelInfo
-from ember.backends.cpu.module import _kernel_info
 from ember.backends.cpu.policy import gemm_eligible, native
-from ember.backends.cpu.program import LoweredStep, lower_schedule
+from ember.backends.cpu.program import LoweredStep, kernel_info, lower_schedule
 from ember.codegen.gemm import GemmPlan
 from ember.codegen.gpu import GpuRenderer, LaunchShape
 from ember.codegen.kernel_ir import split_at_barriers
@@ -85,7 +84,7 @@ def build_program(graph: Graph, backend_name: str, renderer: GpuRenderer) -> Dev
         parts += texts
         steps.append(step)
         shown = "\n".join(texts) or f"host call: {lowered.group.host.prim.name} (NumPy reference)"
-        infos.append(_kernel_info(lowered, shown))
+        infos.append(kernel_info(lowered, shown))
     return DeviceProgram(optimized, schedule, "\n".join(parts), steps, infos)
 
 

@@ -11,7 +11,6 @@ from typing import Any, Sequence
 import numpy as np
 import pyopencl as cl
 
-from ember.backends.cpu.toolchain import _save_failed_source
 from ember.backends.gpu.memory import MemoryStats
 from ember.codegen.gemm import GemmPlan
 from ember.codegen.gpu import LaunchShape
@@ -108,7 +107,7 @@ class OpenCLRuntime:
                 warnings.simplefilter("ignore", cl.CompilerWarning)
                 return cl.Program(self.context, source).build(options=options)
         except cl.RuntimeError as error:
-            saved = _save_failed_source(source, name)
+            saved = default_cache().keep_failed_source(source, name, ".cl")
             raise CompileError(
                 f"the OpenCL compiler rejected the generated program {name!r}.\n"
                 f"This is a bug in Ember: please report it with the saved source.\n"
