@@ -1,6 +1,7 @@
-"""Control flow (cond, while, scan) between native code: the loop or branch runs on the
-host, its bodies are compiled graphs (one native call per iteration) instead of being
-interpreted primitive by primitive."""
+"""Control flow (cond, while, scan) between native code: its bodies are compiled graphs.
+A loop runs natively (launcher.c: one call of the compiled body per iteration, no Python
+between them) when the launcher is built and the bodies have no host calls; otherwise,
+and for a cond's branch choice, on the host."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -8,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from ember.backends.cpu.executable import LoopFrame
+from ember.backends.cpu.launcher import Loops, ready_loops
 from ember.ir.graph import Eqn, Graph
 
 Runner = Callable[[Sequence[Any]], list]
@@ -33,11 +36,26 @@ def _cond(params: dict, compile_graph: Compile) -> Runner:
 def _while(params: dict, compile_graph: Compile) -> Runner:
     cond, body = compile_graph(params["cond_graph"]), compile_graph(params["body_graph"])
     n_cond, n_body = params["cond_nconsts"], params["body_nconsts"]
+    carry_avals = params["body_graph"].in_avals[n_body:]
 
     def run(values: Sequence[Any]) -> list:
         cond_consts = list(values[:n_cond])
         body_consts = list(values[n_cond:n_cond + n_body])
         carry = list(values[n_cond + n_body:])
+        native = _native_frames(cond, body)
+        if native is not None:
+            loops, (cond_frame, body_frame) = native
+            for index, value in enumerate(cond_consts):
+                cond_frame.set_argument(index, _array(value))
+            for index, value in enumerate(body_consts):
+                body_frame.set_argument(index, _array(value))
+            carries = _Carries(carry, carry_avals)
+            count = loops.while_(
+                cond_frame.address, cond_frame.pointers.ctypes.data, 1 + n_cond,
+                int(cond_frame.results[0]), body_frame.address,
+                body_frame.pointers.ctypes.data, 1 + n_body, len(carry), *carries.arguments(),
+                body_frame.results.ctypes.data)
+            return carries.final(count)
         while bool(np.asarray(cond.run(cond_consts + carry)[0])):
             carry = body.run(body_consts + carry)
         return carry
@@ -49,13 +67,27 @@ def _scan(params: dict, compile_graph: Compile) -> Runner:
     body = compile_graph(params["body"])
     n_consts, n_carry = params["num_consts"], params["num_carry"]
     length, reverse = params["length"], params["reverse"]
+    carry_avals = params["body"].in_avals[n_consts:n_consts + n_carry]
     ys_avals = params["body"].out_avals[n_carry:]
 
     def run(values: Sequence[Any]) -> list:
         consts = list(values[:n_consts])
         carry = list(values[n_consts:n_consts + n_carry])
-        xs = [np.asarray(x) for x in values[n_consts + n_carry:]]
+        xs = [_array(x) for x in values[n_consts + n_carry:]]
         ys = [np.empty((length, *a.shape), a.dtype) for a in ys_avals]
+        native = _native_frames(body)
+        if native is not None:
+            loops, (frame,) = native
+            for index, value in enumerate(consts):
+                frame.set_argument(index, _array(value))
+            carries = _Carries(carry, carry_avals)
+            count = loops.scan(
+                frame.address, frame.pointers.ctypes.data, length, int(reverse), n_carry,
+                1 + n_consts, *carries.arguments(), len(xs), 1 + n_consts + n_carry,
+                *_pointers_and_sizes(xs, [x.nbytes // max(length, 1) for x in xs]),
+                len(ys), *_pointers_and_sizes(ys, [a.nbytes for a in ys_avals]),
+                frame.results.ctypes.data)
+            return [*carries.final(count), *ys]
         for i in (range(length - 1, -1, -1) if reverse else range(length)):
             outs = body.run(consts + carry + [x[i] for x in xs])
             carry = outs[:n_carry]
@@ -64,6 +96,60 @@ def _scan(params: dict, compile_graph: Compile) -> Runner:
         return [*carry, *ys]
 
     return run
+
+
+def _native_frames(*programs: Any) -> tuple[Loops, list[LoopFrame]] | None:
+    """The native loops and a frame per program, when the launcher is built and every
+    program can be called from them; else None (the loop then runs in Python)."""
+    loops = ready_loops()
+    if loops is None or not all(hasattr(p, "loop_frame") for p in programs):
+        return None
+    frames = [p.loop_frame() for p in programs]
+    return None if any(f is None for f in frames) else (loops, frames)
+
+
+class _Carries:
+    """A loop's carries in buffers of their own, and as many to stage the next ones in
+    (launcher.c swaps the two after every iteration)."""
+
+    def __init__(self, values: Sequence[Any], avals: Sequence[Any]) -> None:
+        self.first = [np.array(v, dtype=a.dtype, order="C").reshape(a.shape)
+                      for v, a in zip(values, avals)]
+        self.second = [np.empty_like(v) for v in self.first]
+        self._keep = (_pointers_and_sizes(self.first, [v.nbytes for v in self.first]),
+                      _pointer_array(self.second))
+
+    def arguments(self) -> tuple[int, int, int]:
+        """(sizes, current pointers, staging pointers) for launcher.c."""
+        (current, sizes), staging = self._keep
+        return sizes, current, staging
+
+    def final(self, iterations: int) -> list[np.ndarray]:
+        return self.second if iterations % 2 else self.first
+
+
+def _pointers_and_sizes(arrays: Sequence[np.ndarray], sizes: Sequence[int]) -> tuple:
+    """(a C array of the arrays' data pointers, a C array of int64 ``sizes``), as
+    addresses; the NumPy arrays holding them stay alive as long as the tuple."""
+    return _pointer_array(arrays), _Owned(np.array(sizes, np.int64))
+
+
+def _pointer_array(arrays: Sequence[np.ndarray]) -> _Owned:
+    return _Owned(np.array([a.ctypes.data for a in arrays], np.uintp))
+
+
+class _Owned(int):
+    """The address of a NumPy array's data, keeping the array alive."""
+
+    def __new__(cls, array: np.ndarray) -> _Owned:
+        owned = super().__new__(cls, array.ctypes.data if array.size else 0)
+        owned.array = array
+        return owned
+
+
+def _array(value: Any) -> np.ndarray:
+    array = np.asarray(value)
+    return array if array.flags.c_contiguous else np.ascontiguousarray(array)
 
 
 _BUILDERS = {"cond": _cond, "while": _while, "scan": _scan}

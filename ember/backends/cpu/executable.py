@@ -28,6 +28,24 @@ class HostCall:
     runner: Callable[[list], list] | None = None  # instead of the NumPy reference
 
 
+class LoopFrame:
+    """A program's pointer array for calls from a native loop: arena, arguments (slots
+    1...; the loop points its carries there), constants, outputs, then literal results;
+    ``results``: the slot of each result after a call. ``arrays`` keeps them alive."""
+
+    def __init__(self, address: int, arrays: list, results: np.ndarray) -> None:
+        self.address = address
+        self.arrays = arrays
+        self.results = results
+        self.pointers = np.array([0 if a is None else a.ctypes.data for a in arrays],
+                                 np.uintp)
+
+    def set_argument(self, index: int, array: np.ndarray) -> None:
+        """Argument ``index`` is ``array`` for every call of the loop."""
+        self.arrays[1 + index] = array
+        self.pointers[1 + index] = array.ctypes.data
+
+
 class _Call:
     """The buffers of one run: ``arrays`` is the pointer layout (arena, inputs, outputs,
     host results) as NumPy arrays."""
@@ -145,6 +163,21 @@ class CpuExecutable(Executable):
         finally:
             if owned:
                 self._arena_lock.release()
+
+    def loop_frame(self) -> LoopFrame | None:
+        """This program set up to be called from a native loop (launcher.c), or None
+        when it cannot be: host calls between native segments, results in the arena."""
+        if self._program != [0] or self._layout.host or not self._direct:
+            return None
+        arguments = self._layout.inputs - len(self._constants)
+        outputs = [np.empty(shape, dtype) for shape, dtype, _ in self._output_avals]
+        literals = [literal for slot, literal in self._result_slots if slot is None]
+        arrays = [np.empty(self._arena_bytes, np.uint8), *[None] * arguments,
+                  *self._constants, *outputs, *literals]
+        next_literal = iter(range(self._layout.size, len(arrays)))
+        results = [slot if slot is not None else next(next_literal)
+                   for slot, _ in self._result_slots]
+        return LoopFrame(self._address, arrays, np.array(results, np.int64))
 
     def _native(self, arrays: list, segment: int) -> None:
         if self._launch is not None:

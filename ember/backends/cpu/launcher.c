@@ -1,13 +1,15 @@
 /* Calls a compiled module's entry point with the data pointers of a list of NumPy
  * arrays, so that a jitted call costs one ctypes call. Loaded with ctypes.PyDLL: it is
  * entered holding the GIL, reads the pointers, then releases the GIL while the kernels
- * run. A list item that is None passes NULL. */
+ * run. A list item that is None passes NULL. Also the native loops of control flow
+ * (below), loaded with ctypes.CDLL. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/ndarraytypes.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef void (*ember_entry)(void **buffers, int64_t segment);
 
@@ -28,4 +30,65 @@ int ember_launch(void *entry, PyObject *arrays, int64_t segment)
     if (pointers != local)
         free(pointers);
     return 0;
+}
+
+/* Loops of compiled programs (control.py): lax.scan and while_loop run their compiled
+ * body (and condition) from here, not from a Python loop. ``b`` is a program's pointer
+ * array (arena, inputs, constants, outputs, then any literal results); the loop points
+ * its carry (and scanned) input slots at the current values before each call.
+ * ``results`` gives, per result of the body, the slot of ``b`` holding it after a call.
+ * The new carries are copied into ``staging``, which then becomes ``carries`` (a body
+ * may return an input as it is, and its outputs are rewritten by the next call).
+ * Called through ctypes.CDLL: the GIL is released meanwhile. */
+
+static void ember_next_carries(void **b, const int64_t *results, int64_t n_carry,
+                               const int64_t *carry_bytes, void **carries, void **staging)
+{
+    for (int64_t k = 0; k < n_carry; ++k)
+        memcpy(staging[k], b[results[k]], (size_t)carry_bytes[k]);
+    for (int64_t k = 0; k < n_carry; ++k) {
+        void *swap = carries[k];
+        carries[k] = staging[k];
+        staging[k] = swap;
+    }
+}
+
+/* Returns the number of iterations run (its parity says which buffers hold the carries). */
+int64_t ember_scan(void *entry, void **b, int64_t length, int64_t reverse,
+                   int64_t n_carry, int64_t carry_at, const int64_t *carry_bytes,
+                   void **carries, void **staging,
+                   int64_t n_xs, int64_t xs_at, void **xs, const int64_t *x_bytes,
+                   int64_t n_ys, void **ys, const int64_t *y_bytes, const int64_t *results)
+{
+    for (int64_t step = 0; step < length; ++step) {
+        int64_t i = reverse ? length - 1 - step : step;
+        for (int64_t k = 0; k < n_carry; ++k)
+            b[carry_at + k] = carries[k];
+        for (int64_t k = 0; k < n_xs; ++k)
+            b[xs_at + k] = (char *)xs[k] + i * x_bytes[k];
+        ((ember_entry)entry)(b, 0);
+        for (int64_t k = 0; k < n_ys; ++k)
+            memcpy((char *)ys[k] + i * y_bytes[k], b[results[n_carry + k]], (size_t)y_bytes[k]);
+        ember_next_carries(b, results, n_carry, carry_bytes, carries, staging);
+    }
+    return length;
+}
+
+int64_t ember_while(void *cond_entry, void **cond_b, int64_t cond_carry_at, int64_t pred_slot,
+                    void *body_entry, void **body_b, int64_t body_carry_at,
+                    int64_t n_carry, const int64_t *carry_bytes, void **carries, void **staging,
+                    const int64_t *results)
+{
+    int64_t count = 0;
+    for (;; ++count) {
+        for (int64_t k = 0; k < n_carry; ++k)
+            cond_b[cond_carry_at + k] = carries[k];
+        ((ember_entry)cond_entry)(cond_b, 0);
+        if (!*(const unsigned char *)cond_b[pred_slot])
+            return count;
+        for (int64_t k = 0; k < n_carry; ++k)
+            body_b[body_carry_at + k] = carries[k];
+        ((ember_entry)body_entry)(body_b, 0);
+        ember_next_carries(body_b, results, n_carry, carry_bytes, carries, staging);
+    }
 }

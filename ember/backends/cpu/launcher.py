@@ -32,11 +32,29 @@ _EXIT_WAIT_S = 1.0
 LAUNCHER_NICE = 10
 
 
+class Loops:
+    """The launcher library's native loops (``ember_scan``, ``ember_while``), called
+    without the GIL."""
+
+    def __init__(self, path: Path) -> None:
+        library = ctypes.CDLL(str(path))
+        self.scan, self.while_ = library.ember_scan, library.ember_while
+        pointer, count = ctypes.c_void_p, ctypes.c_int64
+        self.scan.argtypes = [pointer, pointer, count, count, count, count, pointer, pointer,
+                              pointer, count, count, pointer, pointer, count, pointer, pointer,
+                              pointer]
+        self.while_.argtypes = [pointer, pointer, count, count, pointer, pointer, count, count,
+                                pointer, pointer, pointer, pointer]
+        for function in (self.scan, self.while_):
+            function.restype = count
+
+
 class _Build:
     """The launcher's one build per process: not started, running, or done."""
 
     def __init__(self) -> None:
         self.function: Launch | None = None
+        self.loops: Loops | None = None
         self._started = False
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -54,7 +72,7 @@ class _Build:
             except (BackendUnavailableError, OSError):
                 return
             if path is not None:
-                self.function = _load(path)
+                self.function, self.loops = _load(path), Loops(path)
                 return
             self._thread = threading.Thread(target=self._run, name="ember-launcher",
                                             daemon=True)
@@ -82,7 +100,7 @@ class _Build:
             path = toolchain.compile_shared_library(_SOURCE.read_text(), **_build_options())
         except (CompileError, BackendUnavailableError, OSError):
             return
-        self.function = _load(path)
+        self.function, self.loops = _load(path), Loops(path)
 
 
 def _build_options() -> dict:
@@ -133,6 +151,11 @@ def ready_launcher() -> Launch | None:
     """``launch(entry_address, arrays, segment)`` if it is built and loaded, else None
     (still building, or it cannot be built). Never waits."""
     return _build.function
+
+
+def ready_loops() -> Loops | None:
+    """The native loops, if the launcher is built and loaded, else None. Never waits."""
+    return _build.loops
 
 
 def launcher() -> Launch | None:
