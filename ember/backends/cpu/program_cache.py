@@ -107,7 +107,7 @@ def _constants_digest(graph: Graph) -> str | None:
     digest = hashlib.sha256()
     total = 0
     for value in _constants(graph):
-        array = np.ascontiguousarray(np.asarray(value))
+        array = _contiguous(value)
         total += array.nbytes
         if total > _MAX_HASHED_CONSTANT_BYTES or array.dtype == object:
             return None
@@ -268,9 +268,16 @@ def _from_aval(data: dict) -> ShapedArray:
 
 
 def _array(value: np.ndarray) -> dict:
-    array = np.ascontiguousarray(value)
+    array = _contiguous(value)
     return {**_aval(ShapedArray(array.shape, array.dtype)),
             "data": base64.b64encode(array.reshape(-1).view(np.uint8)).decode("ascii")}
+
+
+def _contiguous(value: Any) -> np.ndarray:
+    """``value`` as a C-contiguous array of its own shape (``np.ascontiguousarray`` makes
+    a 0-d array 1-d: a scalar literal result came back from an entry as shape (1,))."""
+    array = np.asarray(value)
+    return np.ascontiguousarray(array).reshape(array.shape)
 
 
 def _from_array(data: dict, read_only: bool = False) -> np.ndarray:

@@ -153,6 +153,15 @@ def test_graphs_with_opaque_params_are_not_keyed():
     del eqn.params["extra"]
 
 
+@pytest.mark.parametrize("value", [np.float32(0.5), np.array(2, np.int32),
+                                   np.ones((1,), np.float32), np.zeros((0, 3), np.float16)])
+def test_stored_arrays_keep_their_shape(value):
+    # (np.ascontiguousarray made a 0-d literal result 1-d: a scalar came back as [1])
+    decoded = program_cache._from_array(program_cache._array(value))
+    assert decoded.shape == np.shape(value) and decoded.dtype == np.asarray(value).dtype
+    np.testing.assert_array_equal(decoded, value)
+
+
 def test_programs_with_host_calls_are_not_kept(cache_dir, passes):
     fun = lambda a, b: lax.cumlogsumexp(a @ b, axis=0)  # (a host call)
     first = run(fun, x, w)
