@@ -25,6 +25,7 @@ from ember.ir.printer import print_graph
 from ember.ir.verifier import VerificationError, verify
 from ember.passes.barriers import drop_barriers
 from ember.passes.constant_folding import fold_constants
+from ember.passes.cond_select import select_small_conds
 from ember.passes.cse import cse
 from ember.passes.dce import dce
 from ember.passes.im2col import lower_convolutions
@@ -42,12 +43,13 @@ _OPTIMIZING: list[GraphPass] = [inline_calls, simplify, fold_constants, cse, lic
 
 GRAPH_PIPELINES: dict[str, list[GraphPass]] = {
     "reference": [dce],
+    # First: cheap conds as selects (then optimized with the code around them).
     # Last, after the optimizing passes (which fold constant random bits whole): random
     # bits as plain uint32 arithmetic; no convolution kernel in C: im2col + GEMM (only
     # views, a pad, a concatenate and a dot_general, which fusion takes as they come).
-    "cpu": [*_OPTIMIZING, expand_threefry, lower_convolutions],
-    "cuda": [*_OPTIMIZING, expand_threefry],
-    "opencl": [*_OPTIMIZING, expand_threefry],
+    "cpu": [select_small_conds, *_OPTIMIZING, expand_threefry, lower_convolutions],
+    "cuda": [select_small_conds, *_OPTIMIZING, expand_threefry],
+    "opencl": [select_small_conds, *_OPTIMIZING, expand_threefry],
 }
 
 _program_numbers = itertools.count(1)
