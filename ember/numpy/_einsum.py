@@ -1,6 +1,9 @@
 """``einsum``: Einstein summation as a chain of ``dot_general`` contractions.
 
-Operands are contracted left to right. Before each contraction, a letter repeated
+Operands are contracted pairwise in the order NumPy's ``einsum_path`` finds cheapest
+for their shapes (``optimize``: "optimal", "greedy", or False for left to right); a
+chain like ``ij,jk,k->i`` then costs two matrix-vector products instead of a matrix
+product. Before each contraction, a letter repeated
 within one operand takes its diagonal, a size-1 axis that broadcasts against a larger
 one is dropped, and a letter no one else needs is summed out. Letters shared by both
 operands and still needed later are batch axes of the ``dot_general``; shared letters
@@ -117,17 +120,22 @@ def einsum(subscripts: str, /, *operands: Any, out: None = None, optimize: Any =
     arrays = [ensure_array(op, dtype) for op in operands]
     terms, output = _parse(subscripts, [a.ndim for a in arrays])
     sizes = _letter_sizes(terms, arrays)
-    result, letters = arrays[0], terms[0]
-    rest = list(zip(arrays[1:], terms[1:]))
-    needed_later = set(output).union(*[t for _, t in rest])
-    result, letters = _simplify(result, letters, needed_later, sizes)
-    while rest:
-        (other, term), rest = rest[0], rest[1:]
-        needed_later = set(output).union(*[t for _, t in rest])
-        other, term = _simplify(other, term, needed_later | set(letters), sizes)
-        result, letters = _simplify(result, letters, needed_later | set(term), sizes)
-        result, letters = _contract_pair(result, letters, other, term, needed_later,
-                                         precision, preferred_element_type)
+    pending = list(zip(arrays, terms))
+    for positions in _order(terms, output, sizes, optimize):
+        group = [pending[i] for i in positions]
+        pending = [item for i, item in enumerate(pending) if i not in positions]
+        result, letters = group[0]
+        for k in range(1, len(group)):
+            other, term = group[k]
+            later = set(output).union(*[t for _, t in pending], *[t for _, t in group[k + 1:]])
+            other, term = _simplify(other, term, later | set(letters), sizes)
+            result, letters = _simplify(result, letters, later | set(term), sizes)
+            result, letters = _contract_pair(result, letters, other, term, later,
+                                             precision, preferred_element_type)
+        result, letters = _simplify(result, letters,
+                                    set(output).union(*[t for _, t in pending]), sizes)
+        pending.append((result, letters))
+    (result, letters), = pending
     result, letters = _simplify(result, letters, set(output), sizes)
     result = lax.transpose(result, tuple(letters.index(c) for c in output))
     target = tuple(sizes[c] for c in output)
@@ -136,10 +144,33 @@ def einsum(subscripts: str, /, *operands: Any, out: None = None, optimize: Any =
     return result
 
 
+def _order(terms: Sequence[str], output: str, sizes: dict[str, int],
+           optimize: Any) -> list[tuple[int, ...]]:
+    """The contractions, as positions in the list of pending operands (contracted ones
+    leave it, their result joins its end), as ``np.einsum_path`` orders them."""
+    import numpy as np
+
+    if len(terms) == 1:
+        return [(0,)]
+    if optimize is False or optimize is None or len(terms) == 2:
+        # left to right: the first two, then each next operand (first in the list) with
+        # the result so far (last)
+        return [(0, 1)] + [(0, len(terms) - 2 - j) for j in range(len(terms) - 2)]
+    strategy = "greedy" if optimize is True or len(terms) > 6 else optimize
+    # NumPy's letters are ASCII: rename ours (the ellipsis's are Greek) to unused ones.
+    ours = sorted(set("".join(terms)))
+    rename = dict(zip(ours, string.ascii_letters))
+    spec = ",".join("".join(rename[c] for c in t) for t in terms) + "->" + \
+        "".join(rename[c] for c in output)
+    shapes = [np.broadcast_to(np.zeros((), np.float32), [sizes.get(c, 1) for c in t])
+              for t in terms]
+    path, _ = np.einsum_path(spec, *shapes, optimize=strategy)
+    return [tuple(step) for step in path[1:]]
+
+
 def einsum_path(subscripts: str, /, *operands: Any, optimize: Any = "auto") -> tuple[list, str]:
     """NumPy's contraction order for ``einsum(subscripts, *operands)`` and its report
-    (computed from the operands' shapes alone). Ember's ``einsum`` itself contracts left
-    to right and ignores the order."""
+    (computed from the operands' shapes alone): the order ``einsum`` follows."""
     import numpy as np
 
     shapes = [np.broadcast_to(np.zeros((), np.float32), ensure_array(op).shape)

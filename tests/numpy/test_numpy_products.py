@@ -125,13 +125,35 @@ EINSUM_CASES = [
     ("iij->j", [(3, 3, 2)]), ("ij,kj->ikj", [(2, 3), (4, 3)]), ("bi,bi,bi->b",
                                                                  [(2, 3), (2, 3), (2, 3)]),
     ("ij,j->i", [(1, 3), (3,)]), ("ik,jk->ijk", [(2, 1), (3, 4)]),
+    ("ij,jk,k->i", [(5, 6), (6, 7), (7,)]), ("ab,bc,cd,de,ef->af", [(2, 3), (3, 4), (4, 5),
+                                                                   (5, 6), (6, 2)]),
+    ("ii,ij,j...->i...", [(3, 3), (3, 4), (4, 1, 2)]), ("a,b,c,ab,bc->", [(2,), (3,), (4,),
+                                                                          (2, 3), (3, 4)]),
+    ("ijk,kl,li,j->", [(2, 3, 4), (4, 5), (5, 2), (3,)]),
 ]
 
 
+@pytest.mark.parametrize("optimize", ["optimal", "greedy", False])
 @pytest.mark.parametrize("subscripts,shapes", EINSUM_CASES, ids=[c[0] for c in EINSUM_CASES])
-def test_einsum_matches_numpy(subscripts, shapes):
+def test_einsum_matches_numpy(subscripts, shapes, optimize):
     operands = [_rand(i, s) for i, s in enumerate(shapes)]
-    _close(enp.einsum(subscripts, *operands), np.einsum(subscripts, *operands))
+    _close(enp.einsum(subscripts, *operands, optimize=optimize), np.einsum(subscripts, *operands))
+
+
+def test_einsum_contracts_in_the_cheapest_order():
+    from ember.passes.analysis import cost_of_graph
+
+    operands = [np.ones((300, 200), np.float32), np.ones((200, 100), np.float32),
+                np.ones(100, np.float32)]
+
+    def flops(optimize):
+        graph = ember.make_graph(lambda *ops: enp.einsum("ij,jk,k->i", *ops,
+                                                         optimize=optimize))(*operands)
+        return cost_of_graph(graph)["flops"]
+
+    # two matrix-vector products, not a matrix product first
+    assert flops("optimal") <= 2 * (200 * 100 + 300 * 200) * 1.01
+    assert flops(False) >= 2 * 300 * 200 * 100
 
 
 def test_einsum_errors():
