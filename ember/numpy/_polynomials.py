@@ -4,8 +4,9 @@ poly, vander.
 
 As in JAX, results are floats (integers become the default float) and their shapes are
 static: ``polydiv`` keeps the remainder's leading zeros and ``polymul`` the product's
-unless ``trim_leading_zeros=True`` (which needs concrete values). ``roots`` is missing:
-it needs eigenvalues of a general matrix, which Ember has no primitive for.
+unless ``trim_leading_zeros=True`` (which needs concrete values). ``roots`` gives the
+eigenvalues of the companion matrix, complex, as JAX's (leading zeros stripped unless
+``strip_zeros=False``).
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from ember.numpy._promotion import (
 from ember.numpy._ufuncs import add, multiply, subtract
 
 __all__ = ["polyval", "polyadd", "polysub", "polymul", "polydiv", "polyder", "polyint",
-           "polyfit", "poly", "vander"]
+           "polyfit", "poly", "vander", "roots"]
 
 
 def _coefficients(p: Any, name: str, dtype: Any = None) -> Any:
@@ -245,3 +246,30 @@ def polyfit(x: Any, y: Any, deg: int, rcond: float | None = None, full: bool = F
             return coefficients, multiply(base, factor)
         return coefficients, multiply(base[:, :, None], factor)
     return coefficients
+
+
+def roots(p: Any, *, strip_zeros: bool = True):
+    """The roots of the polynomial with coefficients ``p`` (highest power first), as the
+    eigenvalues of its companion matrix; complex. ``strip_zeros`` drops leading zeros
+    and turns trailing ones into zero roots (it needs concrete coefficients); without
+    it, a leading zero gives NaN roots (shapes are static)."""
+    from ember.lax import linalg as lax_linalg
+
+    c = _coefficients(p, "roots")
+    complex_dtype = np.result_type(c.dtype, np.complex64)
+    trailing = 0
+    if strip_zeros:
+        nonzero = np.flatnonzero(concrete(c, "roots(strip_zeros=True)"))
+        if nonzero.size == 0:
+            return ensure_array(np.zeros(0, complex_dtype))
+        trailing = c.shape[0] - 1 - int(nonzero[-1])
+        c = c[int(nonzero[0]):c.shape[0] - trailing]
+    n = c.shape[0] - 1
+    found = [ensure_array(np.zeros(trailing, complex_dtype))]
+    if n > 0:
+        first_row = lax.reshape(true_divide(lax.neg(c[1:]), c[0]), (1, n))
+        companion = concatenate([first_row, eye(n - 1, n, dtype=c.dtype)], axis=0)
+        (eigenvalues,) = lax_linalg.eig(companion, compute_left_eigenvectors=False,
+                                        compute_right_eigenvectors=False)
+        found.insert(0, eigenvalues)
+    return concatenate(found)

@@ -3,8 +3,8 @@
 
 Every function maps over leading (batch) axes. As in JAX, failures do not raise: a
 singular matrix gives inf / NaN entries, a matrix that is not positive definite a NaN
-Cholesky factor. ``eig`` and ``eigvals`` (general, non-Hermitian matrices) are missing:
-there is no primitive for them yet.
+Cholesky factor. ``eig`` and ``eigvals`` (general matrices) always return complex
+arrays, as in JAX, run on the host on every backend and are not differentiable.
 """
 from __future__ import annotations
 
@@ -37,7 +37,8 @@ from ember.numpy._ufuncs import conj, greater, log, multiply, sqrt
 
 __all__ = [
     "matmul", "tensordot", "vecdot", "outer", "matrix_transpose", "trace", "diagonal", "cross",
-    "cholesky", "det", "slogdet", "inv", "solve", "qr", "eigh", "eigvalsh", "norm",
+    "cholesky", "det", "slogdet", "inv", "solve", "qr", "eigh", "eigvalsh", "eig", "eigvals",
+    "norm",
     "vector_norm", "matrix_norm", "svdvals", "matrix_rank", "pinv", "matrix_power",
     "multi_dot", "svd", "lstsq", "cond", "tensorinv", "tensorsolve",
 ]
@@ -184,6 +185,25 @@ def eigh(a: Any, /, UPLO: str = "L", *, symmetrize_input: bool = True) -> EighRe
 
 def eigvalsh(a: Any, /, UPLO: str = "L"):
     return eigh(a, UPLO).eigenvalues
+
+
+class EigResult(NamedTuple):
+    eigenvalues: Any
+    eigenvectors: Any
+
+
+def eig(a: Any, /) -> EigResult:
+    """Eigenvalues and right eigenvectors (unit columns) of general square matrices,
+    complex, in no particular order."""
+    w, v = lax_linalg.eig(_matrices(a, "eig"), compute_left_eigenvectors=False)
+    return EigResult(w, v)
+
+
+def eigvals(a: Any, /):
+    """Eigenvalues of general square matrices (complex)."""
+    (w,) = lax_linalg.eig(_matrices(a, "eigvals"), compute_left_eigenvectors=False,
+                          compute_right_eigenvectors=False)
+    return w
 
 
 def _singular_triplets(m: Any) -> tuple[Any, Any, Any]:

@@ -25,7 +25,7 @@ from ember.transforms.rules import (
     Zero, batch_size, defjvp2, defjvp_zero, is_undefined_primal, move_batch_axis)
 
 __all__ = ["cholesky", "lu", "lu_pivots_to_permutation", "triangular_solve", "qr", "eigh",
-           "svd"]
+           "eig", "svd"]
 
 
 def _check_matrix(name: str, x: ShapedArray, square: bool = True) -> None:
@@ -276,6 +276,58 @@ def eigh(x: Any, *, lower: bool = True, symmetrize_input: bool = True,
     if symmetrize_input:
         x = _hermitian_part(x)
     return tuple(eigh_p.bind(x, lower=bool(lower)))
+
+
+# --- eig (general matrices) ---------------------------------------------------------------
+
+eig_p = Primitive("eig", multiple_results=True)
+
+
+def _complex_dtype(dtype: np.dtype) -> np.dtype:
+    return np.result_type(dtype, np.complex64)
+
+
+@eig_p.def_abstract_eval
+def _eig_abstract(x: ShapedArray, *, compute_left_eigenvectors: bool,
+                  compute_right_eigenvectors: bool) -> list[ShapedArray]:
+    _check_matrix("eig", x)
+    complex_dtype = _complex_dtype(x.dtype)
+    vectors = [ShapedArray(x.shape, complex_dtype)] * (
+        int(compute_left_eigenvectors) + int(compute_right_eigenvectors))
+    return [ShapedArray(x.shape[:-1], complex_dtype), *vectors]
+
+
+@eig_p.def_impl
+def _eig_impl(x: np.ndarray, *, compute_left_eigenvectors: bool,
+              compute_right_eigenvectors: bool) -> list[np.ndarray]:
+    x = np.asarray(x)
+    complex_dtype = _complex_dtype(x.dtype)
+    try:
+        w, vr = np.linalg.eig(x)  # (real arrays when every eigenvalue is real)
+        vl = None
+        if compute_left_eigenvectors:
+            # rows of inv(vr) are the left eigenvectors' conjugates; unit columns (LAPACK)
+            vl = np.conj(np.swapaxes(np.linalg.inv(vr), -1, -2))
+            vl = vl / np.linalg.norm(vl, axis=-2, keepdims=True)
+    except np.linalg.LinAlgError:  # non-finite or defective input
+        w = np.full(x.shape[:-1], np.nan, complex_dtype)
+        vr = vl = np.full(x.shape, np.nan, complex_dtype)
+    outputs = [w.astype(complex_dtype)]
+    if compute_left_eigenvectors:
+        outputs.append(vl.astype(complex_dtype))
+    if compute_right_eigenvectors:
+        outputs.append(vr.astype(complex_dtype))
+    return outputs
+
+
+def eig(x: Any, *, compute_left_eigenvectors: bool = True,
+        compute_right_eigenvectors: bool = True) -> list[Any]:
+    """Eigendecomposition of general square matrices, as ``jax.lax.linalg.eig``:
+    ``[w, vl, vr]`` (complex; the vectors as asked) with ``x @ vr = vr * w`` and
+    ``vl^H x = w vl^H``, eigenvectors in unit-norm columns, in no particular order.
+    Runs on the host on every backend; not differentiable."""
+    return list(eig_p.bind(x, compute_left_eigenvectors=bool(compute_left_eigenvectors),
+                           compute_right_eigenvectors=bool(compute_right_eigenvectors)))
 
 
 # --- SVD -----------------------------------------------------------------------------------
@@ -569,8 +621,9 @@ defjvp_zero(lu_pivots_to_permutation_p)  # integer-valued
 defjvp2(triangular_solve_p, _triangular_solve_jvp_a,
         lambda t, out, a, b, **params: triangular_solve_p.bind(a, t, **params))
 triangular_solve_p.def_transpose(_triangular_solve_transpose)
-for _prim in (cholesky_p, lu_p, qr_p, eigh_p, svd_p, lu_pivots_to_permutation_p):
+eig_p.waive("jvp", "eig is not differentiable in Ember (use eigh for Hermitian matrices)")
+for _prim in (cholesky_p, lu_p, qr_p, eigh_p, eig_p, svd_p, lu_pivots_to_permutation_p):
     _prim.waive("transpose", "not linear")
-for _prim in (cholesky_p, lu_p, triangular_solve_p, qr_p, eigh_p, svd_p,
+for _prim in (cholesky_p, lu_p, triangular_solve_p, qr_p, eigh_p, eig_p, svd_p,
               lu_pivots_to_permutation_p):
     _prim.def_batch(functools.partial(_batch_leading, _prim))

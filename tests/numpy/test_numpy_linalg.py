@@ -244,3 +244,54 @@ def test_lstsq_and_svd_gradients_match_jax():
     with ember.config.override(backend="reference"):
         ours = ember.jit(ember.grad(loss(la)))(a)
     _close(ours, np.asarray(jax.grad(loss(jax.numpy.linalg))(a)), rtol=1e-4, atol=1e-5)
+
+
+# --- eig / eigvals (general matrices) ---------------------------------------------------
+
+def _sorted_eigenvalues(w):
+    w = np.asarray(w)
+    return w[np.lexsort((w.imag.round(4), w.real.round(4)))]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64])
+@pytest.mark.parametrize("batch", [(), (2,)])
+def test_eig_and_eigvals_match_numpy(dtype, batch, x64):
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((*batch, 5, 5))
+    if np.issubdtype(dtype, np.complexfloating):
+        a = a + 1j * rng.standard_normal(a.shape)
+    a = a.astype(dtype)
+    w, v = la.eig(a)
+    complex_dtype = np.result_type(dtype, np.complex64)
+    assert np.asarray(w).dtype == complex_dtype and np.asarray(v).dtype == complex_dtype
+    tolerance = 1e-4 if np.finfo(dtype).bits <= 64 and dtype != np.float64 else 1e-10
+    residual = np.asarray(a) @ np.asarray(v) - np.asarray(v) * np.asarray(w)[..., None, :]
+    assert np.abs(residual).max() < tolerance * 10
+    np.testing.assert_allclose(np.linalg.norm(np.asarray(v), axis=-2), 1.0, rtol=tolerance)
+    for got, want in zip(np.reshape(la.eigvals(a), (-1, 5)),
+                         np.reshape(np.linalg.eigvals(a), (-1, 5))):
+        np.testing.assert_allclose(_sorted_eigenvalues(got), _sorted_eigenvalues(want),
+                                   rtol=tolerance * 10, atol=tolerance * 10)
+
+
+def test_left_eigenvectors():
+    a = np.random.default_rng(6).standard_normal((4, 4))
+    w, vl, vr = ember.lax.linalg.eig(a)
+    w, vl = np.asarray(w), np.asarray(vl)
+    np.testing.assert_allclose(vl.conj().T @ a, w[:, None] * vl.conj().T, atol=1e-4)
+    np.testing.assert_allclose(np.linalg.norm(vl, axis=0), 1.0, rtol=1e-5)
+
+
+@pytest.mark.parametrize("backend", [b for b in ("cpu", "opencl")
+                                     if b in ember.runtime.devices.available_backends()])
+def test_eig_under_jit_and_vmap(backend):
+    a = np.random.default_rng(7).standard_normal((3, 4, 4)).astype(np.float32)
+    got = ember.jit(ember.vmap(la.eigvals), backend=backend)(a)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(la.eigvals(a)), rtol=1e-5, atol=1e-5)
+
+
+def test_eig_errors():
+    with pytest.raises(EmberValueError, match="eig needs square matrices"):
+        la.eig(np.ones((2, 3)))
+    with pytest.raises(Exception, match="eig is not differentiable"):
+        ember.grad(lambda a: la.eigvals(a).real.sum())(np.eye(3, dtype=np.float32))

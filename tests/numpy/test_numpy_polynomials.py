@@ -104,3 +104,20 @@ def test_errors():
         enp.poly(np.ones((2, 3)))
     with pytest.raises(ConcretizationError, match="polymul.trim_leading_zeros=True."):
         ember.jit(lambda a: enp.polymul(a, a, trim_leading_zeros=True))(np.ones(2))
+
+
+@pytest.mark.parametrize("p", [[1, -6, 11, -6], [0, 0, 1, 0, -4, 0, 0], [2.0], [0.0, 0.0],
+                               [1, 0, 1], [3, 2, 1, 0], [1e-3, 5, 6]])
+def test_roots_match_numpy(p, x64):
+    got = np.asarray(enp.roots(np.array(p, np.float64)))
+    want = np.roots(p).astype(complex)
+    assert got.dtype == np.complex128 and got.shape == want.shape
+    np.testing.assert_allclose(np.sort_complex(got), np.sort_complex(want), atol=1e-8)
+
+
+def test_roots_without_stripping_under_jit():
+    p = np.array([1.0, -3.0, 2.0], np.float32)
+    got = ember.jit(lambda p: enp.roots(p, strip_zeros=False))(p)
+    np.testing.assert_allclose(np.sort_complex(np.asarray(got)), [1, 2], atol=1e-5)
+    with pytest.raises(ConcretizationError, match="roots.strip_zeros=True. needs a concrete"):
+        ember.jit(enp.roots)(p)
