@@ -10,7 +10,7 @@ operands.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 
@@ -105,6 +105,14 @@ def subgraphs(params: dict[str, Any]) -> Iterable[Graph]:
             for item in value:
                 if isinstance(item, Graph):
                     yield item
+
+
+def all_eqns(graph: Graph) -> Iterator[Eqn]:
+    """Every equation of ``graph``, those of its nested graphs included."""
+    for eqn in graph.eqns:
+        yield eqn
+        for sub in subgraphs(eqn.params):
+            yield from all_eqns(sub)
 
 
 def uses(graph: Graph) -> dict[Var, int]:

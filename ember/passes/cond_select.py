@@ -15,10 +15,10 @@ under ``debug_nans``, where a NaN of an untaken branch would be reported.
 from __future__ import annotations
 
 from ember.config import config
-from ember.ir.graph import Eqn, Graph
+from ember.ir.graph import Eqn, Graph, all_eqns
 from ember.ir.interpreter import bind_equation, eval_graph
 from ember.ops.elementwise import select_n
-from ember.passes.analysis import cost_of_graph, subgraphs
+from ember.passes.analysis import cost_of_graph
 from ember.passes.rewrite import Expansion, expand_equations
 
 # All branches together: at most this many bytes read and written, and flops. About
@@ -58,5 +58,4 @@ def _cheap(branches) -> bool:
 
 
 def _has_loop(graph: Graph) -> bool:
-    return any(eqn.prim.name in _LOOPS or any(_has_loop(sub) for sub in subgraphs(eqn.params))
-               for eqn in graph.eqns)
+    return any(eqn.prim.name in _LOOPS for eqn in all_eqns(graph))

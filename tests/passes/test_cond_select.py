@@ -9,6 +9,7 @@ import pytest
 import ember
 import ember.numpy as jnp
 from ember import lax
+from ember.ir.graph import all_eqns
 from ember.config import config
 from ember.passes.cond_select import select_small_conds
 from ember.passes.pipeline import run_pipeline
@@ -18,14 +19,7 @@ NATIVE = [name for name in ("cpu", "opencl") if name in available_backends()]
 
 
 def prims(graph) -> set[str]:
-    found = set()
-    for eqn in graph.eqns:
-        found.add(eqn.prim.name)
-        for value in eqn.params.values():
-            for inner in value if isinstance(value, (list, tuple)) else [value]:
-                if hasattr(inner, "eqns"):
-                    found |= prims(inner)
-    return found
+    return {eqn.prim.name for eqn in all_eqns(graph)}
 
 
 def decaying(x):

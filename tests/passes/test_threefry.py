@@ -9,6 +9,7 @@ import pytest
 import ember
 import ember.numpy as jnp
 from ember import lax
+from ember.ir.graph import all_eqns
 from ember.ir.interpreter import eval_graph
 from ember.passes.threefry import expand_threefry
 from ember.runtime.devices import available_backends
@@ -56,14 +57,7 @@ def in_a_loop(key, x):
 
 
 def nested_prims(graph) -> set[str]:
-    found = set()
-    for eqn in graph.eqns:
-        found.add(eqn.prim.name)
-        for value in eqn.params.values():
-            for inner in value if isinstance(value, (list, tuple)) else [value]:
-                if hasattr(inner, "eqns"):
-                    found |= nested_prims(inner)
-    return found
+    return {eqn.prim.name for eqn in all_eqns(graph)}
 
 
 def test_expansion_reaches_loop_bodies():
