@@ -49,7 +49,7 @@ def _while(params: dict, compile_graph: Compile) -> Runner:
                 cond_frame.set_argument(index, _array(value))
             for index, value in enumerate(body_consts):
                 body_frame.set_argument(index, _array(value))
-            carries = _Carries(carry, carry_avals)
+            carries = _Carries(carry, carry_avals, body_frame)
             count = loops.while_(
                 cond_frame.address, cond_frame.pointers.ctypes.data, 1 + n_cond,
                 int(cond_frame.results[0]), body_frame.address,
@@ -80,7 +80,7 @@ def _scan(params: dict, compile_graph: Compile) -> Runner:
             loops, (frame,) = native
             for index, value in enumerate(consts):
                 frame.set_argument(index, _array(value))
-            carries = _Carries(carry, carry_avals)
+            carries = _Carries(carry, carry_avals, frame)
             count = loops.scan(
                 frame.address, frame.pointers.ctypes.data, length, int(reverse), n_carry,
                 1 + n_consts, *carries.arguments(), len(xs), 1 + n_consts + n_carry,
@@ -109,20 +109,24 @@ def _native_frames(*programs: Any) -> tuple[Loops, list[LoopFrame]] | None:
 
 
 class _Carries:
-    """A loop's carries in buffers of their own, and as many to stage the next ones in
-    (launcher.c swaps the two after every iteration)."""
+    """A loop's carries in buffers of their own, and a second set (launcher.c trades the
+    two sets' buffers every iteration): the body's own output buffers when each carry is
+    an output of its own (swapped, never copied), else buffers to stage copies in."""
 
-    def __init__(self, values: Sequence[Any], avals: Sequence[Any]) -> None:
+    def __init__(self, values: Sequence[Any], avals: Sequence[Any], body: LoopFrame) -> None:
         self.first = [np.array(v, dtype=a.dtype, order="C").reshape(a.shape)
                       for v, a in zip(values, avals)]
-        self.second = [np.empty_like(v) for v in self.first]
+        slots = [int(slot) for slot in body.results[:len(self.first)]]
+        self.swap = len(set(slots)) == len(slots) and all(s in body.outputs for s in slots)
+        self.second = ([body.arrays[slot] for slot in slots] if self.swap
+                       else [np.empty_like(v) for v in self.first])
         self._keep = (_pointers_and_sizes(self.first, [v.nbytes for v in self.first]),
                       _pointer_array(self.second))
 
-    def arguments(self) -> tuple[int, int, int]:
-        """(sizes, current pointers, staging pointers) for launcher.c."""
+    def arguments(self) -> tuple[int, int, int, int]:
+        """(sizes, current pointers, staging pointers, swap) for launcher.c."""
         (current, sizes), staging = self._keep
-        return sizes, current, staging
+        return sizes, current, staging, int(self.swap)
 
     def final(self, iterations: int) -> list[np.ndarray]:
         return self.second if iterations % 2 else self.first

@@ -33,10 +33,12 @@ class LoopFrame:
     1...; the loop points its carries there), constants, outputs, then literal results;
     ``results``: the slot of each result after a call. ``arrays`` keeps them alive."""
 
-    def __init__(self, address: int, arrays: list, results: np.ndarray) -> None:
+    def __init__(self, address: int, arrays: list, results: np.ndarray,
+                 outputs: range) -> None:
         self.address = address
         self.arrays = arrays
         self.results = results
+        self.outputs = outputs  # the slots of the program's outputs
         self.pointers = np.array([0 if a is None else a.ctypes.data for a in arrays],
                                  np.uintp)
 
@@ -177,7 +179,9 @@ class CpuExecutable(Executable):
         next_literal = iter(range(self._layout.size, len(arrays)))
         results = [slot if slot is not None else next(next_literal)
                    for slot, _ in self._result_slots]
-        return LoopFrame(self._address, arrays, np.array(results, np.int64))
+        first_output = 1 + self._layout.inputs
+        return LoopFrame(self._address, arrays, np.array(results, np.int64),
+                         range(first_output, first_output + self._layout.outputs))
 
     def _native(self, arrays: list, segment: int) -> None:
         if self._launch is not None:

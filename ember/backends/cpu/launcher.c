@@ -37,26 +37,38 @@ int ember_launch(void *entry, PyObject *arrays, int64_t segment)
  * array (arena, inputs, constants, outputs, then any literal results); the loop points
  * its carry (and scanned) input slots at the current values before each call.
  * ``results`` gives, per result of the body, the slot of ``b`` holding it after a call.
- * The new carries are copied into ``staging``, which then becomes ``carries`` (a body
- * may return an input as it is, and its outputs are rewritten by the next call).
+ * With ``swap`` (every carry is an output of its own), a carry's output buffer becomes
+ * the carry and the carry's buffer takes the output's slot: nothing is copied. Otherwise
+ * (a body may return an input as it is, or one value twice) the new carries are copied
+ * into ``staging``, which then becomes ``carries``. Either way the buffers of
+ * ``carries`` and those of the other set trade places once per iteration.
  * Called through ctypes.CDLL: the GIL is released meanwhile. */
 
 static void ember_next_carries(void **b, const int64_t *results, int64_t n_carry,
-                               const int64_t *carry_bytes, void **carries, void **staging)
+                               const int64_t *carry_bytes, void **carries, void **staging,
+                               int64_t swap)
 {
+    if (swap) {
+        for (int64_t k = 0; k < n_carry; ++k) {
+            void *output = b[results[k]];
+            b[results[k]] = carries[k];
+            carries[k] = output;
+        }
+        return;
+    }
     for (int64_t k = 0; k < n_carry; ++k)
         memcpy(staging[k], b[results[k]], (size_t)carry_bytes[k]);
     for (int64_t k = 0; k < n_carry; ++k) {
-        void *swap = carries[k];
+        void *other = carries[k];
         carries[k] = staging[k];
-        staging[k] = swap;
+        staging[k] = other;
     }
 }
 
 /* Returns the number of iterations run (its parity says which buffers hold the carries). */
 int64_t ember_scan(void *entry, void **b, int64_t length, int64_t reverse,
                    int64_t n_carry, int64_t carry_at, const int64_t *carry_bytes,
-                   void **carries, void **staging,
+                   void **carries, void **staging, int64_t swap,
                    int64_t n_xs, int64_t xs_at, void **xs, const int64_t *x_bytes,
                    int64_t n_ys, void **ys, const int64_t *y_bytes, const int64_t *results)
 {
@@ -69,7 +81,7 @@ int64_t ember_scan(void *entry, void **b, int64_t length, int64_t reverse,
         ((ember_entry)entry)(b, 0);
         for (int64_t k = 0; k < n_ys; ++k)
             memcpy((char *)ys[k] + i * y_bytes[k], b[results[n_carry + k]], (size_t)y_bytes[k]);
-        ember_next_carries(b, results, n_carry, carry_bytes, carries, staging);
+        ember_next_carries(b, results, n_carry, carry_bytes, carries, staging, swap);
     }
     return length;
 }
@@ -77,7 +89,7 @@ int64_t ember_scan(void *entry, void **b, int64_t length, int64_t reverse,
 int64_t ember_while(void *cond_entry, void **cond_b, int64_t cond_carry_at, int64_t pred_slot,
                     void *body_entry, void **body_b, int64_t body_carry_at,
                     int64_t n_carry, const int64_t *carry_bytes, void **carries, void **staging,
-                    const int64_t *results)
+                    int64_t swap, const int64_t *results)
 {
     int64_t count = 0;
     for (;; ++count) {
@@ -89,6 +101,6 @@ int64_t ember_while(void *cond_entry, void **cond_b, int64_t cond_carry_at, int6
         for (int64_t k = 0; k < n_carry; ++k)
             body_b[body_carry_at + k] = carries[k];
         ((ember_entry)body_entry)(body_b, 0);
-        ember_next_carries(body_b, results, n_carry, carry_bytes, carries, staging);
+        ember_next_carries(body_b, results, n_carry, carry_bytes, carries, staging, swap);
     }
 }

@@ -41,10 +41,10 @@ class Loops:
         self.scan, self.while_ = library.ember_scan, library.ember_while
         pointer, count = ctypes.c_void_p, ctypes.c_int64
         self.scan.argtypes = [pointer, pointer, count, count, count, count, pointer, pointer,
-                              pointer, count, count, pointer, pointer, count, pointer, pointer,
-                              pointer]
+                              pointer, count, count, count, pointer, pointer, count, pointer,
+                              pointer, pointer]
         self.while_.argtypes = [pointer, pointer, count, count, pointer, pointer, count, count,
-                                pointer, pointer, pointer, pointer]
+                                pointer, pointer, pointer, count, pointer]
         for function in (self.scan, self.while_):
             function.restype = count
 

@@ -1,7 +1,8 @@
 """Loops run natively on the CPU (control.py + launcher.c): scan and while_loop call
-their compiled body from C, with the carries staged between iterations; against the
-reference backend, and checked to have taken the native path (or the Python one, for a
-body with a host call)."""
+their compiled body from C, the carries swapped with the body's outputs (or staged,
+when a body returns an input or one value twice) between iterations; against the
+reference backend, with odd and even numbers of iterations, and checked to have taken
+the native path (or the Python one, for a body with a host call)."""
 from __future__ import annotations
 
 import numpy as np
@@ -62,6 +63,14 @@ def swapping_carries(x, w):
     return lax.scan(step, (x[0], x[1], x[2], jnp.float32(0.0)), None, length=5)
 
 
+def carry_also_scanned_out(x, w):
+    # the same value as the new carry and as the output of the step (one buffer for both)
+    def step(h, row):
+        h = jnp.tanh(h @ w + row)
+        return h, h
+    return lax.scan(step, jnp.zeros(3, np.float32), x[:4])  # an even number of steps
+
+
 def fori(x, w):
     return lax.fori_loop(0, 7, lambda i, h: jnp.tanh(h @ w) + i, x)
 
@@ -70,7 +79,8 @@ def empty_scan(x, w):
     return lax.scan(lambda h, row: (h + row, h), x[0], x[:0])
 
 
-@pytest.mark.parametrize("fun", [rnn, rnn_reversed, swapping_carries, fori, empty_scan])
+@pytest.mark.parametrize("fun", [rnn, rnn_reversed, swapping_carries, carry_also_scanned_out,
+                                 fori, empty_scan])
 def test_scans_run_natively(native_calls, fun):
     assert_matches_reference(fun, x, w, tolerance=(1e-5, 1e-5))
     assert native_calls["scan"] >= 1
