@@ -3,11 +3,10 @@
 Operands are contracted pairwise in the order NumPy's ``einsum_path`` finds cheapest
 for their shapes (``optimize``: "optimal", "greedy", or False for left to right); a
 chain like ``ij,jk,k->i`` then costs two matrix-vector products instead of a matrix
-product. Before each contraction, a letter repeated
-within one operand takes its diagonal, a size-1 axis that broadcasts against a larger
-one is dropped, and a letter no one else needs is summed out. Letters shared by both
-operands and still needed later are batch axes of the ``dot_general``; shared letters
-not needed later are contracted.
+product. Before each contraction, a letter repeated within one operand takes its
+diagonal, a size-1 axis that broadcasts against a larger one is dropped, and a letter
+no one else needs is summed out. Letters shared by both operands and still needed later
+are batch axes of the ``dot_general``; shared letters not needed later are contracted.
 """
 from __future__ import annotations
 
@@ -152,13 +151,14 @@ def _order(terms: Sequence[str], output: str, sizes: dict[str, int],
 
     if len(terms) == 1:
         return [(0,)]
-    if optimize is False or optimize is None or len(terms) == 2:
+    ours = sorted(set("".join(terms)))
+    if optimize is False or optimize is None or len(terms) == 2 or \
+            len(ours) > len(string.ascii_letters):  # (more letters than NumPy knows)
         # left to right: the first two, then each next operand (first in the list) with
         # the result so far (last)
         return [(0, 1)] + [(0, len(terms) - 2 - j) for j in range(len(terms) - 2)]
     strategy = "greedy" if optimize is True or len(terms) > 6 else optimize
     # NumPy's letters are ASCII: rename ours (the ellipsis's are Greek) to unused ones.
-    ours = sorted(set("".join(terms)))
     rename = dict(zip(ours, string.ascii_letters))
     spec = ",".join("".join(rename[c] for c in t) for t in terms) + "->" + \
         "".join(rename[c] for c in output)
@@ -170,7 +170,8 @@ def _order(terms: Sequence[str], output: str, sizes: dict[str, int],
 
 def einsum_path(subscripts: str, /, *operands: Any, optimize: Any = "auto") -> tuple[list, str]:
     """NumPy's contraction order for ``einsum(subscripts, *operands)`` and its report
-    (computed from the operands' shapes alone): the order ``einsum`` follows."""
+    (computed from the operands' shapes alone): with the same ``optimize``, the order
+    ``einsum`` follows."""
     import numpy as np
 
     shapes = [np.broadcast_to(np.zeros((), np.float32), ensure_array(op).shape)
