@@ -62,6 +62,9 @@ FLAGS: dict[str, Flag] = {
         Flag("blas", "auto", str,
              "BLAS linked by native CPU code: 'openblas' (the scipy-openblas32 wheel), "
              "'mkl' (the mkl wheel), or 'auto': MKL where installed, else OpenBLAS."),
+        Flag("profile", False, _parse_bool,
+             "Compile native CPU programs to count the calls and time of every kernel; "
+             "read them with compiled.profile()."),
         Flag("pin_threads", True, _parse_bool,
              "Keep a native CPU call's threads on distinct cores while it runs (off when "
              "OMP_PROC_BIND, OMP_PLACES or GOMP_CPU_AFFINITY is set)."),

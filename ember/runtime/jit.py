@@ -24,6 +24,7 @@ from ember.errors import EmberTypeError, EmberValueError
 from ember.ir.graph import Graph
 from ember.runtime.array import Array, canonical_host
 from ember.runtime.devices import get_backend
+from ember.runtime.profile import Profile, ProfileRow
 
 
 def _normalize_argnums(argnums: int | Sequence[int] | None) -> tuple[int, ...]:
@@ -301,6 +302,17 @@ class Compiled:
 
     def memory_analysis(self) -> dict[str, int]:
         return dict(self.executable.memory)
+
+    def profile(self, reset: bool = False) -> Profile:
+        """Calls and time of every kernel since the program was compiled (or the last
+        ``reset``), for programs compiled with ``ember.config.profile`` on (CPU backend).
+        ``print(compiled.profile())`` shows a table, the costliest kernels first."""
+        if not hasattr(self.executable, "profile"):
+            raise EmberValueError(f"profiling is not available on the "
+                                  f"{type(self.executable).__name__} backend")
+        counts = self.executable.profile(reset)
+        return Profile([ProfileRow(kernel, calls, seconds)
+                        for kernel, (calls, seconds) in zip(self.kernels, counts)])
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         leaves, treedef = tree_flatten((args, kwargs))

@@ -152,7 +152,7 @@ def _generate(graph: Graph, donated: Sequence[bool], timed: _Timer) -> _Generate
     steps = timed("lowering", lower_schedule, schedule, threads)
     plan, layout, outputs = timed("buffers", _plan, steps, optimized, donated)
     module = timed("codegen", build_module, steps, plan, layout, renderer,
-                   toolchain.parallel_jobs(), config.pin_threads)
+                   toolchain.parallel_jobs(), config.pin_threads, config.profile)
     return _Generated(optimized, schedule, steps, plan, layout, outputs, module)
 
 
@@ -198,7 +198,7 @@ def _build(module, schedule: Schedule) -> Path:
 # The flags that change what a compile produces (``config.snapshot`` less the backend,
 # plus the thread count).
 _COMPILE_FLAGS = ("enable_x64", "optimize", "debug_nans", "sanitize", "cflags", "num_threads",
-                  "pin_threads", "blas")
+                  "pin_threads", "blas", "profile")
 
 
 def _compile_flags() -> dict[str, Any]:
@@ -261,7 +261,8 @@ def _program(steps: list[LoweredStep], segments: list[list[int]], plan: BufferPl
             inputs = [literal_result(a) if isinstance(a, Literal) else plan.locations[a]
                       for a in eqn.inputs]
             outputs = [plan.locations.get(v) for v in eqn.outputs]
-            program.append(HostCall(eqn, inputs, outputs, control_runner(eqn, compile_graph)))
+            program.append(HostCall(eqn, inputs, outputs, control_runner(eqn, compile_graph),
+                                    step=index))
         elif not program or program[-1] != segment_of[index]:
             program.append(segment_of[index])
     return program

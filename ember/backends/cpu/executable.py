@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +16,7 @@ from ember.backends.base import Executable
 from ember.backends.cpu.launcher import ready_launcher
 from ember.backends.cpu.module import Layout
 from ember.backends.cpu.pool import POOL
+from ember.errors import EmberValueError
 from ember.ir.graph import Eqn, Literal, Var
 from ember.ir.interpreter import as_numpy, reference_apply
 from ember.passes.memory import Location
@@ -26,6 +28,7 @@ class HostCall:
     inputs: list[Any]  # Location, or a Literal's value
     outputs: list[Location | None]  # None: an output nothing reads
     runner: Callable[[list], list] | None = None  # instead of the NumPy reference
+    step: int = -1  # its position among the program's steps (kernels)
 
 
 class LoopFrame:
@@ -128,6 +131,8 @@ class CpuExecutable(Executable):
         self._arena_bytes = max(arena_bytes, 64)
         self._arena = np.empty(self._arena_bytes, np.uint8)
         self._arena_lock = threading.Lock()
+        # (compiled with config.profile: host calls are timed here, native steps in C)
+        self._profiling = hasattr(getattr(self, "library", None), "ember_profile_read")
         self._single_call = (arena_bytes == 0 and program == [0] and layout.host == 0
                              and self._direct)
         self._set_launcher(ready_launcher())
@@ -190,7 +195,37 @@ class CpuExecutable(Executable):
         pointers = np.array([0 if a is None else a.ctypes.data for a in arrays], np.uintp)
         self._entry(pointers.ctypes.data, segment)
 
+    def profile(self, reset: bool = False) -> list[tuple[int, float]]:
+        """(calls, seconds) of every step (as ``kernels``) since compiled or last reset;
+        the program must have been compiled with ``config.profile`` on."""
+        try:
+            read = self.library.ember_profile_read
+        except AttributeError:
+            raise EmberValueError(
+                "this program was compiled without profiling: turn it on before compiling "
+                "(ember.config.update('profile', True), or EMBER_PROFILE=1)") from None
+        count = len(self.kernels)
+        seconds, calls = np.zeros(count), np.zeros(count, np.int64)
+        read(ctypes.c_void_p(seconds.ctypes.data), ctypes.c_void_p(calls.ctypes.data),
+             ctypes.c_int(int(reset)))
+        hosts = self.__dict__.setdefault("_host_profile", {})
+        for step, (host_calls, host_seconds) in hosts.items():
+            calls[step], seconds[step] = host_calls, host_seconds
+        if reset:
+            hosts.clear()
+        return [(int(n), float(t)) for n, t in zip(calls, seconds)]
+
     def _host_call(self, host: HostCall, call: _Call) -> None:
+        if self._profiling:
+            started = time.perf_counter()
+            self._run_host_call(host, call)
+            hosts = self.__dict__.setdefault("_host_profile", {})
+            calls, seconds = hosts.get(host.step, (0, 0.0))
+            hosts[host.step] = (calls + 1, seconds + time.perf_counter() - started)
+            return
+        self._run_host_call(host, call)
+
+    def _run_host_call(self, host: HostCall, call: _Call) -> None:
         eqn = host.eqn
         values = [call.array(item, var) if isinstance(item, Location) else item
                   for item, var in zip(host.inputs, eqn.inputs)]

@@ -77,14 +77,18 @@ MIN_UNIT_COST = 6000
 
 
 def build_module(steps: list[LoweredStep], plan: BufferPlan, layout: Layout,
-                 renderer: CRenderer, max_units: int = 1, hold_team: bool = False) -> Module:
+                 renderer: CRenderer, max_units: int = 1, hold_team: bool = False,
+                 profile: bool = False) -> Module:
     """The module of ``steps``, in at most ``max_units`` translation units.
 
     ``hold_team``: a call of a module with parallel work keeps its threads on distinct
-    cores while it runs (include/ember_team.h)."""
+    cores while it runs (include/ember_team.h). ``profile``: every step counts its calls
+    and time (include/ember_profile.h; ``ember_profile_read``)."""
     rendered = [_render_step(step, plan, layout, renderer) for step in steps]
     definitions = [definition for definition, _, _ in rendered]
     calls = [call for _, _, call in rendered]
+    if profile:
+        calls = [_timed(index, call) for index, call in enumerate(calls)]
     infos = [kernel_info(step, shown) for step, (_, shown, _) in zip(steps, rendered)]
     segments = _segments(steps)
     uses_blas = any(s.gemm is not None for s in steps)
@@ -95,10 +99,35 @@ def build_module(steps: list[LoweredStep], plan: BufferPlan, layout: Layout,
                    max_units)
     if len({unit for unit, _ in parts}) <= 1:
         entry = _run_function(_entry_cases(segments, calls, steps), team)
-        units = [_unit_source(uses_blas, definitions, entry, team)]
+        if profile:
+            entry += _profile_counters(len(steps))
+        units = [_unit_source(uses_blas, definitions, entry, team, profile)]
     else:
-        units = _split_units(steps, segments, parts, definitions, calls, team)
+        units = _split_units(steps, segments, parts, definitions, calls, team, profile)
     return Module(units, segments, infos, uses_blas)
+
+
+def _timed(index: int, call: list[str]) -> list[str]:
+    """``call``'s statements, adding their time and one call to step ``index``'s counters."""
+    if not call:
+        return call
+    return ["{", "  const double ember_started = ember_now();", *["  " + line for line in call],
+            f"  ember_profile_seconds[{index}] += ember_now() - ember_started;",
+            f"  ember_profile_calls[{index}] += 1;", "}"]
+
+
+def _profile_counters(count: int) -> str:
+    """The counters of ``count`` steps and ``ember_profile_read`` (in the unit of ``run``)."""
+    size = max(count, 1)
+    return "\n".join([
+        f"__attribute__((visibility(\"hidden\"))) double ember_profile_seconds[{size}];",
+        f"__attribute__((visibility(\"hidden\"))) int64_t ember_profile_calls[{size}];",
+        "void ember_profile_read(double *seconds, int64_t *calls, int reset) {",
+        f"  for (int i = 0; i < {count}; i++) {{",
+        "    seconds[i] = ember_profile_seconds[i];",
+        "    calls[i] = ember_profile_calls[i];",
+        "    if (reset) { ember_profile_seconds[i] = 0; ember_profile_calls[i] = 0; }",
+        "  }", "}", ""])
 
 
 def _runs_parallel(step: LoweredStep, definition: str, threads: int) -> bool:
@@ -136,7 +165,7 @@ def _parts(segments: list[list[int]], costs: list[int],
 
 def _split_units(steps: list[LoweredStep], segments: list[list[int]],
                  parts: list[tuple[int, list[int]]], definitions: list[str],
-                 calls: list[list[str]], team: int) -> list[str]:
+                 calls: list[list[str]], team: int, profile: bool) -> list[str]:
     """One source per unit: its kernels and part functions; the last one holds ``run``."""
     last = parts[-1][0] if parts else 0
     units = []
@@ -146,8 +175,11 @@ def _split_units(steps: list[LoweredStep], segments: list[list[int]],
         body = [definitions[i] for _, indices in mine for i in indices]
         body += [_part_function(number, indices, calls, steps) for number, indices in mine]
         entry = _dispatch(segments, parts, team) if unit == last else ""
+        if profile and unit == last:
+            entry += _profile_counters(len(steps))
         uses_blas = any(steps[i].gemm is not None for _, indices in mine for i in indices)
-        units.append(_unit_source(uses_blas, body, entry, team if unit == last else 0))
+        units.append(_unit_source(uses_blas, body, entry, team if unit == last else 0,
+                                  profile))
     return units
 
 
@@ -190,8 +222,11 @@ def _run_function(cases: list[str], team: int) -> str:
     return "\n".join(lines + ["}", ""])
 
 
-def _unit_source(uses_blas: bool, definitions: list[str], entry: str, team: int = 0) -> str:
-    parts = ['#include "ember_team.h"\n'] if team else []  # first: it sets _GNU_SOURCE
+def _unit_source(uses_blas: bool, definitions: list[str], entry: str, team: int = 0,
+                 profile: bool = False) -> str:
+    parts = ['#include "ember_profile.h"\n'] if profile else []  # first: _GNU_SOURCE
+    if team:
+        parts.append('#include "ember_team.h"\n')
     parts.append(PRELUDE)
     if uses_blas:
         parts.append('#include "ember_gemm.h"\n')

@@ -17,7 +17,7 @@
  * done when the user chose a placement (OMP_PROC_BIND, OMP_PLACES, GOMP_CPU_AFFINITY),
  * or when the team has more threads than the allowed cores.
  *
- * Include first: it defines _GNU_SOURCE for the affinity calls.
+ * Include before any system header: it defines _GNU_SOURCE for the affinity calls.
  */
 #ifndef EMBER_TEAM_H
 #define EMBER_TEAM_H
