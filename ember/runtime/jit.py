@@ -344,18 +344,33 @@ class Compiled:
             return arrays[0]
         return tree_unflatten(self.out_tree, arrays)
 
+    def _can_borrow(self, leaf: Any, aval: ShapedArray, position: int) -> bool:
+        """A NumPy argument the program may read in place rather than copy: the
+        backend runs synchronously on host memory, so the array cannot change while the
+        call reads it, and the program will not write it (not donated). Results that
+        share its memory are copied after the call (``_unshared``)."""
+        return (type(leaf) is np.ndarray and self.device.backend.host_memory
+                and leaf.dtype == aval.dtype and leaf.flags.c_contiguous
+                and leaf.flags.aligned
+                and not (self.donated and self.donated[position]))
+
     def _call_flat(self, leaves: list[Any]) -> Any:
         device = self.device
         backend = device.backend
-        buffers = []
-        for leaf, aval in zip(leaves, self._in_avals):
+        buffers, borrowed = [], []
+        for position, (leaf, aval) in enumerate(zip(leaves, self._in_avals)):
             if isinstance(leaf, Array) and leaf._device == device:
                 buffers.append(leaf.live_buffer())
             elif isinstance(leaf, Array):
                 buffers.append(backend.put(leaf._host(), device))
+            elif self._can_borrow(leaf, aval, position):
+                buffers.append(_read_only_view(leaf))
+                borrowed.append(leaf)
             else:
                 buffers.append(backend.put(canonical_host(leaf, aval.dtype), device))
         outs = self.executable.run(buffers)
+        if borrowed:
+            outs = [_unshared(out, borrowed) for out in outs]
         if self.donated:
             _consume_donated(leaves, self.donated)
         committed = self.commits or any(isinstance(leaf, Array) and leaf.committed
@@ -367,6 +382,20 @@ class Compiled:
             check_nans_in_outputs(self.executable.graph, [backend.to_host(b) for b in buffers],
                                   [a._host() for a in arrays])
         return tree_unflatten(self.out_tree, arrays)
+
+
+def _read_only_view(array: np.ndarray) -> np.ndarray:
+    view = array.view()
+    view.flags.writeable = False
+    return view
+
+
+def _unshared(out: Any, borrowed: list[np.ndarray]) -> Any:
+    """``out``, copied if it shares memory with an argument the call borrowed (a
+    program may return an input as it is; the caller may mutate that array later)."""
+    if isinstance(out, np.ndarray) and any(np.may_share_memory(out, b) for b in borrowed):
+        return out.copy()
+    return out
 
 
 def _consume_donated(leaves: Sequence[Any], donated: Sequence[bool]) -> None:

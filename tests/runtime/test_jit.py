@@ -168,3 +168,40 @@ def test_donated_arrays_cannot_be_used_again():
         step(w, g)
     w3 = step(w2, g)  # the outputs carry on
     np.testing.assert_allclose(np.asarray(w3), 0.8, rtol=1e-6)
+
+
+# NumPy arguments are read in place on host-memory backends (no copy per call); what
+# the caller does to them afterwards must never show in a result.
+@pytest.mark.parametrize("fun", [lambda x: x, lambda x: x.reshape(-1), lambda x: (x, x * 2)],
+                         ids=["identity", "reshape", "pair"])
+def test_numpy_arguments_are_never_aliased_by_results(backend, fun):
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    result = ember.jit(fun)(x)
+    first = np.asarray(result[0] if isinstance(result, tuple) else result).copy()
+    x[...] = -1
+    again = np.asarray(result[0] if isinstance(result, tuple) else result)
+    np.testing.assert_array_equal(again, first)
+    np.testing.assert_array_equal(first.reshape(-1), np.arange(6, dtype=np.float32))
+
+
+def test_numpy_arguments_are_not_written(backend):
+    x = np.arange(8, dtype=np.float32)
+    expected = x.copy()
+    out = ember.jit(lambda x: ember.lax.fori_loop(0, 5, lambda i, c: c * 2 + 1, x),
+                    donate_argnums=0)(x)
+    np.testing.assert_array_equal(x, expected)
+    np.testing.assert_array_equal(np.asarray(out), _five_steps(expected))
+
+
+def _five_steps(x):
+    for _ in range(5):
+        x = x * 2 + 1
+    return x
+
+
+@pytest.mark.parametrize("make", [lambda a: a[:, ::2], lambda a: a.astype(np.float64),
+                                  lambda a: np.asfortranarray(a)],
+                         ids=["strided", "float64", "fortran"])
+def test_numpy_arguments_of_any_layout(backend, make):
+    x = make(np.arange(24, dtype=np.float32).reshape(4, 6))
+    np.testing.assert_allclose(np.asarray(ember.jit(lambda x: x * 2 + 1)(x)), x * 2 + 1)
