@@ -129,6 +129,13 @@ def lower_loop_group(group: LoopGroup, name: str, threads: int, keep_rows: bool 
     subst, loops = _plan_loops(group, first)
     second = _Builder(group, subst)
     second.build()
+    columns = _column_split(second, loops, threads) if keep_rows and not grid else None
+    if columns is not None:  # a third build, with the output loop split into blocks
+        block, lane, split = columns
+        subst = {raw: ix.substitute(form, split) for raw, form in subst.items()}
+        loops = _LoopPlan([block], [], lanes=lane)
+        second = _Builder(group, subst)
+        second.build()
     emitter = _Emitter(second, loops, threads, keep_rows, grid)
     return emitter.kernel(name), dict(second.params)
 
@@ -420,6 +427,19 @@ def _hashable(param: Any) -> Any:
     return param.str if isinstance(param, np.dtype) else param
 
 
+def _identity(acc: Accumulator) -> Any:
+    """The starting value of a sum, product, max or min."""
+    if acc.kind in ("sum", "prod"):
+        return int(acc.kind == "prod")
+    lowest = acc.kind == "max"
+    if acc.dtype.kind == "f" or acc.dtype.name == "bfloat16":
+        return -np.inf if lowest else np.inf
+    if acc.dtype.kind == "b":
+        return not lowest
+    info = np.iinfo(acc.dtype)
+    return info.min if lowest else info.max
+
+
 def _accumulator_dtype(kind: str, dtype: np.dtype) -> np.dtype:
     from ember.ops.reductions import accumulator_dtype
 
@@ -436,6 +456,8 @@ class _LoopPlan:
     inner: list[Sym]  # loops of the final (output) phase
     # each ordered nest's loops: (independent, lanes, sequential)
     ordered: list[tuple[list[Sym], list[Sym], list[Sym]]] = field(default_factory=list)
+    # column form (``_column_split``): the output columns of one block, inside ``outer``
+    lanes: Sym | None = None
 
 
 def _accesses(builder: _Builder) -> list[Affine]:
@@ -511,6 +533,60 @@ def _plan_loops(group: LoopGroup, first: _Builder) -> tuple[dict[Sym, Affine], _
     return subst, _LoopPlan(outer, inner, ordered)
 
 
+COLUMN_SCRATCH_BYTES = 1 << 14  # running values of one column block: stays in L1
+MIN_COLUMNS = 8
+_COMBINE = {"sum": "add", "prod": "mul", "max": "max", "min": "min"}
+
+
+def _column_split(builder: _Builder, plan: _LoopPlan,
+                  threads: int) -> tuple[Sym, Sym, dict[Sym, Affine]] | None:
+    """For a reduction down the columns of a row-major array (``x.sum(axis=0)``: one
+    output loop walking the columns contiguously, one reduction loop walking the rows),
+    the loops of the *column form*: blocks of output columns (``block``, in parallel)
+    and the columns of one block (``lane``), as ``(block, lane, {output: block * width
+    + lane})``; None when the group is not such a reduction.
+
+    The plain form walks each column down the rows, one cache line per row, at a large
+    stride; the column form keeps a block's running values in scratch rows and streams
+    the input row after row along the block, contiguous and vectorized."""
+    if builder.ordered or len(plan.outer) != 1 or plan.inner or not builder.reductions:
+        return None
+    reductions = list(builder.reductions.values())
+    rows = reductions[0].syms
+    if (len(rows) != 1 or any(r.syms != rows or r.phase or r.acc.kind not in _COMBINE
+                              for r in reductions)):
+        return None
+    column, row = plan.outer[0], rows[0]
+    strided = False
+    for node in builder.nodes.values():
+        if not isinstance(node, (Load, IndexCond, IndexValue)) or column not in ix.free_syms(
+                node.index):
+            continue
+        if (ix.coefficient(node.index, column) != 1 or not _direct_only(node.index, column)
+                or getattr(node, "offset", None) is not None):
+            return None
+        strided |= isinstance(node, Load) and ix.coefficient(node.index, row) not in (0, 1)
+    if not strided or any(ix.free_syms(flat) - {column} for _, flat, _ in builder.stores):
+        return None
+    per_column = sum(r.acc.dtype.itemsize for r in reductions)
+    width = _column_width(column.extent, COLUMN_SCRATCH_BYTES // per_column, threads)
+    if width is None:
+        return None
+    block, lane = Sym("ob", column.extent // width), Sym("oc", width)
+    return block, lane, {column: ix.add(ix.scale(ix.var(block), width), ix.var(lane))}
+
+
+def _column_width(columns: int, most: int, threads: int) -> int | None:
+    """The widest block of at most ``most`` columns that divides ``columns`` into a
+    number of blocks shared evenly by the threads (else into any number of blocks);
+    None below ``MIN_COLUMNS``."""
+    for spread in (threads, 1):
+        for blocks in range(max(-(-columns // most), 1), columns // MIN_COLUMNS + 1):
+            if blocks % spread == 0 and columns % blocks == 0:
+                return columns // blocks
+    return None
+
+
 LANE_BYTES = (128, 64)  # widths tried for a scatter's lanes: whole cache lines
 
 
@@ -557,7 +633,12 @@ class _Emitter:
     def kernel(self, name: str) -> Kernel:
         top = _Scope(frozenset(), [])
         self.scopes = [top]
-        top.stmts.extend(self._nest(self.plan.outer, self._phases, self._parallel_outer()))
+        if self.plan.lanes is not None:
+            top.stmts.extend(self._nest(self.plan.outer, self._column_phases,
+                                        self._parallel_blocks()))
+        else:
+            top.stmts.extend(self._nest(self.plan.outer, self._phases,
+                                        self._parallel_outer()))
         for nest, loops in zip(self.b.ordered, self.plan.ordered):
             if top.stmts:
                 top.stmts.append(Barrier())
@@ -568,10 +649,16 @@ class _Emitter:
         return Kernel(name, params, top.stmts, self.ops, list(self.lines))
 
     def _work(self) -> int:
-        total = int(np.prod([s.extent for s in self.plan.outer + self.plan.inner], dtype=np.int64))
+        rows = self.plan.outer + ([self.plan.lanes] if self.plan.lanes else [])
+        total = int(np.prod([s.extent for s in rows + self.plan.inner], dtype=np.int64))
         for syms in {r.syms for r in self.b.reductions.values()}:
-            total += int(np.prod([s.extent for s in self.plan.outer + list(syms)], dtype=np.int64))
+            total += int(np.prod([s.extent for s in rows + list(syms)], dtype=np.int64))
         return total
+
+    def _parallel_blocks(self) -> bool:
+        blocks = self.plan.outer[0].extent
+        return (self.threads > 1 and blocks >= self.threads and blocks % self.threads == 0
+                and self._work() >= MIN_PARALLEL_WORK)
 
     def _parallel_outer(self) -> bool:
         outer = int(np.prod([s.extent for s in self.plan.outer], dtype=np.int64))
@@ -731,6 +818,46 @@ class _Emitter:
             self.reusing = True
             scope.stmts.extend(self._nest(self.plan.inner, fill, self._parallel_inner()))
             self.reusing = False
+
+    def _column_phases(self) -> None:
+        """(Column form) one block of columns: the running values of its reductions in
+        scratch rows, updated along the block row after row, then the block's outputs."""
+        lane = ix.var(self.plan.lanes)
+        partial = {}
+        for red in self.b.reductions.values():
+            partial[red] = Buffer(f"c{len(partial)}", red.acc.dtype, self.plan.lanes.extent,
+                                  scratch=True)
+            self.scopes[-1].stmts.append(Scratch(partial[red]))
+
+        def start() -> None:
+            for red, buffer in partial.items():
+                identity = self.b.const(_identity(red.acc), red.acc.dtype)
+                self.scopes[-1].stmts.append(Store(buffer, lane, identity))
+
+        def update() -> None:
+            for red, buffer in partial.items():
+                self._bind(red.body)
+                old = self.b.make(("partial", buffer.name),
+                                  lambda: Load(buffer, lane, red.acc.dtype),
+                                  free=(self.plan.lanes,))
+                new = self.b.op(_COMBINE[red.acc.kind], (old, red.body), red.acc.dtype)
+                self.scopes[-1].stmts += [Let(old), Let(new), Store(buffer, lane, new)]
+
+        def finish() -> None:
+            scope = self.scopes[-1]
+            for red, buffer in partial.items():
+                scope.stmts.append(Let(red.result, Load(buffer, lane, red.acc.dtype)))
+                scope.bound.add(red.result.id)
+                self.ops.append(red.prim)
+                if red.result.source:
+                    self.lines.setdefault(red.result.source)
+            for buffer, flat, node in self.b.stores:
+                self._bind(node)
+                scope.stmts.append(Store(buffer, flat, node))
+
+        rows = list(next(iter(partial)).syms)
+        for loops, fill in (([], start), (rows, update), ([], finish)):
+            self.scopes[-1].stmts.extend(self._nest([*loops, self.plan.lanes], fill, False))
 
     def _reduction_loop(self, batch: list[_Reduction]) -> None:
         scope = self.scopes[-1]
