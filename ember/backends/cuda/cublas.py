@@ -27,6 +27,8 @@ import numpy as np
 from ember.codegen.gemm import GemmPlan, Matrix
 
 _OP_N, _OP_T = 0, 1  # cublasOperation_t
+CUDA_R_32F, CUDA_R_16BF = 0, 14  # cudaDataType_t
+_COMPUTE_32F, _GEMM_DEFAULT = 68, -1  # cublasComputeType_t, cublasGemmAlgo_t
 _FUNCTIONS = {np.dtype(np.float32): ("cublasSgemmStridedBatched", ctypes.c_float),
               np.dtype(np.float64): ("cublasDgemmStridedBatched", ctypes.c_double)}
 
@@ -126,6 +128,18 @@ class Cublas:
             pointer(a + call.b_offset * itemsize), call.ldb, i64(call.stride_b),
             ctypes.byref(zero), pointer(c), call.ldc, i64(call.stride_c), call.batch),
             call.function)
+
+    def gemm_ex(self, m: int, n: int, k: int, a: int, b: int, c: int, data_type: int) -> None:
+        """Row-major ``c = a @ b`` of packed (m, k) and (k, n) operands through
+        ``cublasGemmEx``: operands and result of ``data_type`` (``CUDA_R_32F`` or
+        ``CUDA_R_16BF``), products summed in float32 (plain float32 for float32 operands: no
+        TF32). As in ``cublas_gemm``, the column-major call is ``c^T = b^T @ a^T``."""
+        one, zero = ctypes.c_float(1), ctypes.c_float(0)
+        pointer = ctypes.c_void_p
+        _check(self.library.cublasGemmEx(
+            self.handle, _OP_N, _OP_N, n, m, k, ctypes.byref(one), pointer(b), data_type, n,
+            pointer(a), data_type, k, ctypes.byref(zero), pointer(c), data_type, n,
+            _COMPUTE_32F, _GEMM_DEFAULT), "cublasGemmEx")
 
 
 def _check(status: int, what: str) -> None:

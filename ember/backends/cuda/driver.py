@@ -148,6 +148,11 @@ class CudaRuntime:
     def synchronize(self) -> None:
         check(_driver().cuStreamSynchronize(self.stream))
 
+    def copy(self, dst: CudaMemory, src: CudaMemory, nbytes: int) -> None:
+        """Copy ``nbytes`` from ``src`` to ``dst`` on the device, queued on the stream."""
+        self.activate()
+        check(_driver().cuMemcpyDtoDAsync(dst.pointer, src.pointer, nbytes, self.stream))
+
     def load(self, compiled: CompiledCuda) -> "CudaModule":
         self.activate()
         return CudaModule(self, check(_driver().cuModuleLoadData(compiled.image)), compiled)
