@@ -2,13 +2,24 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
+from ember.bench import floors, gpu_floors, target
 from ember.bench.harness import ALL_NAMES, FLOOR_NAMES, run_bench
 from ember.bench.workloads import SUITE
 
 FLOOR_DESCRIPTIONS = {
-    "floor_copy": "memory bandwidth: np.copyto of 64 MiB float32",
-    "floor_sgemm": "SGEMM GFLOP/s at 1024^3: NumPy's BLAS, scipy-openblas32 and MKL (if installed)",
+    "cpu": {
+        "floor_copy": f"memory bandwidth: np.copyto of {floors.COPY_BYTES // 2**20} MiB float32",
+        "floor_sgemm": f"SGEMM GFLOP/s at {floors.SGEMM_N}^3: NumPy's BLAS, scipy-openblas32 "
+                       "and MKL (if installed)",
+    },
+    "gpu": {
+        "floor_copy": f"device memory bandwidth: cuMemcpyDtoDAsync of "
+                      f"{gpu_floors.COPY_BYTES['gpu'] // 2**20} MiB",
+        "floor_sgemm": f"GEMM GFLOP/s at {gpu_floors.GEMM_N['gpu']}^3 through cuBLAS: float32 "
+                       "(the floor) and bfloat16",
+    },
 }
 
 
@@ -16,7 +27,9 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ember bench",
         description="Time Ember against NumPy, JAX and PyTorch (where installed) on a fixed "
-                    "suite, next to the machine's memory and SGEMM floors.",
+                    "suite, next to the machine's memory and SGEMM floors. With a GPU backend "
+                    "(--backend cuda) the floors are the card's, the sizes are larger and the "
+                    "peers run on the card (NumPy is left out).",
     )
     parser.add_argument("--backend", help="Ember backend to measure (default: Ember's default)")
     parser.add_argument("--json", metavar="PATH", help="also write every raw number to PATH")
@@ -24,19 +37,23 @@ def _parser() -> argparse.ArgumentParser:
                         help="small sizes and few repeats: a smoke test, not a measurement")
     parser.add_argument("--only", metavar="NAME,...",
                         help="run only these workloads (their floors come along)")
-    parser.add_argument("--list", action="store_true", help="list the workloads and exit")
+    parser.add_argument("--list", action="store_true",
+                        help="list the workloads at the sizes a run would use and exit")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Exit status 1 when Ember gave a wrong answer on any workload, else 0."""
+    """Exit status 1 when Ember gave a wrong answer on any workload, 2 when the run could
+    not start (a GPU backend without a GPU), else 0."""
     parser = _parser()
     args = parser.parse_args(argv)
+    platform = target.platform(args.backend)
     if args.list:
+        sizes = target.sizes(platform, args.quick)
         for workload in SUITE:
-            print(f"{workload.name:14} {workload.description}")
+            print(f"{workload.name:14} {workload.describe(sizes)}")
         for name in FLOOR_NAMES:
-            print(f"{name:14} {FLOOR_DESCRIPTIONS[name]}")
+            print(f"{name:14} {FLOOR_DESCRIPTIONS[platform][name]}")
         return 0
     only = None
     if args.only:
@@ -44,7 +61,11 @@ def main(argv: list[str] | None = None) -> int:
         unknown = [name for name in only if name not in ALL_NAMES]
         if unknown:
             parser.error(f"unknown workload(s) {', '.join(unknown)}; known: {', '.join(ALL_NAMES)}")
-    summary = run_bench(args.backend, args.json, args.quick, only)
+    try:
+        summary = run_bench(args.backend, args.json, args.quick, only)
+    except target.NoGpu as error:
+        print(f"ember bench: {error}", file=sys.stderr)
+        return 2
     ember_wrong = any(entry["frameworks"].get("ember", {}).get("status") == "wrong"
                       for entry in summary["workloads"].values())
     return 1 if ember_wrong else 0

@@ -1,11 +1,12 @@
-"""The machine's own limits, measured in the same run as the workloads.
+"""The CPU's own limits, measured in the same run as the workloads (a GPU's: gpu_floors).
 
 A ratio against JAX says who is faster; a ratio against the floor says how much speed
 is left on the table. Two floors bound the suite: memory bandwidth (a large
 ``np.copyto``) for the elementwise and row-wise workloads, and the SGEMM rate for the
 matmul-bound ones, measured through NumPy's BLAS and through each BLAS that Ember's
 generated code can link (scipy-openblas32; Intel MKL where installed), called directly
-through ctypes; Ember is held to the best of them.
+through ctypes; Ember is held to the best of them. Each floor's result says "status":
+"ok" (the harness records a floor that could not be measured with its reason instead).
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from ember.bench.peers import Unavailable, describe_error
+from ember.bench.peers import Unavailable, describe_error, timed_calls
 
 if TYPE_CHECKING:
     from ember.bench.harness import Settings
@@ -30,8 +31,9 @@ QUICK_SGEMM_N = 128
 _ROW_MAJOR, _NO_TRANS = 101, 111  # CBLAS enum values
 
 
-def _settled_samples(fn: Callable[[], object], settings: Settings) -> list[float]:
-    """Warm up, then time ``settings.repeats`` calls, each after the settle pause.
+def settled_samples(sample: Callable[[], tuple[float, object]], settings: Settings) -> list[float]:
+    """Warm up, then take ``settings.repeats`` samples (``peers.timed_calls``), each after
+    the settle pause.
 
     The floors are sampled exactly as the workloads are (harness.measure_workload): a
     floor measured back to back would be measured on warmer caches and busier cores than
@@ -39,14 +41,16 @@ def _settled_samples(fn: Callable[[], object], settings: Settings) -> list[float
     6 ms after a 0.2 s pause), and the ratio would compare unlike things.
     """
     for _ in range(settings.warmup):
-        fn()
+        sample()
     samples = []
     for _ in range(settings.repeats):
         time.sleep(settings.settle_s)
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
+        samples.append(sample()[0])
     return samples
+
+
+def _host_samples(fn: Callable[..., object], args: tuple, settings: Settings) -> list[float]:
+    return settled_samples(timed_calls(fn, args, lambda out: None, 1), settings)
 
 
 def measure_copy(settings: Settings) -> dict:
@@ -58,10 +62,16 @@ def measure_copy(settings: Settings) -> dict:
     nbytes = QUICK_COPY_BYTES if settings.quick else COPY_BYTES
     src = np.random.default_rng(0).standard_normal(nbytes // 4, dtype=np.float32)
     dst = np.empty_like(src)
-    samples = _settled_samples(lambda: np.copyto(dst, src), settings)
+    samples = _host_samples(np.copyto, (dst, src), settings)
     assert np.array_equal(dst, src), "np.copyto copied wrongly"
+    return copy_result("memory copy (np.copyto)", nbytes, samples)
+
+
+def copy_result(what: str, nbytes: int, samples: list[float]) -> dict:
     median = statistics.median(samples)
     return {
+        "status": "ok",
+        "what": what,
         "bytes": nbytes,
         "traffic_bytes": 2 * nbytes,
         "median_s": median,
@@ -143,7 +153,7 @@ def measure_sgemm(settings: Settings) -> dict:
     b = rng.standard_normal((n, n), dtype=np.float32)
     expected = a.astype(np.float64) @ b.astype(np.float64)
     flops = 2.0 * n**3
-    result: dict = {"n": n, "flops": flops, "blas": {}, "ember_blas": _ember_blas()}
+    result: dict = {"status": "ok", "n": n, "flops": flops, "blas": {}, "ember_blas": _ember_blas()}
     impls: dict[str, Callable] = {"numpy": lambda a, b, c: np.matmul(a, b, out=c)}
     for name, load in _LINKED_BLAS.values():
         try:
@@ -154,15 +164,20 @@ def measure_sgemm(settings: Settings) -> dict:
 
     for name, matmul in impls.items():
         out = np.zeros((n, n), np.float32)
-        samples = _settled_samples(lambda: matmul(a, b, out), settings)
-        error = np.abs(out - expected).max() / np.abs(expected).max()
-        if not error <= 1e-4:
-            result["blas"][name] = {"status": "wrong", "reason": f"max relative error {error:.1e}"}
-            continue
-        median = statistics.median(samples)
-        result["blas"][name] = {"status": "ok", "median_s": median, "samples_s": samples,
-                                "gflops": flops / median / 1e9}
+        samples = _host_samples(matmul, (a, b, out), settings)
+        result["blas"][name] = gemm_rate_entry(out, expected, 1e-4, flops, samples)
     return result
+
+
+def gemm_rate_entry(got: np.ndarray, expected: np.ndarray, tolerance: float, flops: float,
+                    samples: list[float]) -> dict:
+    """A GEMM's rate, if its result (checked after timing) is within ``tolerance``
+    (max |error| / max |expected|); else a "wrong" entry without one."""
+    error = np.abs(got - expected).max() / np.abs(expected).max()
+    if not error <= tolerance:
+        return {"status": "wrong", "reason": f"max relative error {error:.1e}"}
+    median = statistics.median(samples)
+    return {"status": "ok", "median_s": median, "samples_s": samples, "gflops": flops / median / 1e9}
 
 
 def sgemm_rate(sgemm: dict) -> tuple[str, float] | None:

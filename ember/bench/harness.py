@@ -7,10 +7,15 @@ in each repeat every framework takes one sample, the starting framework rotating
 that drift on a shared machine (other jobs, thermal state) hits all of them alike. The
 median of the samples is the result; the last sample's answer is checked again, which
 catches a framework whose results change after warm-up (a bad compile-cache entry).
+
+A GPU run (``--backend cuda``) measures the card's floors (gpu_floors), uses the GPU
+sizes and the peers on the card, and stops at once, before measuring anything, where
+there is no GPU.
 """
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -21,13 +26,15 @@ from typing import Any
 
 import numpy as np
 
-from ember.bench import floors, machine, report
+from ember.bench import floors, gpu_floors, machine, report, target
 from ember.bench.peers import Peer, Runner, Unavailable, default_peers, describe_error
 from ember.bench.trees import tree_items, tree_map
 from ember.bench.workloads import SUITE, CompileWorkload, Workload
 
 FLOOR_NAMES = ["floor_copy", "floor_sgemm"]
 ALL_NAMES = [w.name for w in SUITE] + FLOOR_NAMES
+FLOORS = {"cpu": {"floor_copy": floors.measure_copy, "floor_sgemm": floors.measure_sgemm},
+          "gpu": {"floor_copy": gpu_floors.measure_copy, "floor_sgemm": gpu_floors.measure_gemm}}
 
 # Thread pools (OpenBLAS, OpenMP, XLA's) keep their workers spinning for a while after
 # a call. When frameworks take turns, the previous one's spinning workers would steal
@@ -38,17 +45,26 @@ SETTLE_S = 0.2
 
 @dataclass(frozen=True)
 class Settings:
-    quick: bool
+    sizes: str            # the workloads' sizes: "quick", "cpu" or "gpu" (target.SIZES)
     warmup: int           # untimed calls before timing; the first one is checked
     repeats: int          # timed samples per framework
     compile_repeats: int  # samples of the compile workloads: each one is a new process
     settle_s: float       # pause before each sample (see SETTLE_S)
 
+    @property
+    def quick(self) -> bool:
+        return self.sizes == "quick"
+
     @classmethod
-    def for_mode(cls, quick: bool) -> "Settings":
+    def for_run(cls, platform: str, quick: bool) -> "Settings":
         if quick:
-            return cls(quick=True, warmup=1, repeats=2, compile_repeats=1, settle_s=0.0)
-        return cls(quick=False, warmup=2, repeats=7, compile_repeats=3, settle_s=SETTLE_S)
+            return cls("quick", warmup=1, repeats=2, compile_repeats=1, settle_s=0.0)
+        if platform == "gpu":
+            # No settle pause: it is for the host's thread pools, which a GPU run leaves
+            # idle. One process per compile sample: each one starts JAX or Ember on the
+            # card (seconds), and the run must stay within .ci/gpu-check's 240 s.
+            return cls("gpu", warmup=2, repeats=7, compile_repeats=1, settle_s=0.0)
+        return cls("cpu", warmup=2, repeats=7, compile_repeats=3, settle_s=SETTLE_S)
 
 
 @dataclass
@@ -115,7 +131,7 @@ def _prepare(peer: Peer, workload, args: tuple, expected: Any, settings: Setting
              scratch: Path) -> tuple[Measurement, Runner | None]:
     """Build, call once, check, warm up. The runner is returned only if it may be timed."""
     try:
-        runner = peer.runner(workload, args, settings.quick, scratch)
+        runner = peer.runner(workload, args, settings.sizes, scratch)
         _, result = runner.call()
         verdict = _verdict(runner, result, expected, workload.tolerance)
         if verdict.status != "ok":
@@ -133,7 +149,7 @@ def _prepare(peer: Peer, workload, args: tuple, expected: Any, settings: Setting
 def measure_workload(workload: Workload | CompileWorkload, peers: list[Peer],
                      settings: Settings) -> tuple[dict[str, Measurement], float | None]:
     """Every peer's measurement, and the work (bytes or flops) that the floor scales by."""
-    args = workload.make_inputs(settings.quick)
+    args = workload.inputs(settings.sizes)
     floor_work = workload.floor_work(args) if workload.floor else None
     expected = tree_map(_as_float64, workload.reference(*tree_map(_as_float64, args)))
     repeats = settings.repeats if isinstance(workload, Workload) else settings.compile_repeats
@@ -180,44 +196,73 @@ def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def _measure_floor(measure, settings: Settings) -> dict:
+    """A floor's numbers, or why there are none: the run goes on without that floor."""
+    try:
+        return measure(settings)
+    except Unavailable as error:
+        return {"status": "n/a", "reason": str(error)}
+    except Exception as error:
+        return {"status": "error", "reason": describe_error(error)}
+
+
 def run_bench(backend: str | None, json_path: str | None, quick: bool,
               only: list[str] | None, *, peers: list[Peer] | None = None) -> dict:
     """Run the suite, print the table to stdout, optionally write JSON; return all numbers.
 
     ``peers`` replaces the default frameworks (Ember, NumPy, JAX, PyTorch eager and
-    torch.compile); tests use it to run the harness against stand-ins.
+    torch.compile); tests use it to run the harness against stand-ins. Raises
+    ``target.NoGpu`` before measuring anything when a GPU backend has no GPU here. The
+    JSON is rewritten after every workload, so a run cut short (a timeout) keeps what
+    it measured.
     """
     workloads, floor_names = select(only)
+    platform = target.platform(backend)
+    gpu = target.require_gpu() if platform == "gpu" else None
     peers = default_peers(backend) if peers is None else peers
-    settings = Settings.for_mode(quick)
+    settings = Settings.for_run(platform, quick)
     _log(f"ember bench: {', '.join(p.name for p in peers)}; "
-         f"{'quick' if quick else 'full'} sizes, progress below, table at the end")
+         f"{settings.sizes} sizes, progress below, table at the end")
 
     measured_floors: dict[str, dict] = {}
-    if "floor_copy" in floor_names:
-        measured_floors["copy"] = floors.measure_copy(settings)
-        _log(f"  floor_copy: {measured_floors['copy']['median_s'] * 1e3:.2f} ms")
-    if "floor_sgemm" in floor_names:
-        measured_floors["sgemm"] = floors.measure_sgemm(settings)
-        _log(f"  floor_sgemm: {report.sgemm_summary(measured_floors['sgemm'])}")
+    for name in FLOOR_NAMES:
+        if name in floor_names:
+            kind = name.removeprefix("floor_")
+            measured_floors[kind] = _measure_floor(FLOORS[platform][name], settings)
+            _log(f"  {name}: {report.floor_line(kind, measured_floors[kind])}")
 
     results, floor_work = {}, {}
+    described = machine.describe(backend, gpu)
+
+    def summary() -> dict:
+        return report.build(
+            machine=described,
+            settings=asdict(settings),
+            frameworks=[peer.name for peer in peers],
+            floors=measured_floors,
+            workloads=[w for w in workloads if w.name in results],
+            results={name: {fw: m.as_dict() for fw, m in by_fw.items()}
+                     for name, by_fw in results.items()},
+            floor_work=floor_work,
+        )
+
     for workload in workloads:
         results[workload.name], floor_work[workload.name] = measure_workload(workload, peers, settings)
         cells = (f"{name} {report.short_cell(m.as_dict(), workload.unit)}"
                  for name, m in results[workload.name].items())
         _log(f"  {workload.name}: {', '.join(cells)}")
+        if json_path is not None:
+            _write_json(json_path, summary())
 
-    summary = report.build(
-        machine=machine.describe(backend),
-        settings=asdict(settings),
-        frameworks=[peer.name for peer in peers],
-        floors=measured_floors,
-        workloads=workloads,
-        results={name: {fw: m.as_dict() for fw, m in by_fw.items()} for name, by_fw in results.items()},
-        floor_work=floor_work,
-    )
-    print(report.format_table(summary))
+    final = summary()
+    print(report.format_table(final))
     if json_path is not None:
-        Path(json_path).write_text(json.dumps(summary, indent=2) + "\n")
-    return summary
+        _write_json(json_path, final)
+    return final
+
+
+def _write_json(path: str, summary: dict) -> None:
+    """Written aside, then renamed: a run killed while writing leaves the last whole file."""
+    partial = Path(f"{path}.partial")
+    partial.write_text(json.dumps(summary, indent=2) + "\n")
+    os.replace(partial, path)

@@ -8,9 +8,15 @@ harness never times.
 
 A peer that is not installed raises ``Unavailable`` and its column says "n/a". Ember is
 the subject of the benchmark, so Ember failing to import is an error, not an absence.
+
+On a GPU run (``target.platform``) every peer runs on the card: PyTorch on
+``torch.device("cuda")``, JAX on its first GPU, and NumPy is left out: it would time the
+host, and at the GPU sizes it would spend much of the run's time budget doing so. The
+GPU paths were written without a GPU and have not run on one yet.
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import os
@@ -25,6 +31,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ember.bench import target
 from ember.bench.trees import tree_map
 from ember.bench.workloads import CompileWorkload, Workload
 
@@ -71,21 +78,45 @@ def load_ember() -> Any:
 
 
 def load_jax() -> SimpleNamespace:
-    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    """JAX on the CPU."""
+    return _jax_namespace("cpu")
+
+
+def load_jax_gpu() -> SimpleNamespace:
+    """JAX on its first GPU (needs a CUDA-enabled jaxlib)."""
+    return _jax_namespace("gpu")
+
+
+def _jax_namespace(platform: str) -> SimpleNamespace:
+    """The environment is set only where the user has not set it. On a GPU, JAX shares
+    the card with PyTorch and Ember, so it allocates as it goes instead of taking 75% of
+    the memory up front; and it multiplies float32 in float32 as the others do (its GPU
+    default is TF32, which the 1e-4 tolerance rejects and the float32 floor does not
+    bound)."""
+    os.environ.setdefault("JAX_PLATFORMS", "cpu" if platform == "cpu" else "cuda,cpu")
+    if platform == "gpu":
+        os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     try:
         import jax
     except ImportError as error:
         raise Unavailable(f"jax is not installed ({error})") from error
+    try:
+        device = jax.devices(platform)[0]
+    except RuntimeError as error:
+        raise Unavailable(f"jax has no {platform} device ({describe_error(error)})") from error
+    if platform == "gpu":
+        jax.config.update("jax_default_matmul_precision", "highest")
     return SimpleNamespace(
         numpy=jax.numpy, nn=jax.nn, jit=jax.jit, grad=jax.grad,
         value_and_grad=jax.value_and_grad, block_until_ready=jax.block_until_ready,
+        device_put=functools.partial(jax.device_put, device=device),
     )
 
 
 class Peer:
     name: str
 
-    def runner(self, workload: Workload | CompileWorkload, args: tuple, quick: bool,
+    def runner(self, workload: Workload | CompileWorkload, args: tuple, sizes: str,
                scratch: Path) -> Runner:
         raise NotImplementedError
 
@@ -94,7 +125,9 @@ class JaxStylePeer(Peer):
     """A framework that runs the JAX-style workloads through a namespace object.
 
     The namespace comes from a loader named by reference (``"module:function"``) so that
-    the compile-time probes, which run in fresh processes, load exactly the same one.
+    the compile-time probes, which run in fresh processes, load exactly the same one. Its
+    ``device_put`` places a tree of NumPy arrays on the device the framework is measured
+    on, where the inputs wait (uploaded, for JAX) before the first call.
     """
 
     def __init__(self, name: str, loader: str) -> None:
@@ -117,17 +150,17 @@ class JaxStylePeer(Peer):
         """Environment of a compile probe: which persistent compile cache it may use."""
         raise NotImplementedError
 
-    def runner(self, workload, args, quick, scratch):
+    def runner(self, workload, args, sizes, scratch):
         ns = self.namespace()
         if isinstance(workload, CompileWorkload):
-            return self._probe_runner(workload, quick, scratch)
+            return self._probe_runner(workload, sizes, scratch)
         fn = ns.jit(workload.jax_style(ns))
-        device_args = tree_map(ns.numpy.asarray, args)
+        device_args = ns.device_put(args)
         ns.block_until_ready(device_args)
-        sample = timed_calls(fn, device_args, ns.block_until_ready, workload.calls_per_sample(quick))
+        sample = timed_calls(fn, device_args, ns.block_until_ready, workload.calls_per_sample(sizes))
         return Runner(sample, lambda out: tree_map(np.asarray, out))
 
-    def _probe_runner(self, workload: CompileWorkload, quick: bool, scratch: Path) -> Runner:
+    def _probe_runner(self, workload: CompileWorkload, sizes: str, scratch: Path) -> Runner:
         """Each sample is a new process. For the warm variant every process shares one
         cache directory, which the first (untimed, checked) call populates."""
         def new_cache() -> Path:
@@ -140,7 +173,7 @@ class JaxStylePeer(Peer):
             env = dict(os.environ, **self.cache_env(cache, workload.warm))
             env["PYTHONPATH"] = os.pathsep.join(p or os.getcwd() for p in sys.path)
             command = [sys.executable, "-m", "ember.bench.compile_probe", self.loader,
-                       workload.source.name] + (["--quick"] if quick else [])
+                       workload.source.name, "--sizes", sizes]
             done = subprocess.run(command, env=env, capture_output=True, text=True,
                                   timeout=PROBE_TIMEOUT_S)
             if done.returncode != 0:
@@ -174,8 +207,10 @@ class EmberPeer(JaxStylePeer):
 
 
 class JaxPeer(JaxStylePeer):
-    def __init__(self) -> None:
-        super().__init__("jax", "ember.bench.peers:load_jax")
+    LOADERS = {"cpu": "ember.bench.peers:load_jax", "gpu": "ember.bench.peers:load_jax_gpu"}
+
+    def __init__(self, platform: str = "cpu") -> None:
+        super().__init__("jax", self.LOADERS[platform])
 
     def cache_env(self, cache_dir, warm):
         if not warm:
@@ -192,39 +227,47 @@ class NumPyPeer(Peer):
 
     name = "numpy"
 
-    def runner(self, workload, args, quick, scratch):
+    def runner(self, workload, args, sizes, scratch):
         if isinstance(workload, CompileWorkload):
             raise Unavailable("NumPy compiles nothing")
         sample = timed_calls(workload.reference, args, lambda out: None,
-                             workload.calls_per_sample(quick))
+                             workload.calls_per_sample(sizes))
         return Runner(sample, lambda out: out)
 
 
 class TorchPeer(Peer):
-    """PyTorch on the CPU, eager or through ``torch.compile`` (default backend: inductor)."""
+    """PyTorch eager or through ``torch.compile`` (default backend: inductor), on ``device``
+    ("cpu", or "cuda": its inputs are moved to the card before the first call, and each
+    sample waits for the card with ``torch.cuda.synchronize``)."""
 
-    def __init__(self, compiled: bool) -> None:
+    def __init__(self, compiled: bool, device: str = "cpu") -> None:
         self.compiled = compiled
+        self.device = device
         self.name = "torch.compile" if compiled else "torch"
 
-    def runner(self, workload, args, quick, scratch):
+    def runner(self, workload, args, sizes, scratch):
         if isinstance(workload, CompileWorkload):
             raise Unavailable("compile time is measured for Ember and JAX only")
         try:
             import torch
         except ImportError as error:
             raise Unavailable(f"torch is not installed ({error})") from error
+        device = torch.device(self.device)
+        on_gpu = device.type == "cuda"
+        if on_gpu and not torch.cuda.is_available():
+            raise Unavailable(f"torch {torch.__version__} sees no CUDA device")
         fn = workload.torch_impl(torch)
         if self.compiled:
             fn = torch.compile(fn)
-        tensors = tree_map(torch.from_numpy, args)
-        sample = timed_calls(fn, tensors, lambda out: None, workload.calls_per_sample(quick))
+        tensors = tree_map(lambda array: torch.from_numpy(array).to(device), args)
+        sync = (lambda out: torch.cuda.synchronize(device)) if on_gpu else (lambda out: None)
+        sample = timed_calls(fn, tensors, sync, workload.calls_per_sample(sizes))
         if self.compiled:
             try:
                 sample()  # compiles; a failure here means torch.compile does not work here
             except Exception as error:
                 raise Unavailable(f"skipped: torch.compile failed: {describe_error(error)}") from error
-        return Runner(sample, lambda out: tree_map(lambda t: t.detach().numpy(), out))
+        return Runner(sample, lambda out: tree_map(lambda t: t.detach().cpu().numpy(), out))
 
 
 def describe_error(error: BaseException) -> str:
@@ -234,5 +277,9 @@ def describe_error(error: BaseException) -> str:
 
 
 def default_peers(backend: str | None) -> list[Peer]:
+    """Every framework, on the platform of the Ember backend measured (NumPy: CPU only)."""
+    if target.platform(backend) == "gpu":
+        return [EmberPeer(backend), JaxPeer("gpu"), TorchPeer(compiled=False, device="cuda"),
+                TorchPeer(compiled=True, device="cuda")]
     return [EmberPeer(backend), NumPyPeer(), JaxPeer(), TorchPeer(compiled=False),
             TorchPeer(compiled=True)]

@@ -6,6 +6,11 @@ Two kinds of ratio, both defined here and nowhere else:
   allows for this workload's work: the copy floor scaled to the bytes it must move, or
   its matmul flops at the measured SGEMM rate. For matmul-bound workloads the table
   shows the inverse, the fraction of the SGEMM rate reached, as the targets state it.
+
+The floors are the CPU's on a CPU run and the card's on a GPU run (the same entries:
+the copy floor is then a device-to-device copy, the SGEMM rate cuBLAS's in float32, with
+its bfloat16 rate beside it); a floor that could not be measured has no "ok" status and
+bounds nothing.
 """
 from __future__ import annotations
 
@@ -30,15 +35,21 @@ def sgemm_floor_s(flops: float, gflops: float) -> float:
     return flops / (gflops * 1e9)
 
 
+def _measured(floors: dict, kind: str) -> dict | None:
+    entry = floors.get(kind)
+    return entry if entry is not None and entry["status"] == "ok" else None
+
+
 def _floor(kind: str | None, work: float | None, floors: dict, by_framework: dict) -> dict | None:
     """The floor time of one workload and every framework's time relative to it."""
     if kind is None or work is None:
         return None
     entry: dict = {"kind": kind, "work": work}
-    if kind == "copy" and "copy" in floors:
-        entry["floor_s"] = copy_floor_s(floors["copy"], work)
-    elif kind == "sgemm" and "sgemm" in floors and sgemm_rate(floors["sgemm"]):
-        entry["blas"], entry["gflops"] = sgemm_rate(floors["sgemm"])
+    copy, sgemm = _measured(floors, "copy"), _measured(floors, "sgemm")
+    if kind == "copy" and copy:
+        entry["floor_s"] = copy_floor_s(copy, work)
+    elif kind == "sgemm" and sgemm and sgemm_rate(sgemm):
+        entry["blas"], entry["gflops"] = sgemm_rate(sgemm)
         entry["floor_s"] = sgemm_floor_s(work, entry["gflops"])
     else:
         return entry
@@ -57,7 +68,7 @@ def build(machine: dict, settings: dict, frameworks: list[str], floors: dict,
         by_framework = results[workload.name]
         ember_s = by_framework.get("ember", {}).get("median_s")
         summary_workloads[workload.name] = {
-            "description": workload.description,
+            "description": workload.describe(settings["sizes"]),
             "unit": workload.unit,
             "frameworks": by_framework,
             "ratios": {fw: speed_ratio(m["median_s"], ember_s)
@@ -113,24 +124,22 @@ def _floor_cell(entry: dict) -> str:
     return f"{ember_ratio:.2f}x copy"
 
 
-def sgemm_summary(sgemm: dict) -> str:
-    rates = []
-    for name, entry in sgemm["blas"].items():
-        rate = f"{entry['gflops']:.0f} GFLOP/s" if entry["status"] == "ok" else entry["status"]
-        rates.append(f"{name} {rate}")
-    linked = f" (Ember links {sgemm['ember_blas']})" if sgemm.get("ember_blas") else ""
-    return f"SGEMM {sgemm['n']}^3: " + ", ".join(rates) + linked
+def _rate(entry: dict) -> str:
+    return f"{entry['gflops']:.0f} GFLOP/s" if entry["status"] == "ok" else entry["status"]
 
 
-def _floor_lines(floors: dict) -> list[str]:
-    lines = []
-    if "copy" in floors:
-        copy = floors["copy"]
-        lines.append(f"memory copy of {copy['bytes'] // 2**20} MiB: {copy['median_s'] * 1e3:.2f} ms "
-                     f"({copy['gb_per_s']:.1f} GB/s, read + write)")
-    if "sgemm" in floors:
-        lines.append(sgemm_summary(floors["sgemm"]))
-    return lines
+def floor_line(kind: str, floor: dict) -> str:
+    """One floor in one line: what was measured and how fast, or why it was not."""
+    if floor["status"] != "ok":
+        status = "n/a" if floor["status"] == "n/a" else floor["status"].upper()
+        return f"{kind} floor {status}: {floor['reason']}"
+    if "bytes" in floor:  # the copy
+        return (f"{floor['what']} of {floor['bytes'] // 2**20} MiB: {floor['median_s'] * 1e3:.2f} ms "
+                f"({floor['gb_per_s']:.1f} GB/s, read + write)")
+    rates = ", ".join(f"{name} {_rate(entry)}" for name, entry in floor["blas"].items())
+    linked = f" (Ember links {floor['ember_blas']})" if floor.get("ember_blas") else ""
+    bf16 = f"; bfloat16 GEMM: {_rate(floor['bf16'])}" if "bf16" in floor else ""
+    return f"SGEMM {floor['n']}^3: {rates}{linked}{bf16}"
 
 
 def _notes(summary: dict) -> list[str]:
@@ -160,13 +169,16 @@ def format_table(summary: dict) -> str:
     peers = [fw for fw in summary["frameworks"] if fw != "ember"]
     versions = ", ".join(f"{name} {version or '-'}" for name, version in machine["versions"].items())
     lines = [
-        f"Ember bench, {machine['date']}: {'quick' if settings['quick'] else 'full'} sizes, "
+        f"Ember bench, {machine['date']}: {settings['sizes']} sizes, "
         f"median of {settings['repeats']} timed runs after {settings['warmup']} warm-up "
         f"(compile_*: median of {settings['compile_repeats']} fresh processes)",
         f"machine: {machine['cpu']}, {machine['cores']} cores, {machine['platform']}, "
         f"Python {machine['python']}",
         f"versions: {versions}; Ember backend: {machine['ember_backend']}",
     ]
+    if machine.get("gpu"):
+        lines.append(f"gpu: {machine['gpu']}; the peers run on it too (NumPy, which would time "
+                     "the host, is left out)")
     if machine["env"]:
         lines.append("env: " + " ".join(f"{k}={v}" for k, v in machine["env"].items()))
     lines.append("")
@@ -181,9 +193,9 @@ def format_table(summary: dict) -> str:
     lines += ["", "(x.xx): peer time / Ember time, above 1 means Ember is faster.",
               "ember vs floor: Ember time / the copy floor scaled to the bytes the workload "
               "reads and writes; for mlp_step, the share of the SGEMM rate Ember reaches."]
-    floor_lines = _floor_lines(summary["floors"])
-    if floor_lines:
-        lines += ["floors, measured in this run:"] + [f"  {line}" for line in floor_lines]
+    if summary["floors"]:
+        lines += ["floors, measured in this run:"]
+        lines += [f"  {floor_line(kind, floor)}" for kind, floor in summary["floors"].items()]
     notes = _notes(summary)
     if notes:
         lines += ["notes:"] + notes

@@ -7,8 +7,13 @@ difference between the frameworks, not between two programs. NumPy runs the orac
 (reference.py) in float32 and PyTorch runs its own idiomatic version (torch_impls.py);
 all of them compute the same function of the same inputs.
 
-Sizes are fixed: the full sizes are the ones the project's targets are stated for, and
-``quick`` shrinks every one of them for smoke tests.
+Sizes are fixed, in one table per workload with a row per ``target.SIZES``: "cpu" is the
+sizes the project's CPU targets are stated for; "gpu" scales them up so that one call on
+an H200 is bound by its memory or its float32 rate, not by launch overhead (the CPU's
+16M-element GELU takes ~30 us there), while the host's share of a run (the float64
+oracle, the check of every answer) keeps ``ember bench --backend cuda`` within the 240 s
+that .ci/gpu-check gives it; "quick" shrinks every one for smoke tests. The GPU sizes
+were chosen without a GPU and have not run on one yet.
 """
 from __future__ import annotations
 
@@ -29,16 +34,24 @@ class Workload:
     """A timed computation: one call of a jitted function on fixed float32 inputs."""
 
     name: str
-    description: str
-    make_inputs: Callable[[bool], tuple]          # quick -> positional arguments (NumPy)
+    description: str                              # a template over the keywords of a size
+    sizes: dict[str, dict[str, Any]]              # SIZES key -> keywords of make_inputs
+    make_inputs: Callable[..., tuple]             # size keywords -> positional arguments (NumPy)
     jax_style: Callable[[Any], Callable]          # namespace -> function of the arguments
     reference: Callable[..., Any]                 # NumPy, dtype-generic (see reference.py)
     torch_impl: Callable[[Any], Callable]         # torch module -> function of tensors
     tolerance: float = 1e-4                       # max |got - ref| / max |ref|, per array
     unit: str = "ms"                              # how the table shows the time per call
-    calls_per_sample: Callable[[bool], int] = lambda quick: 1
+    calls_per_sample: Callable[[str], int] = lambda sizes: 1
     floor: str | None = None                      # "copy" or "sgemm": what bounds it
     floor_work: Callable[[tuple], float] | None = None  # bytes moved or flops, per call
+
+    def inputs(self, sizes: str) -> tuple:
+        return self.make_inputs(**self.sizes[sizes])
+
+    def describe(self, sizes: str) -> str:
+        return self.description.format(**{key: _readable(value)
+                                          for key, value in self.sizes[sizes].items()})
 
 
 @dataclass(frozen=True)
@@ -57,11 +70,23 @@ class CompileWorkload:
     unit: str = "ms"
     floor: str | None = None
 
-    def make_inputs(self, quick: bool) -> tuple:
-        return self.source.make_inputs(quick)
+    def inputs(self, sizes: str) -> tuple:
+        return self.source.inputs(sizes)
+
+    def describe(self, sizes: str) -> str:
+        return self.description
 
     def reference(self, *args):
         return self.source.reference(*args)[1]
+
+
+def _readable(value: Any) -> str:
+    """A size as the descriptions show it: 16777216 -> "16M", (784, 10) -> "784-10"."""
+    if isinstance(value, (tuple, list)):
+        return "-".join(str(v) for v in value)
+    if value >= 2**20 and value % 2**20 == 0:
+        return f"{value // 2**20}M"
+    return str(value)
 
 
 def _normal(rng: np.random.Generator, shape, scale: float = 1.0) -> np.ndarray:
@@ -77,8 +102,8 @@ def _bytes_moved(args: tuple, outputs: int = 1) -> float:
 
 # --- gelu --------------------------------------------------------------------------------
 
-def _gelu_inputs(quick: bool) -> tuple:
-    return (_normal(np.random.default_rng(SEED), 4096 if quick else 16 * 2**20),)
+def _gelu_inputs(n: int) -> tuple:
+    return (_normal(np.random.default_rng(SEED), n),)
 
 
 def _gelu(ns):
@@ -88,7 +113,8 @@ def _gelu(ns):
 
 
 GELU = Workload(
-    "gelu", "tanh-GELU on 16M float32",
+    "gelu", "tanh-GELU on {n} float32",
+    {"quick": dict(n=4096), "cpu": dict(n=16 * 2**20), "gpu": dict(n=128 * 2**20)},
     _gelu_inputs, _gelu, reference.gelu, torch_impls.gelu,
     floor="copy", floor_work=_bytes_moved,
 )
@@ -96,8 +122,12 @@ GELU = Workload(
 
 # --- softmax and layernorm ---------------------------------------------------------------
 
-def _rows_inputs(quick: bool) -> tuple:
-    return (_normal(np.random.default_rng(SEED), (64, 128) if quick else (8192, 1024)),)
+ROWS = {"quick": dict(rows=64, cols=128), "cpu": dict(rows=8192, cols=1024),
+        "gpu": dict(rows=65536, cols=1024)}
+
+
+def _rows_inputs(rows: int, cols: int) -> tuple:
+    return (_normal(np.random.default_rng(SEED), (rows, cols)),)
 
 
 def _softmax(ns):
@@ -107,14 +137,14 @@ def _softmax(ns):
 
 
 SOFTMAX = Workload(
-    "softmax", "softmax over rows of 8192x1024 float32",
+    "softmax", "softmax over rows of {rows}x{cols} float32", ROWS,
     _rows_inputs, _softmax, reference.softmax, torch_impls.softmax,
     floor="copy", floor_work=_bytes_moved,
 )
 
 
-def _layernorm_inputs(quick: bool) -> tuple:
-    (x,) = _rows_inputs(quick)
+def _layernorm_inputs(rows: int, cols: int) -> tuple:
+    (x,) = _rows_inputs(rows, cols)
     rng = np.random.default_rng(SEED + 1)
     d = x.shape[-1]
     return x, 1.0 + _normal(rng, d, 0.1), _normal(rng, d, 0.1)
@@ -134,7 +164,7 @@ def _layernorm(ns):
 
 
 LAYERNORM = Workload(
-    "layernorm", "layernorm over rows of 8192x1024 float32",
+    "layernorm", "layernorm over rows of {rows}x{cols} float32", ROWS,
     _layernorm_inputs, _layernorm, reference.layernorm, torch_impls.layernorm,
     floor="copy", floor_work=_bytes_moved,
 )
@@ -142,16 +172,15 @@ LAYERNORM = Workload(
 
 # --- mlp_step ----------------------------------------------------------------------------
 
-def _mlp_inputs(quick: bool) -> tuple:
-    sizes, batch = ([32, 64, 64, 10], 16) if quick else ([784, 1024, 1024, 10], 256)
+def _mlp_inputs(widths: tuple[int, ...], batch: int) -> tuple:
     rng = np.random.default_rng(SEED)
     params = {}
-    for i, (fan_in, fan_out) in enumerate(zip(sizes, sizes[1:]), start=1):
+    for i, (fan_in, fan_out) in enumerate(zip(widths, widths[1:]), start=1):
         params[f"w{i}"] = _normal(rng, (fan_in, fan_out), math.sqrt(2.0 / fan_in))
         params[f"b{i}"] = _normal(rng, fan_out, 0.01)
-    x = _normal(rng, (batch, sizes[0]))
-    labels = rng.integers(0, sizes[-1], batch)
-    y = np.eye(sizes[-1], dtype=np.float32)[labels]
+    x = _normal(rng, (batch, widths[0]))
+    labels = rng.integers(0, widths[-1], batch)
+    y = np.eye(widths[-1], dtype=np.float32)[labels]
     return params, x, y
 
 
@@ -188,7 +217,10 @@ def _mlp_flops(args: tuple) -> float:
 
 
 MLP_STEP = Workload(
-    "mlp_step", "MLP 784-1024-1024-10 SGD train step, batch 256",
+    "mlp_step", "MLP {widths} SGD train step, batch {batch}",
+    {"quick": dict(widths=(32, 64, 64, 10), batch=16),
+     "cpu": dict(widths=(784, 1024, 1024, 10), batch=256),
+     "gpu": dict(widths=(784, 1024, 1024, 10), batch=32768)},
     _mlp_inputs, _mlp_step, reference.mlp_step, torch_impls.mlp_step,
     floor="sgemm", floor_work=_mlp_flops,
 )
@@ -196,8 +228,7 @@ MLP_STEP = Workload(
 
 # --- transformer -------------------------------------------------------------------------
 
-def _transformer_inputs(quick: bool) -> tuple:
-    d, seq, batch = (64, 16, 2) if quick else (512, 256, 8)
+def _transformer_inputs(d: int, seq: int, batch: int) -> tuple:
     rng = np.random.default_rng(SEED)
     params = {}
     for name, fan_in, fan_out in [("qkv", d, 3 * d), ("o", d, d), ("1", d, 4 * d), ("2", 4 * d, d)]:
@@ -244,14 +275,16 @@ def _transformer(ns):
 
 TRANSFORMER = Workload(
     "transformer",
-    "transformer block fwd+bwd: d_model 512, 8 heads, seq 256, batch 8, causal",
+    "transformer block fwd+bwd: d_model {d}, 8 heads, seq {seq}, batch {batch}, causal",
+    {"quick": dict(d=64, seq=16, batch=2), "cpu": dict(d=512, seq=256, batch=8),
+     "gpu": dict(d=512, seq=256, batch=64)},
     _transformer_inputs, _transformer, reference.transformer_grads, torch_impls.transformer,
 )
 
 
 # --- dispatch ----------------------------------------------------------------------------
 
-def _dispatch_inputs(quick: bool) -> tuple:
+def _dispatch_inputs() -> tuple:
     return (_normal(np.random.default_rng(SEED), 8),)
 
 
@@ -263,8 +296,9 @@ def _dispatch(ns):
 
 DISPATCH = Workload(
     "dispatch", "per-call overhead: jitted 5-op elementwise function on 8 float32",
+    {"quick": {}, "cpu": {}, "gpu": {}},
     _dispatch_inputs, _dispatch, reference.dispatch_fn, torch_impls.dispatch,
-    unit="us", calls_per_sample=lambda quick: 20 if quick else 2000,
+    unit="us", calls_per_sample=lambda sizes: 20 if sizes == "quick" else 2000,
 )
 
 

@@ -51,7 +51,8 @@ def numpy_namespace() -> SimpleNamespace:
     nn = SimpleNamespace(gelu=gelu, softmax=softmax, log_softmax=log_softmax,
                          relu=lambda x: np.maximum(x, 0))
     return SimpleNamespace(numpy=np, nn=nn, jit=lambda fn: fn, grad=_no_autodiff,
-                           value_and_grad=_no_autodiff, block_until_ready=lambda tree: tree)
+                           value_and_grad=_no_autodiff, block_until_ready=lambda tree: tree,
+                           device_put=lambda tree: tree)
 
 
 def wrong_gelu_namespace() -> SimpleNamespace:
@@ -103,7 +104,7 @@ def test_quick_run_structure_json_and_table(tmp_path, capsys, loadable_stand_ins
     assert json.loads(json_path.read_text()) == json.loads(json.dumps(summary))
     assert set(summary) == {"machine", "settings", "frameworks", "floors", "workloads"}
     assert summary["frameworks"] == [peer.name for peer in peers]
-    assert summary["settings"]["quick"] is True
+    assert summary["settings"]["sizes"] == "quick"
     assert {"cpu", "cores", "date", "versions"} <= set(summary["machine"])
     assert list(summary["workloads"]) == only
     assert set(summary["floors"]) == {"copy", "sgemm"}  # brought in by gelu and mlp_step
@@ -138,7 +139,7 @@ def test_quick_run_structure_json_and_table(tmp_path, capsys, loadable_stand_ins
     table = capsys.readouterr().out
     assert "workload" in table and "ember vs floor" in table
     assert "ERROR: NotImplementedError" in table
-    assert "memory copy of" in table and "SGEMM" in table
+    assert "memory copy (np.copyto) of" in table and "SGEMM" in table
     assert summary["machine"]["cpu"] in table
     for name in only:
         assert any(line.startswith(name) for line in table.splitlines())
@@ -272,16 +273,16 @@ def test_sgemm_floor_is_the_best_rate_measured(mkl, expected):
 
 
 def test_ratio_arithmetic_and_table_cells():
-    copy = {"bytes": 64 * 2**20, "traffic_bytes": 128 * 2**20, "median_s": 0.004,
+    copy = {"status": "ok", "what": "memory copy", "bytes": 64 * 2**20, "traffic_bytes": 128 * 2**20, "median_s": 0.004,
             "samples_s": [0.004], "gb_per_s": 128 * 2**20 / 0.004 / 1e9}
-    sgemm = {"n": 1024, "flops": 2.0 * 1024**3, "blas": {
+    sgemm = {"status": "ok", "n": 1024, "flops": 2.0 * 1024**3, "blas": {
         "numpy": {"status": "ok", "gflops": 150.0, "median_s": 0.01, "samples_s": [0.01]},
         "scipy_openblas32": {"status": "ok", "gflops": 200.0, "median_s": 0.01, "samples_s": [0.01]},
     }, "ember_blas": "scipy_openblas32"}
     summary = report.build(
         machine={"date": "today", "cpu": "a CPU", "cores": 2, "platform": "p", "python": "3",
                  "versions": {"numpy": "2"}, "ember_backend": "cpu", "env": {}},
-        settings={"quick": False, "repeats": 7, "warmup": 2, "compile_repeats": 3},
+        settings={"sizes": "cpu", "repeats": 7, "warmup": 2, "compile_repeats": 3},
         frameworks=["ember", "jax", "torch"],
         floors={"copy": copy, "sgemm": sgemm},
         workloads=[workloads.SOFTMAX, workloads.MLP_STEP, workloads.DISPATCH],
@@ -314,11 +315,11 @@ def test_ratio_arithmetic_and_table_cells():
 
 
 def test_bytes_and_flops_the_floors_scale_by():
-    (x,) = workloads.SOFTMAX.make_inputs(False)
+    (x,) = workloads.SOFTMAX.inputs("cpu")
     assert workloads.SOFTMAX.floor_work((x,)) == 2 * 32 * 2**20  # 32 MiB in, 32 MiB out
-    (x,) = workloads.GELU.make_inputs(False)
+    (x,) = workloads.GELU.inputs("cpu")
     assert workloads.GELU.floor_work((x,)) == 2 * 64 * 2**20  # exactly the copy floor's traffic
-    params, x, y = workloads.MLP_STEP.make_inputs(False)
+    params, x, y = workloads.MLP_STEP.inputs("cpu")
     forward = 2 * 256 * (784 * 1024 + 1024 * 1024 + 1024 * 10)
     assert workloads.MLP_STEP.floor_work((params, x, y)) == 3 * forward - 2 * 256 * 784 * 1024
 
@@ -346,7 +347,7 @@ def _check_gradients(loss, grads, params, args, rng, per_param=3, eps=1e-6):
 
 
 def test_reference_transformer_gradients_match_finite_differences():
-    params, x = workloads.TRANSFORMER.make_inputs(True)
+    params, x = workloads.TRANSFORMER.inputs("quick")
     params, x = _as_float64(params), _as_float64(x)
     loss = workloads.transformer_loss(numpy_namespace())
     grads = reference.transformer_grads(params, x)
@@ -355,7 +356,7 @@ def test_reference_transformer_gradients_match_finite_differences():
 
 
 def test_reference_mlp_step_matches_finite_differences():
-    params, x, y = (_as_float64(a) for a in workloads.MLP_STEP.make_inputs(True))
+    params, x, y = (_as_float64(a) for a in workloads.MLP_STEP.inputs("quick"))
     loss = workloads.mlp_loss(numpy_namespace())
     new_params, step_loss = reference.mlp_step(params, x, y)
     assert float(step_loss) == pytest.approx(loss(params, x, y), rel=1e-12)
