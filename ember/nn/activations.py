@@ -5,6 +5,7 @@ that never evaluate ``exp`` of a large positive input).
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Sequence
 
@@ -15,6 +16,7 @@ from ember.errors import EmberValueError
 from ember.numpy._axes import canonicalize_axis
 from ember.numpy._promotion import ensure_array, promote_args_inexact
 from ember.transforms.api import stop_gradient
+from ember.transforms.custom import custom_jvp
 
 __all__ = [
     "relu", "relu6", "gelu", "silu", "swish", "sigmoid", "log_sigmoid", "softplus",
@@ -172,10 +174,31 @@ def _shift(x: Any, axis: Axis, where: Any) -> Any:
 def softmax(x: Any, axis: Axis = -1, where: Any = None, initial: Any = None) -> Any:
     """``exp(x) / sum(exp(x))`` over ``axis`` (masked entries, ``where=False``, are 0)."""
     x = _inexact(x)
+    if where is None:
+        return _softmax(x, axis if axis is None or isinstance(axis, int) else tuple(axis))
+    return _softmax_composed(x, axis, where)
+
+
+def _softmax_composed(x: Any, axis: Axis, where: Any) -> Any:
     unnormalized = enp.exp(enp.subtract(x, _shift(x, axis, where)))
     if where is not None:
         unnormalized = enp.where(where, unnormalized, 0)
     return enp.true_divide(unnormalized, enp.sum(unnormalized, axis, keepdims=True))
+
+
+@functools.partial(custom_jvp, nondiff_argnums=(1,))
+def _softmax(x: Any, axis: Axis) -> Any:
+    return _softmax_composed(x, axis, None)
+
+
+@_softmax.defjvp
+def _softmax_jvp(axis: Axis, primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+    """``y * (dx - sum(y * dx))``, in terms of the output alone (as JAX): the backward
+    pass then reads the probabilities, not the exponentials and their sum (which
+    differentiating the composition keeps alive and divides again)."""
+    (x,), (x_dot,) = primals, tangents
+    y = _softmax(x, axis)
+    return y, y * (x_dot - enp.sum(y * x_dot, axis, keepdims=True))
 
 
 def log_softmax(x: Any, axis: Axis = -1, where: Any = None, initial: Any = None) -> Any:

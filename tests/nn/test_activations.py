@@ -179,3 +179,22 @@ def test_activations_under_jit_match_eager():
     with ember.config.override(backend="reference"):
         for eager, jitted in zip(f(x), ember.jit(f)(x)):
             np.testing.assert_allclose(np.asarray(eager), np.asarray(jitted), rtol=1e-6)
+
+
+@pytest.mark.parametrize("axis", [-1, 0, (0, 1), None])
+def test_softmax_derivatives_match_finite_differences(x64, axis):
+    """softmax has its own JVP (in terms of its output): forward and reverse mode, up to
+    second order, against central differences."""
+    from ember.test_util import check_grads
+
+    x = np.random.default_rng(3).normal(size=(3, 4)) * 2
+    weights = np.random.default_rng(4).normal(size=(3, 4))
+    check_grads(lambda v: nn.softmax(v, axis=axis) * weights, (x,), order=2)
+
+
+def test_softmax_gradient_of_a_saturated_row_is_finite():
+    x = np.array([[1e4, 0.0, -1e4], [0.0, 0.0, 0.0]], np.float32)
+    g = np.asarray(ember.grad(lambda v: enp.sum(nn.softmax(v) * np.arange(3.0)))(x))
+    assert np.isfinite(g).all()
+    np.testing.assert_allclose(g[0], 0.0, atol=1e-6)
+    np.testing.assert_allclose(g[1], np.array([-1, 0, 1]) / 3.0, rtol=1e-6)
