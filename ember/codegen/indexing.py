@@ -194,6 +194,24 @@ def _divide_exact(form: Affine, factor: int) -> Affine:
     return Affine(tuple((a, c // factor) for a, c in form.terms), form.const // factor)
 
 
+def _peel(form: Affine, divisor: int) -> tuple[int, Affine, Affine] | None:
+    """``(g, y, r)`` with ``form = g*y + r``, ``1 < g < divisor``, ``g`` dividing
+    ``divisor`` and ``0 <= r < g`` (a loop split into blocks, say ``256*o + i`` with
+    ``i < 256``), so that dividing ``form`` by ``divisor`` only divides ``y``; None when
+    no such split exists (or ``form`` may be negative)."""
+    if bounds(form)[0] < 0:
+        return None
+    for step in sorted({math.gcd(c, divisor) for _, c in form.terms}, reverse=True):
+        if not 1 < step < divisor:
+            continue
+        fine = Affine(tuple((a, c) for a, c in form.terms if c % step), form.const)
+        lo, hi = bounds(fine)
+        if 0 <= lo and hi < step:
+            coarse = Affine(tuple((a, c // step) for a, c in form.terms if not c % step), 0)
+            return step, coarse, fine
+    return None
+
+
 def _single_atom(form: Affine) -> Atom | None:
     if len(form.terms) == 1 and form.terms[0][1] == 1 and form.const == 0:
         return form.terms[0][0]
@@ -216,6 +234,10 @@ def floordiv(form: Affine, divisor: int) -> Affine:
     factor = _common_factor(rest, divisor)
     if factor > 1:
         rest, divisor = _divide_exact(rest, factor), divisor // factor
+    peeled = _peel(rest, divisor)
+    if peeled is not None:  # (g*y + r) // (g*e) = y // e
+        step, coarse, _ = peeled
+        return add(quotient, floordiv(coarse, divisor // step))
     inner = _single_atom(rest)
     if isinstance(inner, FloorDiv):
         return add(quotient, floordiv(inner.arg, inner.divisor * divisor))
@@ -234,6 +256,10 @@ def mod(form: Affine, divisor: int) -> Affine:
     factor = _common_factor(rest, divisor)
     if factor > 1:
         return scale(mod(_divide_exact(rest, factor), divisor // factor), factor)
+    peeled = _peel(rest, divisor)
+    if peeled is not None:  # (g*y + r) % (g*e) = g*(y % e) + r
+        step, coarse, fine = peeled
+        return add(scale(mod(coarse, divisor // step), step), fine)
     inner = _single_atom(rest)
     if isinstance(inner, Mod) and inner.divisor % divisor == 0:
         return mod(inner.arg, divisor)

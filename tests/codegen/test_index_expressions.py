@@ -94,3 +94,15 @@ def test_simplified_forms_evaluate_like_the_operations_they_stand_for(data):
         assert evaluate(form, env) == value
         lo, hi = ix.bounds(form)
         assert lo <= value <= hi
+
+
+def test_dividing_blocks_divides_the_block_index():
+    """(256*o + i) // 2048 with i < 256 is o // 8: a split loop's offset cancels, so two
+    spellings of one position become one form (one load, loops that merge)."""
+    outer, inner = Sym("o", 64), Sym("i", 256)
+    form = ix.add(ix.scale(ix.var(outer), 256), ix.var(inner))
+    assert ix.floordiv(form, 2048) == ix.floordiv(ix.var(outer), 8)
+    assert ix.mod(form, 2048) == ix.add(ix.scale(ix.mod(ix.var(outer), 8), 256), ix.var(inner))
+    linear = ix.add(ix.scale(ix.floordiv(form, 2048), 524288),
+                    ix.scale(ix.mod(ix.var(outer), 8), 65536))
+    assert linear == ix.scale(ix.var(outer), 65536)
