@@ -26,7 +26,7 @@ COPY_BYTES = {"quick": 2**20, "gpu": 2**30}
 GEMM_N = {"quick": 256, "gpu": 8192}
 COPY_CALLS = 10  # per sample; a 1 GiB copy takes ~0.5 ms on an H200
 GEMM_CALLS = 3   # per sample; 8192^3 takes ~20 ms in float32, ~2 ms in bfloat16
-CHECKED_ROWS = 16  # rows of a GEMM's result checked in float64 (all of them: a GEMM of its own)
+CHECKED_ROWS = 16  # of a GEMM's result, checked in float64 (all: an 8192^3 GEMM on the host)
 
 
 def _runtime() -> Any:
