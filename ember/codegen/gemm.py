@@ -10,6 +10,7 @@ axis and one of the two has unit stride. The output is a fresh row-major buffer
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -36,6 +37,12 @@ class Matrix:
 
 @dataclass(frozen=True)
 class GemmPlan:
+    """``C[item] = A[item] @ B[item]`` for every batch item. ``c`` is where the product
+    goes: row-major (never ``transposed``: ``plan_gemm`` swaps the operands instead),
+    with its own leading dimension and batch strides, as a consumer's transpose or
+    reshape lays it out (``product_matrix``); None: a fresh contiguous (batch, m, n)
+    buffer."""
+
     dtype: np.dtype
     batch: tuple[int, ...]
     m: int
@@ -43,6 +50,15 @@ class GemmPlan:
     k: int
     a: Matrix
     b: Matrix
+    c: Matrix | None = None
+
+    @property
+    def output(self) -> Matrix:
+        """``c``, with the fresh contiguous layout spelled out."""
+        if self.c is not None:
+            return self.c
+        strides = ix.row_major_strides((*self.batch, self.m, self.n))[:len(self.batch)]
+        return Matrix(self.m, self.n, False, max(self.n, 1), 0, tuple(strides))
 
     @property
     def flops(self) -> float:
@@ -109,9 +125,96 @@ def operand_matrix(eqn: Eqn, position: int, base_shape: Sequence[int], index: In
     return _matrix(contract_axis, free_axis, offset, batch_strides)
 
 
-def plan_gemm(eqn: Eqn, lhs: Matrix, rhs: Matrix) -> GemmPlan:
+def plan_gemm(eqn: Eqn, lhs: Matrix, rhs: Matrix, out: Matrix | None = None) -> GemmPlan:
+    """The plan of ``eqn`` (``out``: where its product goes, None for a fresh buffer).
+    A transposed ``out`` is written as ``C^T = B^T A^T``: the plan's A is then ``rhs``
+    and its B ``lhs`` (the caller passes their buffers in that order)."""
     _, (lb, _) = eqn.params["dimension_numbers"]
     lhs_shape = eqn.inputs[0].aval.shape
     batch = tuple(lhs_shape[d] for d in lb)
-    return GemmPlan(dtype=eqn.outputs[0].aval.dtype, batch=batch, m=lhs.rows, n=rhs.cols,
-                    k=lhs.cols, a=lhs, b=rhs)
+    dtype = eqn.outputs[0].aval.dtype
+    if out is not None and out.transposed:  # C^T = B^T A^T, stored row-major
+        return GemmPlan(dtype, batch, rhs.cols, lhs.rows, lhs.cols, _flipped(rhs),
+                        _flipped(lhs), _flipped(out))
+    return GemmPlan(dtype=dtype, batch=batch, m=lhs.rows, n=rhs.cols, k=lhs.cols, a=lhs,
+                    b=rhs, c=out)
+
+
+def _flipped(matrix: Matrix) -> Matrix:
+    """The transpose of ``matrix``: the same memory read the other way."""
+    return Matrix(matrix.cols, matrix.rows, not matrix.transposed, matrix.ld, matrix.offset,
+                  matrix.batch_strides)
+
+
+# --- writing a product through its consumer's views ----------------------------------
+
+def product_matrix(eqn: Eqn, strides: Sequence[int]) -> Matrix | None:
+    """Where ``eqn``'s product lands when its element ``(batch..., i, j)`` goes to
+    ``sum(index * strides)`` of another buffer (``strides``: per product axis, from
+    ``view_strides``), as a matrix BLAS can write; None when the free axes do not each
+    collapse into one strided axis, or neither of them is contiguous."""
+    (lc, _), (lb, _) = eqn.params["dimension_numbers"]
+    shape = eqn.outputs[0].aval.shape
+    nb, n_lhs = len(lb), eqn.inputs[0].aval.ndim - len(lc) - len(lb)
+    rows = _collapse(shape[nb:nb + n_lhs], strides[nb:nb + n_lhs])
+    cols = _collapse(shape[nb + n_lhs:], strides[nb + n_lhs:])
+    if rows is None or cols is None:
+        return None
+    return _matrix(rows, cols, 0, tuple(strides[:nb]))
+
+
+def view_strides(chain: Sequence[Eqn], strides: Sequence[int]) -> tuple[int, ...] | None:
+    """The strides at which the operand of a chain of views (``chain``: the last view
+    first) sits in the buffer of the chain's result, whose strides are ``strides``; None
+    when a view is not a one-to-one relabelling of elements that strides express."""
+    strides = tuple(strides)
+    for eqn in chain:
+        strides = _operand_strides(eqn, strides)
+        if strides is None:
+            return None
+    return strides
+
+
+def _operand_strides(eqn: Eqn, strides: tuple[int, ...]) -> tuple[int, ...] | None:
+    name, params = eqn.prim.name, eqn.params
+    in_shape = eqn.inputs[0].aval.shape
+    if name in ("stop_gradient", "name"):
+        return strides
+    if name == "transpose":
+        found = [0] * len(strides)
+        for k, axis in enumerate(params["permutation"]):
+            found[axis] = strides[k]
+        return tuple(found)
+    if name in ("reshape", "squeeze") or (
+            name == "broadcast_in_dim" and math.prod(in_shape) == math.prod(
+                eqn.outputs[0].aval.shape)):
+        return _reshaped_strides(eqn.outputs[0].aval.shape, strides, in_shape)
+    return None
+
+
+def _reshaped_strides(shape: Sequence[int], strides: Sequence[int],
+                      new_shape: Sequence[int]) -> tuple[int, ...] | None:
+    """Strides of ``new_shape`` viewing the same elements, in the same row-major order,
+    as ``shape`` with ``strides`` (NumPy's reshape without a copy), or None."""
+    old = [(n, s) for n, s in zip(shape, strides) if n != 1]
+    new = [d for d, n in enumerate(new_shape) if n != 1]
+    found = [0] * len(new_shape)
+    i = j = 0
+    while i < len(old) and j < len(new):
+        i_end, j_end = i + 1, j + 1
+        old_size, new_size = old[i][0], new_shape[new[j]]
+        while old_size != new_size:  # the smallest runs of axes of equal size
+            if old_size < new_size:
+                old_size *= old[i_end][0]
+                i_end += 1
+            else:
+                new_size *= new_shape[new[j_end]]
+                j_end += 1
+        if any(old[a][1] != old[a + 1][1] * old[a + 1][0] for a in range(i, i_end - 1)):
+            return None  # the run is not one strided axis
+        stride = old[i_end - 1][1]
+        for d in reversed(new[j:j_end]):
+            found[d] = stride
+            stride *= new_shape[d]
+        i, j = i_end, j_end
+    return tuple(found)

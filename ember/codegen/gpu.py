@@ -281,7 +281,7 @@ class GpuRenderer(CRenderer):
     # --- GEMM ------------------------------------------------------------------------
     def render_gemm(self, name: str, plan: GemmPlan) -> tuple[str, LaunchShape]:
         """A tiled GEMM kernel ``C[bt] = A[bt] @ B[bt]`` over the strided operands of
-        ``plan``; C is a fresh row-major (batch, m, n) buffer.
+        ``plan``; C is row-major, laid out as ``plan.output``.
 
         A block of 16 x 16 threads computes a 64 x 64 tile of C, each thread 4 x 4 values
         held in registers (rows ``ty + 16 i``, columns ``tx + 16 j``: conflict-free shared
@@ -306,6 +306,7 @@ class GpuRenderer(CRenderer):
             f"bt += {self.builtin('blocks', 2)}) {{",
             f"  {g}const {ctype} *a = A + {_batch_offset(plan.a, plan)};",
             f"  {g}const {ctype} *b = B + {_batch_offset(plan.b, plan)};",
+            f"  {g}{ctype} *c = C + {_batch_offset(plan.output, plan)};",
             f"  for ({it} r0 = ({it}){self.builtin('block', 1)} * {side}; r0 < {plan.m}; "
             f"r0 += ({it}){self.builtin('blocks', 1)} * {side}) {{",
             f"    {ctype} acc[{per}][{per}];",
@@ -325,7 +326,7 @@ class GpuRenderer(CRenderer):
             f"    for (int i = 0; i < {per}; i++) for (int j = 0; j < {per}; j++) {{",
             f"      const {it} row = r0 + ty + {GEMM_TILE} * i, col = c0 + tx + {GEMM_TILE} * j;",
             f"      if (row < {plan.m} && col < {plan.n}) "
-            f"C[({it})bt * {plan.m * plan.n} + row * {plan.n} + col] = acc[i][j];",
+            f"c[row * {plan.output.ld} + col] = acc[i][j];",
             "    }",
             "  }",
             "}",
@@ -361,7 +362,8 @@ def _tile_loads(plan: GemmPlan, side: int, depth: int) -> list[str]:
 
 
 def _batch_offset(matrix: Matrix, plan: GemmPlan) -> str:
-    """Element offset of batch ``bt`` (row-major over the batch axes) in an operand."""
+    """Element offset of batch ``bt`` (row-major over the batch axes) in an operand or
+    the output."""
     terms = [str(matrix.offset)]
     stride = 1
     for extent, step in reversed(list(zip(plan.batch, matrix.batch_strides))):

@@ -13,7 +13,9 @@ needed, as exact index expressions (``ember.codegen.access``):
 - a value that must be in a buffer anyway (a program output) is stored by the kernel
   that consumes it, when that kernel visits each of its elements once (multi-output);
 - dot_general runs as a library call (BLAS); the elementwise kernel that consumes its
-  whole result becomes its epilogue; transposes of its operands become BLAS flags;
+  whole result becomes its epilogue; transposes of its operands become BLAS flags; a
+  consumer that only copies the whole result through views (a transpose, a reshape)
+  becomes the layout the call writes it in;
 - gather, the dynamic slices and scatters whose updates land apart are inlined like
   elementwise equations (a load at a data-dependent position: the array they index is
   stored, their indices computed in place); other scatters and scans are stored by a
@@ -31,7 +33,7 @@ from dataclasses import dataclass
 
 from ember.codegen import access
 from ember.codegen import indexing as ix
-from ember.codegen.gemm import operand_matrix, operand_syms
+from ember.codegen.gemm import operand_matrix, operand_syms, product_matrix, view_strides
 from ember.codegen.indexing import Index, Sym
 from ember.ir.graph import Eqn, Graph, Literal, Var
 from ember.passes.schedule import Group, Schedule
@@ -208,8 +210,11 @@ class _Fuser:
 
     def place_library(self, eqn: Eqn) -> None:
         out = eqn.outputs[0]
-        group = self._epilogue_for(out)
-        if group is None:
+        target = self._layout_target(eqn)
+        group = target or self._epilogue_for(out)
+        if target is not None:
+            group.kind = "library"
+        elif group is None:
             group = self.new_group("library", out.aval.shape)
             group.add_root(out, ix.identity(group.syms), self._reason(out))
         else:
@@ -224,6 +229,40 @@ class _Fuser:
             group.library_operands.append((base, index, syms))
             self.need(base, "operand of dot_general (a BLAS call)")
             self.loaded_by_calls.add(base)
+
+    def _layout_target(self, eqn: Eqn) -> Group | None:
+        """The only consumer of this GEMM's product when all it does is copy the whole
+        product into its result through views (the heads of attention transposed back
+        into rows); the call then writes the product there directly (sets the group's
+        ``product_layout``), and the copy is never made."""
+        out = eqn.outputs[0]
+        demands = self.demands.get(out, {})
+        if out in self.needs or out in self.loaded_by_calls or len(demands) != 1:
+            return None
+        group = next(iter(demands))
+        if (group.kind != "loop" or group.outer_rank is not None or len(group.roots) != 1
+                or group in self.ordered_groups
+                or any(0 in atom.aval.shape for atom in (*eqn.inputs, out))):
+            return None
+        root = group.roots[0]
+        if (group.root_index[root] != ix.identity(group.syms)
+                or root.aval.dtype != out.aval.dtype):
+            return None
+        chain, value = [], root
+        while value is not out:
+            view = self.producer.get(value)
+            if view is None or not group.has_member(view) or not access.is_view(view):
+                return None
+            chain.append(view)
+            value = view.inputs[0]
+        if len(chain) != len(group.members):
+            return None
+        strides = view_strides(chain, ix.row_major_strides(root.aval.shape))
+        layout = product_matrix(eqn, strides) if strides is not None else None
+        if layout is None:
+            return None
+        group.product_layout = layout
+        return group
 
     def _epilogue_for(self, out: Var) -> Group | None:
         """A consumer kernel that can run as this GEMM's epilogue, if any: an elementwise

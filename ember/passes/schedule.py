@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ember.codegen.gemm import Matrix
 from ember.codegen.indexing import Index, Sym
 from ember.ir.graph import Eqn, Graph, Var
 
@@ -36,11 +37,19 @@ class Group:
     library_operands: list[tuple[Var, Index, tuple[Sym, ...]]] = field(default_factory=list)
     host: Eqn | None = None  # the equation of a 'host' or 'call' group
     reasons: list[str] = field(default_factory=list)  # why its results are not fused further
+    # (library) the product goes straight into ``roots[0]``, laid out as the member views
+    # (a transpose, a reshape) would copy it there: where in that buffer. No epilogue.
+    product_layout: Matrix | None = None
 
     @property
     def name(self) -> str:
         prefix = {"loop": "fusion", "library": "gemm", "host": "host", "call": "call"}[self.kind]
         return f"{prefix}_{self.id}"
+
+    @property
+    def product(self) -> Var:
+        """The buffer a library group's call writes its product to."""
+        return self.roots[0] if self.product_layout is not None else self.library.outputs[0]
 
     def add_root(self, var: Var, index: Index, reason: str) -> None:
         if var not in self.root_index:
@@ -87,7 +96,8 @@ class Group:
         if self.host is not None:
             return list(self.host.outputs)
         out = list(self.roots)
-        if self.library is not None and self.library.outputs[0] not in self.root_index:
+        if (self.library is not None and self.product_layout is None
+                and self.library.outputs[0] not in self.root_index):
             out.insert(0, self.library.outputs[0])
         return out
 

@@ -26,24 +26,29 @@ MAX_BATCH_IMBALANCE = 0.125
 
 
 def render_gemm(plan: GemmPlan, a: str, b: str, c: str, ctype: str, threads: int) -> list[str]:
-    """C statements computing ``C = A @ B`` for every batch item: one call of the shared
+    """C statements computing ``C = A @ B`` for every batch item (C laid out as
+    ``plan.output``): one call of the shared
     ``ember_gemm_*`` helper (include/ember_gemm.h) with the split chosen here."""
     count = _count(plan)
     if plan.m == 0 or plan.n == 0 or count == 0:
         return []
+    out = plan.output
     if plan.k == 0:
+        if plan.c is not None:  # (fusion writes only nonempty products through views)
+            raise AssertionError("internal error: an empty product with a layout")
         return [f"memset({c}, 0, sizeof({ctype}) * {count * plan.m * plan.n});"]
     axis, parts = _split(plan, count, threads)
     extents = [e for e in plan.batch]
     batch = (f"&(ember_batch){{{len(extents)}, {_int64s(extents)}, "
-             f"{_int64s(plan.a.batch_strides)}, {_int64s(plan.b.batch_strides)}}}")
+             f"{_int64s(plan.a.batch_strides)}, {_int64s(plan.b.batch_strides)}, "
+             f"{_int64s(out.batch_strides)}}}")
     a_row_step = 1 if plan.a.transposed else plan.a.ld
     b_col_step = plan.b.ld if plan.b.transposed else 1
     function = "ember_gemm_f32" if plan.dtype == np.float32 else "ember_gemm_f64"
     return [f"{function}({_SPLITS[axis]}, {parts}, {count}, {batch}, {_trans(plan.a)}, "
             f"{_trans(plan.b)}, {plan.m}, {plan.n}, {plan.k}, {a} + {plan.a.offset}, "
             f"{plan.a.ld}, {a_row_step}, {b} + {plan.b.offset}, {plan.b.ld}, {b_col_step}, "
-            f"{c});"]
+            f"{c} + {out.offset}, {out.ld});"]
 
 
 def gemm_parts(plan: GemmPlan, threads: int) -> int:

@@ -311,7 +311,7 @@ def _gemm_call(step: LoweredStep, plan: BufferPlan, layout: Layout,
     ctype = renderer.storage_types[gemm.dtype.name]
     a = _pointer(step.gemm_operands[0], plan, layout, ctype)
     b = _pointer(step.gemm_operands[1], plan, layout, ctype)
-    c = _pointer(step.group.library.outputs[0], plan, layout, ctype)
+    c = _pointer(step.group.product, plan, layout, ctype)
     return render_gemm(gemm, a, b, c, ctype, renderer.threads)
 
 

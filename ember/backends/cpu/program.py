@@ -84,7 +84,7 @@ def _lower_group(group: Group, producer: dict[Var, Eqn], threads: int,
     step = LoweredStep(group)
     if group.library is not None:
         step.gemm, step.gemm_operands = _plan_library(group)
-    if group.members:
+    if group.members and group.product_layout is None:
         loop = LoopGroup({id(e) for e in group.members.values()},
                          [(r, group.root_index[r]) for r in group.roots
                           if group.library is None or r is not group.library.outputs[0]],
@@ -105,7 +105,10 @@ def _plan_library(group: Group) -> tuple[GemmPlan, tuple[Var, Var]]:
                                  f"not fit BLAS: {ix.linearize(index, base.aval.shape)!r}")
         matrices.append(matrix)
     bases = (group.library_operands[0][0], group.library_operands[1][0])
-    return plan_gemm(eqn, matrices[0], matrices[1]), bases
+    out = group.product_layout
+    if out is not None and out.transposed:  # the plan computes C^T = B^T A^T
+        bases = bases[::-1]
+    return plan_gemm(eqn, matrices[0], matrices[1], out), bases
 
 
 def call_name(step: LoweredStep) -> str:

@@ -1,11 +1,11 @@
 """Matmuls through cuBLAS on the runtime's stream, when the library is present.
 
-A GEMM step of a device program is a ``GemmPlan``: row-major, strided operands, a fresh
-row-major output. cuBLAS is column-major; a row-major ``C = A @ B`` is the column-major
+A GEMM step of a device program is a ``GemmPlan``: row-major, strided operands and a
+row-major, strided output. cuBLAS is column-major; a row-major ``C = A @ B`` is the column-major
 ``C^T = B^T @ A^T``, and a row-major matrix read with its leading dimension *is* its own
 transpose in column-major terms, so the call swaps the operands and keeps every leading
 dimension (``cublas_gemm`` below). A plan whose batch axes do not collapse into one
-stride per operand, or whose dtype cuBLAS does not take here, runs as the generated
+stride per operand (or for the output), or whose dtype cuBLAS does not take here, runs as the generated
 GEMM kernel instead (the program always carries it, so kernel counts and sources do not
 depend on the library).
 
@@ -50,6 +50,7 @@ class CublasGemm:
     b_offset: int  # cuBLAS's B is our A
     ldb: int
     stride_b: int
+    c_offset: int
     ldc: int
     stride_c: int
     batch: int
@@ -60,7 +61,9 @@ def cublas_gemm(plan: GemmPlan) -> CublasGemm | None:
     batch = int(np.prod(plan.batch, dtype=np.int64))
     if plan.dtype not in _FUNCTIONS or 0 in (plan.m, plan.n, plan.k, batch):
         return None
-    strides = [_batch_stride(plan.batch, matrix.batch_strides) for matrix in (plan.a, plan.b)]
+    out = plan.output
+    strides = [_batch_stride(plan.batch, matrix.batch_strides)
+               for matrix in (plan.a, plan.b, out)]
     if None in strides:
         return None
     function, scalar = _FUNCTIONS[plan.dtype]
@@ -68,7 +71,7 @@ def cublas_gemm(plan: GemmPlan) -> CublasGemm | None:
         function, scalar, transa=_op(plan.b), transb=_op(plan.a), m=plan.n, n=plan.m, k=plan.k,
         a_offset=plan.b.offset, lda=plan.b.ld, stride_a=strides[1],
         b_offset=plan.a.offset, ldb=plan.a.ld, stride_b=strides[0],
-        ldc=plan.n, stride_c=plan.m * plan.n, batch=batch)
+        c_offset=out.offset, ldc=out.ld, stride_c=strides[2], batch=batch)
 
 
 def _op(matrix: Matrix) -> int:
@@ -126,7 +129,8 @@ class Cublas:
             self.handle, call.transa, call.transb, call.m, call.n, call.k, ctypes.byref(one),
             pointer(b + call.a_offset * itemsize), call.lda, i64(call.stride_a),
             pointer(a + call.b_offset * itemsize), call.ldb, i64(call.stride_b),
-            ctypes.byref(zero), pointer(c), call.ldc, i64(call.stride_c), call.batch),
+            ctypes.byref(zero), pointer(c + call.c_offset * itemsize), call.ldc,
+            i64(call.stride_c), call.batch),
             call.function)
 
     def gemm_ex(self, m: int, n: int, k: int, a: int, b: int, c: int, data_type: int) -> None:

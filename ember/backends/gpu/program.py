@@ -95,7 +95,7 @@ def _device_step(lowered: LoweredStep, renderer: GpuRenderer) -> tuple[DeviceSte
     step, texts = DeviceStep(writes=tuple(group.writes())), []
     if lowered.gemm is not None:
         text, shape = renderer.render_gemm(group.name, lowered.gemm)
-        args = (*lowered.gemm_operands, group.library.outputs[0])
+        args = (*lowered.gemm_operands, group.product)
         step.launches.append(Launch(group.name, args, shape, gemm=lowered.gemm))
         texts.append(text)
     if lowered.kernel is not None:

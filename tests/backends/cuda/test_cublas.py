@@ -37,13 +37,21 @@ def reference_cublas(call: cublas.CublasGemm, a: np.ndarray, b: np.ndarray, c: n
         rows, cols = (call.k, call.n) if call.transb == 0 else (call.n, call.k)
         op_b = _column_major(a, call.b_offset + i * call.stride_b, rows, cols, call.ldb)
         op_b = op_b if call.transb == 0 else op_b.T
-        out = _column_major(c, i * call.stride_c, call.m, call.n, call.ldc)
+        out = _column_major(c, call.c_offset + i * call.stride_c, call.m, call.n, call.ldc)
         out[...] = op_a @ op_b
 
 
 def _gemm_plans(f, *args) -> list[GemmPlan]:
+    return [plan for plan, _ in _gemm_launches(f, *args)]
+
+
+def _gemm_launches(f, *args) -> list[tuple[GemmPlan, tuple[int, int]]]:
+    """Each GEMM's plan, and which arguments of ``f`` are its A and B (a plan writing a
+    transposed product computes C^T = B^T A^T: its A is then ``f``'s second operand)."""
     compiled = ember.jit(f, backend="cuda").lower(*args).compile()
-    return [launch.gemm for step in compiled.executable.program.steps
+    inputs = compiled.executable.program.optimized.inputs
+    return [(launch.gemm, tuple(inputs.index(v) for v in launch.args[:2]))
+            for step in compiled.executable.program.steps
             for launch in step.launches if launch.gemm is not None]
 
 
@@ -63,18 +71,26 @@ LAYOUTS = {
     "float64": (lambda a, b: a @ b, (_matrix(40, 48, dtype=np.float64),
                                      _matrix(48, 56, dtype=np.float64))),
     "slice of a buffer": (lambda a, b: a[8:40] @ b, (_matrix(48, 48), _matrix(48, 32))),
+    # the product written through its consumer's transpose: ldc 6 * 24, batch stride 24
+    "into a transposed layout": (
+        lambda a, b: ember.numpy.transpose(a @ b, (1, 0, 2)),
+        (_matrix(6, 32, 40), _matrix(6, 40, 24))),
+    # ... and with the matrices transposed: the operands swap
+    "into transposed matrices": (
+        lambda a, b: ember.numpy.transpose(a @ b, (2, 0, 1)),
+        (_matrix(6, 32, 40), _matrix(6, 40, 24))),
 }
 
 
 @pytest.mark.parametrize("name", LAYOUTS)
 def test_the_cublas_call_computes_the_plan(name, x64):
-    f, (a, b) = LAYOUTS[name]
-    (plan,) = _gemm_plans(f, a, b)
+    f, args = LAYOUTS[name]
+    ((plan, (first, second)),) = _gemm_launches(f, *args)
     call = cublas.cublas_gemm(plan)
     assert call is not None
-    expected = np.asarray(ember.jit(f, backend="reference")(a, b))
+    expected = np.asarray(ember.jit(f, backend="reference")(*args))
     out = np.zeros(expected.size, expected.dtype)
-    reference_cublas(call, a.ravel(), b.ravel(), out)
+    reference_cublas(call, args[first].ravel(), args[second].ravel(), out)
     np.testing.assert_allclose(out.reshape(expected.shape), expected, rtol=1e-5, atol=1e-5)
 
 
@@ -105,8 +121,8 @@ class FakeCublas:
         self.calls += 1
         assert (alpha._obj.value, beta._obj.value) == (1.0, 0.0)
         call = cublas.CublasGemm("", ctypes.c_float, transa, transb, m, n, k, 0, lda,
-                                 stride_a.value, 0, ldb, stride_b.value, ldc, stride_c.value,
-                                 batch)
+                                 stride_a.value, 0, ldb, stride_b.value, 0, ldc,
+                                 stride_c.value, batch)
         size = 1 << 16  # elements each pointer may reach (the test's operands are small)
         view = lambda pointer: np.ctypeslib.as_array(  # noqa: E731
             (ctypes.c_float * size).from_address(pointer.value))

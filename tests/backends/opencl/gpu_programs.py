@@ -259,6 +259,15 @@ def _matmul_epilogue(a, b, bias):
     return lax.max(lax.dot_general(a, b, (((1,), (0,)), ((), ()))) + bias, 0.0)
 
 
+def _heads_into_rows(p, v):
+    """Products written through their consumer's transpose (no copy kernel): row-major
+    with the consumer's leading dimension, and with the matrices transposed."""
+    b, h, s, d = v.shape
+    rows = ember.numpy.transpose(p @ v, (0, 2, 1, 3)).reshape(b, s, h * d)
+    columns = ember.numpy.transpose(ember.numpy.swapaxes(v, -1, -2) @ p, (0, 3, 1, 2))
+    return rows, columns
+
+
 def _host_calls(x):
     # cumlogsumexp runs on the host on every backend (cumsum is native everywhere).
     return lax.tanh(lax.cumlogsumexp(x, 1)) * 2.0, lax.cumsum(x, 1)
@@ -334,6 +343,8 @@ CASES: dict[str, Case] = {
     "half_contraction": Case(_dot(_DOTS["gemm"][2]), lambda rng: (
         normal(rng, 16, 300, dtype=np.float16), normal(rng, 300, 8, dtype=np.float16)),
         tolerance=(2e-2, 2e-2)),
+    "gemm_through_views": Case(_heads_into_rows, lambda rng: (
+        normal(rng, 2, 3, 70, 70), normal(rng, 2, 3, 70, 20)), tolerance=(1e-4, 1e-4)),
     "host_calls": Case(_host_calls, lambda rng: (normal(rng, 5, 7),)),
     "iota": Case(_iota, lambda rng: (normal(rng, 4, 6),)),
     "dropout": Case(_dropout, lambda rng: (np.array([0, 42], np.uint32), normal(rng, 33, 65))),

@@ -12,7 +12,9 @@
  *            transposed, else lda); b_col_step: between columns of op(B) (ldb when B is
  *            stored transposed, else 1).
  *   batch:   the batch axes (row-major over items) and each operand's element stride
- *            along them; C is a fresh contiguous (count, m, n) array.
+ *            along them, C's included: C is row-major with leading dimension ldc (a
+ *            fresh (count, m, n) array, or the product laid out as a consumer's
+ *            transpose would copy it: the heads of attention back into rows).
  *
  * The BLAS runs single-threaded inside: its own threads would compete with OpenMP's.
  */
@@ -27,6 +29,7 @@ typedef struct {
   const int64_t *extents;
   const int64_t *a_strides;
   const int64_t *b_strides;
+  const int64_t *c_strides;
 } ember_batch;
 
 /* Element offset of batch item `item` in an operand with these batch strides. */
@@ -44,7 +47,7 @@ static inline int64_t ember_item_offset(const ember_batch *batch, const int64_t 
   static __attribute__((noinline, unused)) void NAME(                                     \
       int split, int parts, int64_t count, const ember_batch *batch, int ta, int tb,       \
       int64_t m, int64_t n, int64_t k, const T *A, int64_t lda, int64_t a_row_step,        \
-      const T *B, int64_t ldb, int64_t b_col_step, T *C) {                                 \
+      const T *B, int64_t ldb, int64_t b_col_step, T *C, int64_t ldc) {                    \
     const int saved_threads = ember_blas_single_threaded();                                \
     _Pragma("omp parallel for num_threads(parts) schedule(static) if(parts > 1)")         \
     for (int64_t part = 0; part < parts; part++) {                                         \
@@ -56,12 +59,12 @@ static inline int64_t ember_item_offset(const ember_batch *batch, const int64_t 
       for (int64_t item = first; item < last; item++) {                                    \
         const T *a = A + ember_item_offset(batch, batch->a_strides, item);                 \
         const T *b = B + ember_item_offset(batch, batch->b_strides, item);                 \
-        T *c = C + item * m * n;                                                           \
+        T *c = C + ember_item_offset(batch, batch->c_strides, item);                       \
         int64_t rows = m, cols = n;                                                        \
-        if (split == 1) { a += lo * a_row_step; c += lo * n; rows = hi - lo; }             \
+        if (split == 1) { a += lo * a_row_step; c += lo * ldc; rows = hi - lo; }           \
         if (split == 2) { b += lo * b_col_step; c += lo; cols = hi - lo; }                 \
         CBLAS_GEMM(101, ta, tb, (int)rows, (int)cols, (int)k, 1, a, (int)lda, b, (int)ldb, \
-                   0, c, (int)n);                                                          \
+                   0, c, (int)ldc);                                                        \
       }                                                                                    \
     }                                                                                      \
     ember_blas_restore_threads(saved_threads);                                             \
