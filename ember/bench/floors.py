@@ -33,7 +33,7 @@ _ROW_MAJOR, _NO_TRANS = 101, 111  # CBLAS enum values
 
 def settled_samples(sample: Callable[[], tuple[float, object]], settings: Settings) -> list[float]:
     """Warm up, then take ``settings.repeats`` samples (``peers.timed_calls``), each after
-    the settle pause.
+    the settle pause and ``settings.rewarm`` untimed samples.
 
     The floors are sampled exactly as the workloads are (harness.measure_workload): a
     floor measured back to back would be measured on warmer caches and busier cores than
@@ -45,6 +45,8 @@ def settled_samples(sample: Callable[[], tuple[float, object]], settings: Settin
     samples = []
     for _ in range(settings.repeats):
         time.sleep(settings.settle_s)
+        for _ in range(settings.rewarm):
+            sample()
         samples.append(sample()[0])
     return samples
 

@@ -41,6 +41,12 @@ FLOORS = {"cpu": {"floor_copy": floors.measure_copy, "floor_sgemm": floors.measu
 # the cores from the next one's sample (seen here: SGEMM at a third of its rate), so
 # each sample starts after a pause long enough for them to go to sleep.
 SETTLE_S = 0.2
+# After the pause, untimed calls of the framework about to be timed: on a virtual
+# machine, cores that sat idle run slowly for the first milliseconds of work (seen here:
+# a 64 MiB copy takes 2.6 ms back to back, 10-14 ms as the first call after the pause,
+# 4-5 ms as the second, 3.7-4.1 ms as the third), and a sample should measure the
+# framework in a running loop, not the host waking up. Floors are sampled the same way.
+REWARM_CALLS = 2
 
 
 @dataclass(frozen=True)
@@ -50,6 +56,7 @@ class Settings:
     repeats: int          # timed samples per framework
     compile_repeats: int  # samples of the compile workloads: each one is a new process
     settle_s: float       # pause before each sample (see SETTLE_S)
+    rewarm: int = 0       # untimed calls after the pause (see REWARM_CALLS)
 
     @property
     def quick(self) -> bool:
@@ -64,7 +71,8 @@ class Settings:
             # idle. One process per compile sample: each one starts JAX or Ember on the
             # card (seconds), and the run must stay within .ci/gpu-check's 240 s.
             return cls("gpu", warmup=2, repeats=7, compile_repeats=1, settle_s=0.0)
-        return cls("cpu", warmup=2, repeats=7, compile_repeats=3, settle_s=SETTLE_S)
+        return cls("cpu", warmup=2, repeats=7, compile_repeats=3, settle_s=SETTLE_S,
+                   rewarm=REWARM_CALLS)
 
 
 @dataclass
@@ -162,10 +170,14 @@ def measure_workload(workload: Workload | CompileWorkload, peers: list[Peer],
             if runner is not None:
                 runners[peer.name] = runner
         last_result: dict[str, Any] = {}
+        # (a compile sample is a fresh process: there is nothing to warm)
+        rewarm = settings.rewarm if isinstance(workload, Workload) else 0
         for repeat in range(repeats):
             for name in _rotated(list(runners), repeat):
                 time.sleep(settings.settle_s)
                 try:
+                    for _ in range(rewarm):
+                        runners[name].call()
                     seconds, last_result[name] = runners[name].call()
                 except Exception as error:
                     results[name] = Measurement("error", reason=describe_error(error))

@@ -362,3 +362,33 @@ def test_reference_mlp_step_matches_finite_differences():
     assert float(step_loss) == pytest.approx(loss(params, x, y), rel=1e-12)
     grads = {k: (params[k] - new_params[k]) / reference.LEARNING_RATE for k in params}
     _check_gradients(loss, grads, params, (x, y), np.random.default_rng(1))
+
+
+def test_each_sample_follows_the_pause_and_untimed_calls(monkeypatch):
+    """After the settle pause, ``rewarm`` untimed calls, then the timed one; a compile
+    sample (a fresh process each) is never re-warmed."""
+    from ember.bench import harness
+    from ember.bench.peers import Runner
+
+    events = []
+
+    class CountingPeer(NumPyPeer):
+        def runner(self, workload, args, sizes, scratch):
+            inner = super().runner(workload, args, sizes, scratch)
+
+            def call():
+                events.append("call")
+                return inner.call()
+            return Runner(call, inner.to_numpy)
+
+    monkeypatch.setattr(harness.time, "sleep", lambda seconds: events.append("pause"))
+    settings = harness.Settings("quick", warmup=1, repeats=3, compile_repeats=1,
+                                settle_s=0.2, rewarm=2)
+    (gelu,) = [w for w in workloads.SUITE if w.name == "gelu"]
+    results, _ = harness.measure_workload(gelu, [CountingPeer()], settings)
+    assert len(results["numpy"].samples_s) == 3
+    assert events == ["call"] + ["pause", "call", "call", "call"] * 3
+
+    samples = floors.settled_samples(lambda: (events.append("floor") or 1.0, None), settings)
+    assert samples == [1.0] * 3
+    assert events[-13:] == ["floor"] + ["pause", "floor", "floor", "floor"] * 3
