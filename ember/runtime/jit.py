@@ -123,8 +123,8 @@ class Jitted:
 
     # --- calling --------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        # Fast path: positional Ember arrays only, a signature seen before. This skips
-        # pytree flattening, which dominates the cost of calling a small function.
+        # Fast path: positional Ember or NumPy arrays only, a signature seen before. This
+        # skips pytree flattening, which dominates the cost of calling a small function.
         if not kwargs and not self.static_argnums and not is_tracing():
             key = _fast_key(args)
             if key is not None:
@@ -210,12 +210,16 @@ def _safe_signature(fun: Callable):
 
 def _fast_key(args: tuple) -> tuple | None:
     """The avals of ``args`` (with the device of committed ones) if every one is a
-    concrete Ember Array, else None."""
+    concrete Ember Array or a NumPy array (by shape and dtype: the config, part of the
+    cache key, fixes the dtype it becomes), else None."""
     avals = []
     for arg in args:
-        if type(arg) is not Array:
+        if type(arg) is Array:
+            avals.append((arg.aval, arg._device) if arg.committed else arg.aval)
+        elif type(arg) is np.ndarray:
+            avals.append((arg.shape, arg.dtype))
+        else:
             return None
-        avals.append((arg.aval, arg._device) if arg.committed else arg.aval)
     return tuple(avals)
 
 
@@ -326,12 +330,13 @@ class Compiled:
         return self._call_flat(leaves)
 
     def _call_arrays(self, args: tuple) -> Any:
-        """Call with Ember Arrays already known to match the compiled signature."""
+        """Call with Ember Arrays (or NumPy arrays) already known to match the compiled
+        signature."""
         device = self.device
         buffers = []
         for arg in args:
-            if arg._device != device or arg._buffer is None:
-                return self._call_flat(list(args))  # transfers, or the donated-array error
+            if type(arg) is not Array or arg._device != device or arg._buffer is None:
+                return self._call_flat(list(args))  # NumPy, transfers, or the donated error
             buffers.append(arg._buffer)
         if config.debug_nans:
             return self._call_flat(list(args))

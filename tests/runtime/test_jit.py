@@ -205,3 +205,27 @@ def _five_steps(x):
 def test_numpy_arguments_of_any_layout(backend, make):
     x = make(np.arange(24, dtype=np.float32).reshape(4, 6))
     np.testing.assert_allclose(np.asarray(ember.jit(lambda x: x * 2 + 1)(x)), x * 2 + 1)
+
+
+def test_repeated_calls_with_numpy_arguments_take_the_cached_program(backend):
+    calls = []
+
+    def f(x, y):
+        calls.append(1)  # counts traces
+        return x * 2 + y
+
+    jitted = ember.jit(f)
+    x32 = np.arange(4, dtype=np.float32)
+    x64 = np.arange(4, dtype=np.float64) + 0.5
+    for _ in range(3):
+        np.testing.assert_allclose(np.asarray(jitted(x32, x32)), x32 * 3)
+    assert len(calls) == 1
+    # float64 becomes float32 (x64 off): the same program, fed a converted copy
+    out = jitted(x64, enp.asarray(x32))
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(np.asarray(out), (x64 * 2 + x32).astype(np.float32))
+    np.testing.assert_allclose(np.asarray(jitted(x64, x32)), (x64 * 2 + x32).astype(np.float32))
+    np.testing.assert_allclose(np.asarray(jitted(x32[::-1], x32)), x32[::-1] * 2 + x32)
+    assert len(calls) == 1
+    jitted(np.zeros((2, 4), np.float32), x32)  # a new shape: traced again
+    assert len(calls) == 2
