@@ -149,7 +149,8 @@ def _generate(graph: Graph, donated: Sequence[bool], timed: _Timer) -> _Generate
     threads = num_threads()
     renderer = CRenderer(threads, vector_math_functions())
     schedule = timed("fusion", fuse, optimized, cpu_policy(renderer))
-    steps = timed("lowering", lower_schedule, schedule, threads)
+    # (keep_rows, not grid, fold affine epilogues into the BLAS calls)
+    steps = timed("lowering", lower_schedule, schedule, threads, True, False, True)
     plan, layout, outputs = timed("buffers", _plan, steps, optimized, donated)
     module = timed("codegen", build_module, steps, plan, layout, renderer,
                    toolchain.parallel_jobs(), config.pin_threads, config.profile)

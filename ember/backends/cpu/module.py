@@ -311,8 +311,12 @@ def _gemm_call(step: LoweredStep, plan: BufferPlan, layout: Layout,
     ctype = renderer.storage_types[gemm.dtype.name]
     a = _pointer(step.gemm_operands[0], plan, layout, ctype)
     b = _pointer(step.gemm_operands[1], plan, layout, ctype)
-    c = _pointer(step.group.product, plan, layout, ctype)
-    return render_gemm(gemm, a, b, c, ctype, renderer.threads)
+    c = _pointer(step.product, plan, layout, ctype)
+    affine = step.affine
+    if affine is None:
+        return render_gemm(gemm, a, b, c, ctype, renderer.threads)
+    d = "0" if affine.addend is None else _pointer(affine.addend, plan, layout, ctype)
+    return render_gemm(gemm, a, b, c, ctype, renderer.threads, affine.alpha, affine.beta, d)
 
 
 def _native_call(step: LoweredStep, plan: BufferPlan, layout: Layout,

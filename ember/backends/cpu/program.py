@@ -9,9 +9,22 @@ from ember.codegen import indexing as ix
 from ember.codegen.gemm import GemmPlan, operand_matrix, plan_gemm
 from ember.codegen.kernel_ir import Buffer, Kernel, Let, Load, Store
 from ember.codegen.lower import LoopGroup, lower_loop_group
-from ember.ir.graph import Eqn, Var
+from ember.ir.graph import Eqn, Literal, Var
 from ember.passes.memory import Step
 from ember.passes.schedule import Group, Schedule
+
+
+@dataclass(frozen=True)
+class AffineEpilogue:
+    """A GEMM epilogue ``result = alpha * product + beta * addend`` (an SGD update
+    ``w - lr * grad``, a residual ``x + y @ w``), folded into the BLAS call: ``result``
+    starts as a copy of ``addend`` (none when it holds it already, or when there is
+    none) and the call computes ``C = alpha * A @ B + beta * C`` into it."""
+
+    result: Var
+    alpha: float
+    beta: float
+    addend: Var | None
 
 
 @dataclass
@@ -22,20 +35,36 @@ class LoweredStep:
     gemm: GemmPlan | None = None
     gemm_operands: tuple[Var, Var] | None = None
     call: Eqn | None = None  # the equation of a 'call' group (the target renders it)
+    affine: AffineEpilogue | None = None  # the epilogue, when folded into the GEMM
 
     @property
     def host(self) -> bool:
         return self.group.kind == "host"
 
+    @property
+    def product(self) -> Var:
+        """The buffer the GEMM writes."""
+        return self.affine.result if self.affine is not None else self.group.product
+
     def step(self) -> Step:
         group = self.group
-        return Step(reads=group.reads(), writes=group.writes(), host=self.host,
+        writes = group.writes()
+        if self.affine is not None:  # the product goes straight into the result
+            writes = [v for v in writes if v is not group.library.outputs[0]]
+        return Step(reads=group.reads(), writes=writes, host=self.host,
                     inplace=self.in_place_pairs())
 
     def in_place_pairs(self) -> list[tuple[Var, Var]]:
         """(output, input) pairs the kernel reads and writes at exactly the same positions,
         every read of the input coming before the write of the output (a multi-output
-        kernel may store one output before it loads an operand of the next)."""
+        kernel may store one output before it loads an operand of the next). A folded
+        epilogue's result may take its addend's buffer (C = alpha AB + beta C in place)
+        unless the addend is also an operand of the product."""
+        if self.affine is not None:
+            addend = self.affine.addend
+            if addend is None or addend in self.gemm_operands:
+                return []
+            return [(self.affine.result, addend)]
         if self.kernel is None:
             return []
         var_of = {buf: var for var, buf in self.bindings.items()}
@@ -69,22 +98,25 @@ def _position(index, offset) -> tuple:
 
 
 def lower_schedule(schedule: Schedule, threads: int, keep_rows: bool = True,
-                   grid: bool = False) -> list[LoweredStep]:
+                   grid: bool = False, fold_affine: bool = False) -> list[LoweredStep]:
     """Kernel IR and GEMM plans for every group (``keep_rows``, ``grid``: see
-    ``lower_loop_group``); a 'call' group keeps its equation for the target to render."""
+    ``lower_loop_group``; ``fold_affine``: fold affine GEMM epilogues into the call,
+    ``AffineEpilogue``); a 'call' group keeps its equation for the target to render."""
     producer = {v: eqn for eqn in schedule.graph.eqns for v in eqn.outputs}
-    return [_lower_group(group, producer, threads, keep_rows, grid)
+    return [_lower_group(group, producer, threads, keep_rows, grid, fold_affine)
             for group in schedule.groups]
 
 
 def _lower_group(group: Group, producer: dict[Var, Eqn], threads: int,
-                 keep_rows: bool, grid: bool) -> LoweredStep:
+                 keep_rows: bool, grid: bool, fold_affine: bool) -> LoweredStep:
     if group.kind in ("host", "call"):
         return LoweredStep(group, call=group.host if group.kind == "call" else None)
     step = LoweredStep(group)
     if group.library is not None:
         step.gemm, step.gemm_operands = _plan_library(group)
-    if group.members and group.product_layout is None:
+        if fold_affine and group.product_layout is None:
+            step.affine = affine_epilogue(group, step.gemm)
+    if group.members and group.product_layout is None and step.affine is None:
         loop = LoopGroup({id(e) for e in group.members.values()},
                          [(r, group.root_index[r]) for r in group.roots
                           if group.library is None or r is not group.library.outputs[0]],
@@ -93,6 +125,77 @@ def _lower_group(group: Group, producer: dict[Var, Eqn], threads: int,
             name = f"{group.name}_epilogue" if group.library is not None else group.name
             step.kernel, step.bindings = lower_loop_group(loop, name, threads, keep_rows, grid)
     return step
+
+
+def affine_epilogue(group: Group, plan: GemmPlan) -> AffineEpilogue | None:
+    """The library group's epilogue as ``alpha * product + beta * addend`` (scalar
+    literals, an addend buffer of the product's shape), or None when it is not one."""
+    product = group.library.outputs[0]
+    if (len(group.roots) != 1 or group.roots[0] is product or not group.members
+            or 0 in (plan.m, plan.n, plan.k)):
+        return None
+    result = group.roots[0]
+    if result.aval.shape != product.aval.shape or result.aval.dtype != product.aval.dtype:
+        return None
+    producer = {v: e for e in group.members.values() for v in e.outputs}
+    visited: set[int] = set()
+
+    def affine(atom) -> tuple[float, float, Var | None] | None:
+        """(alpha, beta, addend) of ``atom``."""
+        if atom is product:
+            return 1.0, 0.0, None
+        if isinstance(atom, Literal) or not isinstance(atom, Var):
+            return None
+        eqn = producer.get(atom)
+        if eqn is None:  # a buffer: the addend
+            return (0.0, 1.0, atom) if atom.aval == product.aval else None
+        visited.add(id(eqn))
+        name, args = eqn.prim.name, eqn.inputs
+        if name == "neg":
+            return _scaled(affine(args[0]), -1.0)
+        if name == "mul":
+            for term, factor in (args, args[::-1]):
+                value = scalar(factor)
+                if value is not None:
+                    return _scaled(affine(term), value)
+            return None
+        if name in ("add", "sub"):
+            left, right = affine(args[0]), affine(args[1])
+            return _summed(left, _scaled(right, -1.0) if name == "sub" else right)
+        return None
+
+    def scalar(atom) -> float | None:
+        """The value of a float scalar literal, or of one broadcast by a member."""
+        eqn = producer.get(atom) if isinstance(atom, Var) else None
+        if eqn is not None and eqn.prim.name == "broadcast_in_dim":
+            value = scalar(eqn.inputs[0]) if eqn.inputs[0].aval.shape == () else None
+            if value is not None:
+                visited.add(id(eqn))
+            return value
+        if isinstance(atom, Literal) and atom.aval.shape == () and atom.aval.dtype.kind == "f":
+            return float(atom.value)
+        return None
+
+    found = affine(result)
+    if found is None or len(visited) != len(group.members) or found[0] == 0.0:
+        return None
+    alpha, beta, addend = found
+    return AffineEpilogue(result, alpha, beta + 0.0, addend)  # (no -0.0 for "no addend")
+
+
+def _scaled(term, factor: float):
+    if term is None:
+        return None
+    alpha, beta, addend = term
+    return alpha * factor, beta * factor, addend
+
+
+def _summed(left, right):
+    if left is None or right is None:
+        return None
+    if left[2] is not None and right[2] is not None and left[2] is not right[2]:
+        return None  # two addends: not one BLAS call
+    return left[0] + right[0], left[1] + right[1], left[2] or right[2]
 
 
 def _plan_library(group: Group) -> tuple[GemmPlan, tuple[Var, Var]]:
@@ -135,6 +238,8 @@ def kernel_info(step: LoweredStep, source: str) -> KernelInfo:
         eqn = group.library
         if eqn.source is not None:
             lines.append(eqn.source.short())
+        if step.affine is not None:  # (computed by the call itself)
+            ops += [e.prim.name for e in group.members.values()]
     if step.kernel is not None:
         ops += step.kernel.ops
         lines += [line for line in step.kernel.source_lines if line not in lines]

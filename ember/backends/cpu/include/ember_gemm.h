@@ -1,5 +1,8 @@
-/* Batched, strided GEMMs for Ember's generated CPU code: C[item] = A[item] @ B[item],
- * row-major, through single-threaded BLAS calls split across OpenMP threads.
+/* Batched, strided GEMMs for Ember's generated CPU code: C[item] = alpha A[item] @ B[item]
+ * + beta C[item], row-major, through single-threaded BLAS calls split across OpenMP
+ * threads. beta = 0 but for an epilogue folded into the call (program.AffineEpilogue),
+ * where C starts as a copy of D (laid out as C; none when D is null or is C), each
+ * thread copying its own block just before its call reads it.
  *
  * Generated code calls these instead of spelling out a parallel loop per GEMM: every
  * OpenMP region costs the C compiler about 30M instructions (it is outlined into a
@@ -23,6 +26,7 @@
 
 #include "ember_blas.h"
 #include <stdint.h>
+#include <string.h>
 
 typedef struct {
   int rank;
@@ -47,7 +51,8 @@ static inline int64_t ember_item_offset(const ember_batch *batch, const int64_t 
   static __attribute__((noinline, unused)) void NAME(                                     \
       int split, int parts, int64_t count, const ember_batch *batch, int ta, int tb,       \
       int64_t m, int64_t n, int64_t k, const T *A, int64_t lda, int64_t a_row_step,        \
-      const T *B, int64_t ldb, int64_t b_col_step, T *C, int64_t ldc) {                    \
+      const T *B, int64_t ldb, int64_t b_col_step, T *C, int64_t ldc, T alpha, T beta,     \
+      const T *D) {                                                                        \
     const int saved_threads = ember_blas_single_threaded();                                \
     _Pragma("omp parallel for num_threads(parts) schedule(static) if(parts > 1)")         \
     for (int64_t part = 0; part < parts; part++) {                                         \
@@ -63,8 +68,11 @@ static inline int64_t ember_item_offset(const ember_batch *batch, const int64_t 
         int64_t rows = m, cols = n;                                                        \
         if (split == 1) { a += lo * a_row_step; c += lo * ldc; rows = hi - lo; }           \
         if (split == 2) { b += lo * b_col_step; c += lo; cols = hi - lo; }                 \
-        CBLAS_GEMM(101, ta, tb, (int)rows, (int)cols, (int)k, 1, a, (int)lda, b, (int)ldb, \
-                   0, c, (int)ldc);                                                        \
+        if (D != NULL && D != C) /* this thread's block of C starts as D's */              \
+          for (int64_t r = 0; r < rows; r++)                                               \
+            memcpy(c + r * ldc, D + (c - C) + r * ldc, sizeof(T) * cols);                  \
+        CBLAS_GEMM(101, ta, tb, (int)rows, (int)cols, (int)k, alpha, a, (int)lda, b,       \
+                   (int)ldb, beta, c, (int)ldc);                                           \
       }                                                                                    \
     }                                                                                      \
     ember_blas_restore_threads(saved_threads);                                             \
