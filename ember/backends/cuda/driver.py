@@ -113,6 +113,14 @@ class CudaRuntime:
         self.activate()
         self.stream = check(driver.cuStreamCreate(
             driver.CUstream_flags.CU_STREAM_NON_BLOCKING.value))
+        # Keep freed memory in the device's pool: by default the pool hands it back to
+        # the driver at every synchronization, and each call's outputs (and a program's
+        # temporaries) would be mapped afresh on the next call (as PyTorch's and JAX's
+        # allocators, memory once used stays reserved until the process ends).
+        pool = check(driver.cuDeviceGetDefaultMemPool(self.device))
+        check(driver.cuMemPoolSetAttribute(
+            pool, driver.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            driver.cuuint64_t(2**64 - 1)))
         self.stats = MemoryStats()
         self._cublas: Cublas | None | bool = False  # False: not looked for yet
 

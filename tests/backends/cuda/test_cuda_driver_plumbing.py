@@ -32,8 +32,11 @@ class FakeDriver:
     CUdevice_attribute = SimpleNamespace(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR="major",
                                          CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR="minor")
     CUstream_flags = enum.Enum("CUstream_flags", {"CU_STREAM_NON_BLOCKING": 1})
+    CUmemPool_attribute = SimpleNamespace(CU_MEMPOOL_ATTR_RELEASE_THRESHOLD="release threshold")
+    cuuint64_t = int
 
     def __init__(self) -> None:
+        self.pool_attributes: dict[str, int] = {}
         self.memory: dict[int, ctypes.Array] = {}
         self.launches: list[tuple] = []
         self.images: list[bytes] = []
@@ -49,6 +52,12 @@ class FakeDriver:
     def cuCtxSetCurrent(self, context): return (0,)
     def cuStreamCreate(self, flags): return (0, 0x5EED)  # a CUstream converts to its address
     def cuStreamSynchronize(self, stream): return (0,)
+    def cuDeviceGetDefaultMemPool(self, device): return (0, "pool")
+
+    def cuMemPoolSetAttribute(self, pool, attribute, value):
+        assert pool == "pool"
+        self.pool_attributes[attribute] = int(value)
+        return (0,)
     def cuGetErrorName(self, status): return (0, b"CUDA_ERROR_FAKE")
 
     def cuMemAllocAsync(self, nbytes, stream):
@@ -96,6 +105,13 @@ def fake_gpu(monkeypatch):
 def test_a_gpu_is_found_and_named(fake_gpu):
     (device,) = ember.devices("cuda")
     assert device.description == "Fake H200 (sm_90)"
+
+
+def test_the_device_pool_keeps_freed_memory(fake_gpu):
+    """Freed buffers stay in the stream-ordered pool (release threshold: all of it), so
+    the next call's allocations do not map memory afresh."""
+    ember.device_put(np.zeros(4, np.float32), "cuda")._buffer.memory()
+    assert fake_gpu.pool_attributes == {"release threshold": 2**64 - 1}
 
 
 def test_buffers_go_up_and_come_back(fake_gpu):
