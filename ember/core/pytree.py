@@ -64,7 +64,8 @@ register_pytree_node(list, lambda x: (x, None), lambda _, c: list(c))
 register_pytree_node(type(None), lambda _: ((), None), lambda _, c: None)
 
 
-def _dict_flatten(d):
+def dict_flatten(d: dict) -> tuple[list, tuple]:
+    """A dict's values and keys in pytree order (keys sorted, by type name first)."""
     keys = sorted(d.keys(), key=_sort_key)
     return [d[k] for k in keys], tuple(keys)
 
@@ -73,7 +74,7 @@ def _sort_key(key):
     return (type(key).__name__, key) if not isinstance(key, str) else ("str", key)
 
 
-register_pytree_node(dict, _dict_flatten, lambda keys, c: dict(zip(keys, c)))
+register_pytree_node(dict, dict_flatten, lambda keys, c: dict(zip(keys, c)))
 register_pytree_node(
     collections.OrderedDict,
     lambda d: (list(d.values()), tuple(d.keys())),
@@ -81,7 +82,7 @@ register_pytree_node(
 )
 register_pytree_node(
     collections.defaultdict,
-    lambda d: (_dict_flatten(d)[0], (d.default_factory, _dict_flatten(d)[1])),
+    lambda d: (dict_flatten(d)[0], (d.default_factory, dict_flatten(d)[1])),
     lambda aux, c: collections.defaultdict(aux[0], zip(aux[1], c)),
 )
 

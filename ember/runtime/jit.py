@@ -17,7 +17,7 @@ from ember.backends.base import Backend, Executable, KernelInfo
 from ember.config import config
 from ember.core import dtypes
 from ember.core.abstract import ShapedArray
-from ember.core.pytree import PyTreeDef, tree_flatten, tree_unflatten
+from ember.core.pytree import PyTreeDef, dict_flatten, tree_flatten, tree_unflatten
 from ember.core.staging import trace_to_graph
 from ember.core.trace import Tracer, is_tracing
 from ember.errors import EmberTypeError, EmberValueError
@@ -123,14 +123,15 @@ class Jitted:
 
     # --- calling --------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        # Fast path: positional Ember or NumPy arrays only, a signature seen before. This
-        # skips pytree flattening, which dominates the cost of calling a small function.
+        # Fast path: positional arguments that are Ember or NumPy arrays, or tuples, lists
+        # and dicts of them, with a signature seen before. This skips building the pytree
+        # structure, which dominates the cost of calling a small function.
         if not kwargs and not self.static_argnums and not is_tracing():
-            key = _fast_key(args)
-            if key is not None:
-                compiled = self._fast_cache.get((key, config.snapshot()))
+            found = _fast_key(args)
+            if found is not None:
+                compiled = self._fast_cache.get((found[0], config.snapshot()))
                 if compiled is not None:
-                    return compiled._call_arrays(args)
+                    return compiled._call_arrays(found[1])
         return self._call_general(args, kwargs)
 
     def _call_general(self, args: tuple, kwargs: dict) -> Any:
@@ -150,7 +151,7 @@ class Jitted:
             self._cache[key] = compiled
         fast = _fast_key(args) if not kwargs and not statics else None
         if fast is not None:
-            self._fast_cache[(fast, config.snapshot())] = compiled
+            self._fast_cache[(fast[0], config.snapshot())] = compiled
         return compiled._call_flat(leaves)
 
     def lower(self, *args: Any, **kwargs: Any) -> "Lowered":
@@ -208,19 +209,49 @@ def _safe_signature(fun: Callable):
         return None
 
 
-def _fast_key(args: tuple) -> tuple | None:
-    """The avals of ``args`` (with the device of committed ones) if every one is a
-    concrete Ember Array or a NumPy array (by shape and dtype: the config, part of the
-    cache key, fixes the dtype it becomes), else None."""
-    avals = []
+def _fast_key(args: tuple) -> tuple[tuple, list] | None:
+    """``(key, leaves)`` when ``args`` is a pytree of tuples, lists, dicts and None over
+    concrete Ember Arrays and NumPy arrays, else None. The key holds the structure and
+    each leaf's aval (with the device of committed Arrays; NumPy arrays by shape and
+    dtype: the config, part of the cache key, fixes the dtype they become); the leaves
+    come in ``tree_flatten``'s order."""
+    key: list = [len(args)]
+    leaves: list = []
     for arg in args:
-        if type(arg) is Array:
-            avals.append((arg.aval, arg._device) if arg.committed else arg.aval)
-        elif type(arg) is np.ndarray:
-            avals.append((arg.shape, arg.dtype))
-        else:
+        if type(arg) is Array:  # (the common case, inline: this is the per-call cost)
+            key.append((arg.aval, arg._device) if arg.committed else arg.aval)
+            leaves.append(arg)
+        elif not _fast_items(arg, key, leaves):
             return None
-    return tuple(avals)
+    return tuple(key), leaves
+
+
+def _fast_items(tree: Any, key: list, leaves: list) -> bool:
+    kind = type(tree)
+    if kind is Array:
+        key.append((tree.aval, tree._device) if tree.committed else tree.aval)
+        leaves.append(tree)
+    elif kind is np.ndarray:
+        key.append((tree.shape, tree.dtype))
+        leaves.append(tree)
+    elif kind is tuple or kind is list or kind is dict:
+        if kind is dict:
+            try:
+                items, names = dict_flatten(tree)
+            except TypeError:  # keys that do not sort
+                return False
+            key.append((dict, names))
+        else:
+            items = tree
+            key.append((kind, len(tree)))
+        for item in items:
+            if not _fast_items(item, key, leaves):
+                return False
+    elif tree is None:
+        key.append(None)
+    else:
+        return False
+    return True
 
 
 def _committed_backend(leaves: Sequence[Any]) -> str | None:
@@ -329,9 +360,9 @@ class Compiled:
                                      f"{_leaf_aval(leaf).str_short()}")
         return self._call_flat(leaves)
 
-    def _call_arrays(self, args: tuple) -> Any:
-        """Call with Ember Arrays (or NumPy arrays) already known to match the compiled
-        signature."""
+    def _call_arrays(self, args: Sequence[Any]) -> Any:
+        """Call with the leaves of the arguments, Ember Arrays (or NumPy arrays) already
+        known to match the compiled signature."""
         device = self.device
         buffers = []
         for arg in args:

@@ -229,3 +229,40 @@ def test_repeated_calls_with_numpy_arguments_take_the_cached_program(backend):
     assert len(calls) == 1
     jitted(np.zeros((2, 4), np.float32), x32)  # a new shape: traced again
     assert len(calls) == 2
+
+
+def test_pytree_arguments_take_the_cached_program_too(backend):
+    traces = []
+
+    def step(params, batch, extra):
+        traces.append(1)
+        scale = 1.0 if extra is None else extra[0]
+        return {k: v - 0.5 * batch * scale for k, v in params.items()}
+
+    jitted = ember.jit(step)
+    params = {"b": enp.asarray(np.ones(3, np.float32)), "a": np.full(3, 2.0, np.float32)}
+    batch = np.arange(3, dtype=np.float32)
+    for _ in range(3):
+        params = jitted(params, batch, None)
+    assert len(traces) == 1  # the second and third calls found the first call's program
+    np.testing.assert_allclose(np.asarray(params["a"]), 2.0 - 1.5 * batch)
+    np.testing.assert_allclose(np.asarray(params["b"]), 1.0 - 1.5 * batch)
+    out = jitted(params, batch, [enp.asarray(np.float32(2.0))])  # a new structure: traced
+    assert len(traces) == 2
+    np.testing.assert_allclose(np.asarray(out["a"]), 2.0 - 2.5 * batch)
+    renamed = jitted({"a": params["a"], "c": params["b"]}, batch, None)  # other keys
+    assert len(traces) == 3 and sorted(renamed) == ["a", "c"]
+    jitted({1: params["a"], "x": params["b"]}, batch, None)  # keys that do not sort
+    jitted({1: params["a"], "x": params["b"]}, batch, None)
+    assert len(traces) == 4
+
+
+def test_donated_pytree_leaves_are_consumed_on_the_cached_path():
+    step = ember.jit(lambda p, g: {k: v - g for k, v in p.items()}, donate_argnums=0)
+    g = enp.asarray(np.ones(4, np.float32))
+    params = {"w": enp.asarray(np.zeros(4, np.float32))}
+    for expected in (-1.0, -2.0, -3.0):
+        old = params
+        params = step(params, g)
+        assert old["w"].is_deleted() and not g.is_deleted()
+        np.testing.assert_allclose(np.asarray(params["w"]), expected)
