@@ -316,7 +316,9 @@ def _gemm_call(step: LoweredStep, plan: BufferPlan, layout: Layout,
     if affine is None:
         return render_gemm(gemm, a, b, c, ctype, renderer.threads)
     d = "0" if affine.addend is None else _pointer(affine.addend, plan, layout, ctype)
-    return render_gemm(gemm, a, b, c, ctype, renderer.threads, affine.alpha, affine.beta, d)
+    row = "0" if affine.row is None else _pointer(affine.row, plan, layout, ctype)
+    return render_gemm(gemm, a, b, c, ctype, renderer.threads, affine.alpha, d, affine.beta,
+                       row, affine.row_scale)
 
 
 def _native_call(step: LoweredStep, plan: BufferPlan, layout: Layout,

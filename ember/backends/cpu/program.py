@@ -16,15 +16,19 @@ from ember.passes.schedule import Group, Schedule
 
 @dataclass(frozen=True)
 class AffineEpilogue:
-    """A GEMM epilogue ``result = alpha * product + beta * addend`` (an SGD update
-    ``w - lr * grad``, a residual ``x + y @ w``), folded into the BLAS call: ``result``
-    starts as a copy of ``addend`` (none when it holds it already, or when there is
-    none) and the call computes ``C = alpha * A @ B + beta * C`` into it."""
+    """A GEMM epilogue ``result = alpha * product + beta * addend + row_scale * row``
+    (an SGD update ``w - lr * grad``, a residual ``x + y @ w``, a bias ``y @ w + b``
+    broadcast along the rows), folded into the BLAS call: ``result`` starts as
+    ``beta * addend + row_scale * row`` (each optional; nothing to do when the result
+    holds the addend already and ``beta`` is 1) and the call computes
+    ``C = alpha * A @ B + C`` into it."""
 
     result: Var
     alpha: float
     beta: float
     addend: Var | None
+    row_scale: float = 0.0
+    row: Var | None = None
 
 
 @dataclass
@@ -128,8 +132,9 @@ def _lower_group(group: Group, producer: dict[Var, Eqn], threads: int,
 
 
 def affine_epilogue(group: Group, plan: GemmPlan) -> AffineEpilogue | None:
-    """The library group's epilogue as ``alpha * product + beta * addend`` (scalar
-    literals, an addend buffer of the product's shape), or None when it is not one."""
+    """The library group's epilogue as ``alpha * product + beta * addend + row_scale *
+    row`` (scalar literals; an addend buffer of the product's shape; a row buffer
+    broadcast along the product's last axis, its columns), or None when it is not one."""
     product = group.library.outputs[0]
     if (len(group.roots) != 1 or group.roots[0] is product or not group.members
             or 0 in (plan.m, plan.n, plan.k)):
@@ -140,17 +145,21 @@ def affine_epilogue(group: Group, plan: GemmPlan) -> AffineEpilogue | None:
     producer = {v: e for e in group.members.values() for v in e.outputs}
     visited: set[int] = set()
 
-    def affine(atom) -> tuple[float, float, Var | None] | None:
-        """(alpha, beta, addend) of ``atom``."""
+    def affine(atom) -> _Affine | None:
         if atom is product:
-            return 1.0, 0.0, None
+            return _Affine(1.0, {})
         if isinstance(atom, Literal) or not isinstance(atom, Var):
             return None
         eqn = producer.get(atom)
         if eqn is None:  # a buffer: the addend
-            return (0.0, 1.0, atom) if atom.aval == product.aval else None
+            return _Affine(0.0, {(atom, "full"): 1.0}) if atom.aval == product.aval else None
         visited.add(id(eqn))
         name, args = eqn.prim.name, eqn.inputs
+        if name == "broadcast_in_dim":  # a row of n values down the product's rows
+            if (tuple(eqn.params["broadcast_dimensions"]) == (product.aval.ndim - 1,)
+                    and product.aval.shape[-1:] == (plan.n,)):
+                return row(args[0])
+            return None
         if name == "neg":
             return _scaled(affine(args[0]), -1.0)
         if name == "mul":
@@ -162,6 +171,23 @@ def affine_epilogue(group: Group, plan: GemmPlan) -> AffineEpilogue | None:
         if name in ("add", "sub"):
             left, right = affine(args[0]), affine(args[1])
             return _summed(left, _scaled(right, -1.0) if name == "sub" else right)
+        return None
+
+    def row(atom) -> _Affine | None:
+        """A vector of the product's columns: a buffer, scaled (``-3 * b``)."""
+        if not isinstance(atom, Var) or atom.aval.dtype != product.aval.dtype:
+            return None
+        eqn = producer.get(atom)
+        if eqn is None:
+            return _Affine(0.0, {(atom, "row"): 1.0})
+        visited.add(id(eqn))
+        if eqn.prim.name == "neg":
+            return _scaled(row(eqn.inputs[0]), -1.0)
+        if eqn.prim.name == "mul":
+            for term, factor in (eqn.inputs, eqn.inputs[::-1]):
+                value = scalar(factor)
+                if value is not None:
+                    return _scaled(row(term), value)
         return None
 
     def scalar(atom) -> float | None:
@@ -177,25 +203,39 @@ def affine_epilogue(group: Group, plan: GemmPlan) -> AffineEpilogue | None:
         return None
 
     found = affine(result)
-    if found is None or len(visited) != len(group.members) or found[0] == 0.0:
+    if found is None or len(visited) != len(group.members) or found.alpha == 0.0:
         return None
-    alpha, beta, addend = found
-    return AffineEpilogue(result, alpha, beta + 0.0, addend)  # (no -0.0 for "no addend")
+    by_kind: dict[str, tuple[Var, float]] = {}
+    for (var, kind), scale in found.terms.items():
+        if kind in by_kind or scale == 0.0:
+            return None  # two addends (or two rows): not one BLAS call
+        by_kind[kind] = (var, scale + 0.0)  # (no -0.0)
+    addend, beta = by_kind.get("full", (None, 0.0))
+    row_addend, row_scale = by_kind.get("row", (None, 0.0))
+    return AffineEpilogue(result, found.alpha, beta, addend, row_scale, row_addend)
 
 
-def _scaled(term, factor: float):
+@dataclass(frozen=True)
+class _Affine:
+    """``alpha * product + sum(scale * addend)``; an addend is (buffer, "full" or "row")."""
+
+    alpha: float
+    terms: dict
+
+
+def _scaled(term: _Affine | None, factor: float) -> _Affine | None:
     if term is None:
         return None
-    alpha, beta, addend = term
-    return alpha * factor, beta * factor, addend
+    return _Affine(term.alpha * factor, {k: v * factor for k, v in term.terms.items()})
 
 
-def _summed(left, right):
+def _summed(left: _Affine | None, right: _Affine | None) -> _Affine | None:
     if left is None or right is None:
         return None
-    if left[2] is not None and right[2] is not None and left[2] is not right[2]:
-        return None  # two addends: not one BLAS call
-    return left[0] + right[0], left[1] + right[1], left[2] or right[2]
+    terms = dict(left.terms)
+    for k, v in right.terms.items():
+        terms[k] = terms.get(k, 0.0) + v
+    return _Affine(left.alpha + right.alpha, terms)
 
 
 def _plan_library(group: Group) -> tuple[GemmPlan, tuple[Var, Var]]:

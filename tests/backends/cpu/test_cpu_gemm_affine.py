@@ -23,46 +23,69 @@ def _gemm_source(fun, *args) -> str:
     return step.source
 
 
+B = RNG.standard_normal(80).astype(np.float32)
+
 FOLDED = {
-    # (function, the call's alpha and beta)
-    "sgd update": (lambda w, x, g: w - 0.01 * (x.T @ g), -0.01, 1.0),
-    "residual": (lambda w, x, g: w + x.T @ g, 1.0, 1.0),
-    "scaled both": (lambda w, x, g: 2.0 * (w - 3.0 * (x.T @ g)), -6.0, 2.0),
-    "product minus addend": (lambda w, x, g: (x.T @ g) * 0.5 - w, 0.5, -1.0),
-    "scaled product only": (lambda w, x, g: -(x.T @ g) * 4.0, -4.0, 0.0),
+    # (function, the call's alpha, the addend's and the row's scales)
+    "sgd update": (lambda w, x, g, b: w - 0.01 * (x.T @ g), -0.01, 1.0, 0.0),
+    "residual": (lambda w, x, g, b: w + x.T @ g, 1.0, 1.0, 0.0),
+    "scaled both": (lambda w, x, g, b: 2.0 * (w - 3.0 * (x.T @ g)), -6.0, 2.0, 0.0),
+    "product minus addend": (lambda w, x, g, b: (x.T @ g) * 0.5 - w, 0.5, -1.0, 0.0),
+    "scaled product only": (lambda w, x, g, b: -(x.T @ g) * 4.0, -4.0, 0.0, 0.0),
+    "bias": (lambda w, x, g, b: x.T @ g + b, 1.0, 0.0, 1.0),
+    "residual and bias": (lambda w, x, g, b: w + (x.T @ g + b), 1.0, 1.0, 1.0),
+    "scaled bias": (lambda w, x, g, b: 2.0 * (x.T @ g) - 3.0 * b + 0.5 * w, 2.0, 0.5, -3.0),
+    "one addend twice": (lambda w, x, g, b: w + x.T @ g + 2.0 * w, 1.0, 3.0, 0.0),
 }
 
 
 @pytest.mark.parametrize("name", FOLDED)
 def test_affine_epilogues_are_computed_by_the_call(name):
-    fun, alpha, beta = FOLDED[name]
-    source = _gemm_source(fun, W, X, G)
+    fun, alpha, d_scale, row_scale = FOLDED[name]
+    source = _gemm_source(fun, W, X, G, B)
     assert "_epilogue" not in source, source
     call = source.strip().splitlines()[-1]
-    *_, got_alpha, got_beta, addend = call.rstrip(");").split(", ")
-    np.testing.assert_allclose([float(got_alpha), float(got_beta)], [alpha, beta], rtol=1e-6)
-    assert (addend == "0") == (beta == 0.0), call
-    assert_matches_reference(fun, W, X, G, tolerance=TOLERANCE)
+    *_, got_alpha, d, got_d_scale, row, got_row_scale = call.rstrip(");").split(", ")
+    np.testing.assert_allclose([float(got_alpha), float(got_d_scale), float(got_row_scale)],
+                               [alpha, d_scale, row_scale], rtol=1e-6)
+    assert (d == "0") == (d_scale == 0.0) and (row == "0") == (row_scale == 0.0), call
+    assert_matches_reference(fun, W, X, G, B, tolerance=TOLERANCE)
 
 
-def test_batched_residual():
-    a = RNG.standard_normal((3, 40, 48)).astype(np.float32)
-    b = RNG.standard_normal((3, 48, 36)).astype(np.float32)
-    r = RNG.standard_normal((3, 40, 36)).astype(np.float32)
-    fun = lambda r, a, b: r + a @ b  # noqa: E731
-    assert "_epilogue" not in _gemm_source(fun, r, a, b)
-    assert_matches_reference(fun, r, a, b, tolerance=TOLERANCE)
+def test_batched_residual_and_bias():
+    """Split by batch items (each thread its items) and by rows or columns (3 items on
+    2 threads): the row addend follows each block's columns."""
+    for count in (4, 3):
+        a = RNG.standard_normal((count, 160, 48)).astype(np.float32)
+        b = RNG.standard_normal((count, 48, 136)).astype(np.float32)
+        r = RNG.standard_normal((count, 160, 136)).astype(np.float32)
+        bias = RNG.standard_normal(136).astype(np.float32)
+        fun = lambda r, a, b, bias: r + a @ b - bias  # noqa: E731
+        assert "_epilogue" not in _gemm_source(fun, r, a, b, bias)
+        assert_matches_reference(fun, r, a, b, bias, tolerance=TOLERANCE)
+
+
+def test_a_wide_product_split_by_columns_adds_each_block_its_bias():
+    x = RNG.standard_normal((40, 64)).astype(np.float32)
+    w = RNG.standard_normal((64, 2000)).astype(np.float32)
+    b = RNG.standard_normal(2000).astype(np.float32)
+    fun = lambda x, w, b: x @ w + b  # noqa: E731
+    source = _gemm_source(fun, x, w, b)
+    assert "_epilogue" not in source and source.strip().splitlines()[-1].startswith(
+        "ember_gemm_f32(2, 2,"), source  # split 2: by blocks of columns
+    assert_matches_reference(fun, x, w, b, tolerance=TOLERANCE)
 
 
 @pytest.mark.parametrize("fun", [
-    lambda w, x, g: x.T @ g + w[0],  # a broadcast addend
-    lambda w, x, g: (w - 0.01 * (x.T @ g), x.T @ g),  # the product is needed too
-    lambda w, x, g: w - jnp.tanh(x.T @ g),  # not affine
-    lambda w, x, g: w * (x.T @ g),  # not affine in the product
-], ids=["broadcast-addend", "product-returned", "tanh", "product-times-addend"])
+    lambda w, x, g, b: x.T @ g + w[0],  # a row of the addend, not a buffer of its own
+    lambda w, x, g, b: x.T @ g + w[:, :1],  # a column broadcast along the rows
+    lambda w, x, g, b: (w - 0.01 * (x.T @ g), x.T @ g),  # the product is needed too
+    lambda w, x, g, b: w - jnp.tanh(x.T @ g),  # not affine
+    lambda w, x, g, b: w * (x.T @ g),  # not affine in the product
+], ids=["row-of-a-matrix", "column", "product-returned", "tanh", "product-times-addend"])
 def test_other_epilogues_stay_kernels(fun):
-    assert "_epilogue" in _gemm_source(fun, W, X, G)
-    assert_matches_reference(fun, W, X, G, tolerance=TOLERANCE)
+    assert "_epilogue" in _gemm_source(fun, W, X, G, B)
+    assert_matches_reference(fun, W, X, G, B, tolerance=TOLERANCE)
 
 
 def test_the_addend_may_be_an_operand():

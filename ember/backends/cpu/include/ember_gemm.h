@@ -1,8 +1,9 @@
 /* Batched, strided GEMMs for Ember's generated CPU code: C[item] = alpha A[item] @ B[item]
  * + beta C[item], row-major, through single-threaded BLAS calls split across OpenMP
- * threads. beta = 0 but for an epilogue folded into the call (program.AffineEpilogue),
- * where C starts as a copy of D (laid out as C; none when D is null or is C), each
- * thread copying its own block just before its call reads it.
+ * threads. beta = 0 but for an epilogue folded into the call (program.AffineEpilogue):
+ * then C starts as d_scale * D + row_scale * row (D laid out as C, possibly C itself;
+ * row a vector of n values broadcast down the rows; either may be null), each thread
+ * writing its own block just before its call reads it, and beta = 1.
  *
  * Generated code calls these instead of spelling out a parallel loop per GEMM: every
  * OpenMP region costs the C compiler about 30M instructions (it is outlined into a
@@ -47,12 +48,32 @@ static inline int64_t ember_item_offset(const ember_batch *batch, const int64_t 
   return offset;
 }
 
+/* C = d_scale * D + row_scale * row (broadcast down the rows), each term optional; D is
+ * laid out as C and may be C itself. */
+#define EMBER_DEFINE_GEMM_START(NAME, T)                                                    \
+  static inline void ember_gemm_start_##NAME(T *c, int64_t ldc, int64_t rows, int64_t cols, \
+                                             const T *d, T d_scale, const T *row,           \
+                                             T row_scale) {                                 \
+    if (d == c && d_scale == 1 && row == NULL) return; /* in place, as it is */             \
+    for (int64_t r = 0; r < rows; r++) {                                                    \
+      T *out = c + r * ldc;                                                                 \
+      const T *in = d ? d + r * ldc : NULL;                                                 \
+      if (in != NULL && d_scale == 1 && row == NULL) {                                      \
+        memcpy(out, in, sizeof(T) * cols);                                                  \
+        continue;                                                                           \
+      }                                                                                     \
+      for (int64_t j = 0; j < cols; j++)                                                    \
+        out[j] = (in ? d_scale * in[j] : 0) + (row ? row_scale * row[j] : 0);               \
+    }                                                                                       \
+  }
+
 #define EMBER_DEFINE_GEMM(NAME, T, CBLAS_GEMM)                                              \
+  EMBER_DEFINE_GEMM_START(NAME, T)                                                          \
   static __attribute__((noinline, unused)) void NAME(                                     \
       int split, int parts, int64_t count, const ember_batch *batch, int ta, int tb,       \
       int64_t m, int64_t n, int64_t k, const T *A, int64_t lda, int64_t a_row_step,        \
-      const T *B, int64_t ldb, int64_t b_col_step, T *C, int64_t ldc, T alpha, T beta,     \
-      const T *D) {                                                                        \
+      const T *B, int64_t ldb, int64_t b_col_step, T *C, int64_t ldc, T alpha,             \
+      const T *D, T d_scale, const T *row, T row_scale) {                                  \
     const int saved_threads = ember_blas_single_threaded();                                \
     _Pragma("omp parallel for num_threads(parts) schedule(static) if(parts > 1)")         \
     for (int64_t part = 0; part < parts; part++) {                                         \
@@ -68,11 +89,11 @@ static inline int64_t ember_item_offset(const ember_batch *batch, const int64_t 
         int64_t rows = m, cols = n;                                                        \
         if (split == 1) { a += lo * a_row_step; c += lo * ldc; rows = hi - lo; }           \
         if (split == 2) { b += lo * b_col_step; c += lo; cols = hi - lo; }                 \
-        if (D != NULL && D != C) /* this thread's block of C starts as D's */              \
-          for (int64_t r = 0; r < rows; r++)                                               \
-            memcpy(c + r * ldc, D + (c - C) + r * ldc, sizeof(T) * cols);                  \
+        if (D != NULL || row != NULL) /* this thread's block of C starts as the addends */ \
+          ember_gemm_start_##NAME(c, ldc, rows, cols, D ? D + (c - C) : NULL, d_scale,       \
+                                  row ? row + (split == 2 ? lo : 0) : NULL, row_scale);    \
         CBLAS_GEMM(101, ta, tb, (int)rows, (int)cols, (int)k, alpha, a, (int)lda, b,       \
-                   (int)ldb, beta, c, (int)ldc);                                           \
+                   (int)ldb, (D != NULL || row != NULL) ? 1 : 0, c, (int)ldc);             \
       }                                                                                    \
     }                                                                                      \
     ember_blas_restore_threads(saved_threads);                                             \
