@@ -123,3 +123,11 @@ def test_an_sgd_step_matches_the_reference():
     assert any(k.kind == "library" and "_epilogue" not in k.source and "sub" in k.ops
                for k in kernels)
     assert_matches_reference(step, params, x, y, tolerance=(1e-4, 1e-5))
+
+
+def test_float64_update_with_bias(x64):
+    w, x, g, b = (a.astype(np.float64) for a in (W, X, G, B))
+    fun = lambda w, x, g, b: w - 0.3 * (x.T @ g) + 2.0 * b  # noqa: E731
+    source = _gemm_source(fun, w, x, g, b)
+    assert "_epilogue" not in source and "ember_gemm_f64" in source
+    assert_matches_reference(fun, w, x, g, b)
