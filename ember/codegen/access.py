@@ -107,8 +107,11 @@ def reduced_axes(eqn: Eqn) -> tuple[int, ...]:
 
 def reduction_syms(extents: tuple[int, ...]) -> tuple[Sym, ...]:
     """Loop variables of a reduction over ``extents``: reductions over equal extents
-    share them, so they can share one loop."""
-    return tuple(Sym(f"r{k}", n) for k, n in enumerate(extents))
+    share them, so they can share one loop. Only equal extents: a reduction over
+    (2, 4) and one over (1, 4) may merge their loops differently, and a variable of
+    both would take one reduction's merged form into the other's loops."""
+    shape = "x".join(map(str, extents))
+    return tuple(Sym(f"r{k}_{shape}", n) for k, n in enumerate(extents))
 
 
 def is_reduction_sym(sym: Sym) -> bool:

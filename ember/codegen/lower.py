@@ -496,12 +496,14 @@ def _extends(run: list[Sym], sym: Sym, forms: list[Affine]) -> bool:
     return True
 
 
-def _substitution(runs: list[list[Sym]], prefix: str, subst: dict[Sym, Affine]) -> list[Sym]:
-    """One loop per run; each original variable becomes a form of its run's loop."""
+def _substitution(runs: list[list[Sym]], prefix: str, subst: dict[Sym, Affine],
+                  first: int = 0) -> list[Sym]:
+    """One loop per run (named from ``first`` on); each original variable becomes a
+    form of its run's loop."""
     loops = []
     for run in runs:
         total = int(np.prod([s.extent for s in run], dtype=np.int64))
-        loop = Sym(f"{prefix}{len(loops)}", total)
+        loop = Sym(f"{prefix}{first + len(loops)}", total)
         loops.append(loop)
         if total == 0:  # never runs; indices keep the loop variable so nothing is hoisted
             subst.update((sym, ix.var(loop)) for sym in run)
@@ -520,9 +522,11 @@ def _plan_loops(group: LoopGroup, first: _Builder) -> tuple[dict[Sym, Affine], _
     subst: dict[Sym, Affine] = {}
     outer = _substitution(_merge_runs(list(group.syms[:rank]), forms), "o", subst)
     inner = _substitution(_merge_runs(list(group.syms[rank:]), forms), "i", subst)
+    reduction_loops = 0  # (named apart: two reductions' loops may nest in C)
     for syms in dict.fromkeys(red.syms for red in first.reductions.values()):
         if not set(syms) <= set(group.syms):  # (shared with the output loops: done)
-            _substitution(_merge_runs(list(syms), forms), "k", subst)
+            reduction_loops += len(_substitution(_merge_runs(list(syms), forms), "k", subst,
+                                                 reduction_loops))
     ordered = []
     for n, nest in enumerate(first.ordered):
         independent = _substitution(_merge_runs(list(nest.independent), forms), f"p{n}_", subst)

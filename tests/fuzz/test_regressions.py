@@ -113,3 +113,23 @@ def test_vmapped_dot_general_with_infinities(backend):
     got = np.asarray(ember.jit(batched, backend=backend)(x0, x1))
     np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
     np.testing.assert_array_equal(np.isinf(got), np.isinf(expected))
+
+
+@pytest.mark.parametrize("backend", [pytest.param("cpu", marks=needs_cpu),
+                                     pytest.param("opencl", marks=needs_opencl)])
+def test_two_reductions_in_one_kernel_over_extents_sharing_a_tail(backend):
+    """A sum over (2, 4) (its loops merge into one of 8) and a contraction over (1, 4) in
+    one row kernel: the two used to share the loop variable of the extent-4 axis, so one
+    took the other's loop (and its C name), summing the wrong elements."""
+    rng = np.random.default_rng(0)
+    e = rng.standard_normal((2, 4, 2)).astype(np.float32)
+    d = rng.standard_normal((1, 4)).astype(np.float32)
+    b = rng.standard_normal((2, 1, 4)).astype(np.float32)
+
+    def f(e, d, b):
+        return lax.add(lax.reduce_sum(e, (0, 1)),
+                       lax.dot_general(d, b, (((0, 1), (1, 2)), ((), ()))))
+
+    expected = e.sum((0, 1)) + np.einsum("ij,kij->k", d, b)
+    np.testing.assert_allclose(np.asarray(ember.jit(f, backend=backend)(e, d, b)), expected,
+                               rtol=1e-5, atol=1e-6)
