@@ -8,10 +8,11 @@ need concrete values: under ``jit`` use ``ember.numpy.where(mask, x, other)``, o
 ``nonzero(mask, size=...)`` for a static result size.
 
 Out-of-bounds indices, as JAX (no error can be raised from inside compiled code):
-- Static Python integers out of range raise ``EmberIndexError`` (they are known at
-  trace time).
-- Index arrays are clamped when reading (``x[idx]``; ``x.at[idx].get(mode='fill')``
-  returns ``fill_value`` instead, NaN by default for floats).
+- Reads clamp, static Python integers and index arrays alike: negative indices count from
+  the end first, then the index is clamped into the axis (``arange(10.)[11]`` is 9.0,
+  ``arange(10.)[-11]`` is 0.0). ``x.at[idx].get(mode='fill')`` returns ``fill_value``
+  instead, NaN by default for floats. Only an integer index into an empty axis raises
+  ``EmberIndexError``: there is no element to clamp to.
 - Updates (``x.at[idx].set(v)`` and friends) drop out-of-bounds entries (``mode='clip'``
   clamps them instead). Repeated indices all apply for add / multiply / min / max; for
   ``set`` one of them wins.
@@ -172,10 +173,11 @@ def _apply_slices(x: Any, bounds: dict[int, _Slice]) -> Any:
     return lax.slice(x, starts, limits, strides)
 
 
-def _check_int(index: int, size: int, axis: int) -> int:
-    if not -size <= index < size:
-        raise EmberIndexError(f"index {index} is out of bounds for axis {axis} with size {size}")
-    return index % size
+def _clamped_int(index: int, size: int, axis: int) -> int:
+    """A static integer index counted from the end when negative, then clamped (JAX)."""
+    if size == 0:
+        raise EmberIndexError(f"index {index} is out of bounds for axis {axis} with size 0")
+    return min(max(index + size if index < 0 else index, 0), size - 1)
 
 
 # --- advanced indexing: one gather ---------------------------------------------------------
@@ -247,10 +249,8 @@ def _split_entries(entries: list[Any], shape: tuple[int, ...], mode: str | None
         if isinstance(entry, slice):
             bounds[axis] = _slice_bounds(entry, shape[axis])
         elif _static_int(entry):
-            if mode is None:
-                _check_int(int(entry), shape[axis], axis)
             if mode is None and not any_array:
-                start = int(entry) % shape[axis]
+                start = _clamped_int(int(entry), shape[axis], axis)
                 bounds[axis] = _Slice(start, start + 1, 1)
                 squeezed.append(axis)
             else:

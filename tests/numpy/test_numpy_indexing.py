@@ -137,8 +137,24 @@ def test_out_of_bounds_follow_jax():
     _same(x.at[7].set(100.0), np.arange(5.0))  # writes drop
     _same(x.at[np.array([-9, 0])].add(1.0), [1, 1, 2, 3, 4])
     _same(x.at[np.array([9])].set(-1.0, mode="clip"), [0, 1, 2, 3, -1])
-    with pytest.raises(EmberIndexError, match="index 5 is out of bounds for axis 0 with size 5"):
-        x[5]
+    # Static integers clamp too (negative ones count from the end first).
+    assert float(x[5]) == 4.0 and float(x[-6]) == 0.0 and float(x[-100]) == 0.0
+    _same(enp.arange(12.0).reshape(3, 4)[5, -9], 8.0)
+    with pytest.raises(EmberIndexError, match="index 0 is out of bounds for axis 0 with size 0"):
+        enp.zeros(0)[0]
+
+
+STATIC_OUT_OF_BOUNDS = [11, -11, -12, 100, -100, (5,), (-5,), (1, 9), (5, -9), (-4, 4),
+                        (5, [0, 1]), ([0, 1], 7), (Ellipsis, 11), (None, 11)]
+
+
+@pytest.mark.parametrize("index", STATIC_OUT_OF_BOUNDS, ids=str)
+def test_static_out_of_bounds_integers_clamp_as_jax(index):
+    jnp = pytest.importorskip("jax.numpy")
+    ndim = 1 if isinstance(index, int) or Ellipsis in index or None in index else 2
+    x = np.arange(10.0 if ndim == 1 else 12.0, dtype=np.float32)
+    x = x if ndim == 1 else x.reshape(3, 4)
+    _same(enp.asarray(x)[index], np.asarray(jnp.asarray(x)[index]))
 
 
 def test_out_of_bounds_under_jit():
