@@ -20,6 +20,7 @@ from ember import lax
 from ember.core import dtypes
 from ember.errors import EmberTypeError, EmberValueError
 from ember.numpy import _ufuncs
+from ember.numpy._complex_special_cases import log_base as log_base_of
 from ember.numpy._ufunc_objects import builtin
 from ember.numpy._creation import full
 from ember.numpy._promotion import (
@@ -97,7 +98,14 @@ def floor_divide(x1: Any, x2: Any, /):
     floor = lax.floor(div)
     floor = _select(lax.gt(lax.sub(div, floor), constant_like(0.5, div)),
                     lax.add(floor, constant_like(1, floor)), floor)
+    # A zero quotient takes the sign of x / y (-0. // 2.5 is -0.; -2.5 // -inf is +0.).
+    floor = _select(lax.eq(div, constant_like(0, div)), _signed_zero(lax.div(x, y)), floor)
     return _select(lax.eq(y, constant_like(0, y)), lax.div(x, y), floor)
+
+
+def _signed_zero(like: Any) -> Any:
+    """A zero with the sign of ``like`` (of its sign bit for zeros)."""
+    return _select(signbit(like), constant_like(-0.0, like), constant_like(0.0, like))
 
 
 def remainder(x1: Any, x2: Any, /):
@@ -107,7 +115,9 @@ def remainder(x1: Any, x2: Any, /):
     if not dtypes.is_inexact(x.dtype):
         return _int_by_nonzero(x, y, _int_remainder)
     mod = lax.rem(x, y)
-    return _select(_floor_adjust(mod, y), lax.add(mod, y), mod)
+    adjusted = _select(_floor_adjust(mod, y), lax.add(mod, y), mod)
+    # A zero remainder takes the divisor's sign, as every other result does.
+    return _select(lax.eq(mod, constant_like(0, mod)), _signed_zero(y), adjusted)
 
 
 mod = remainder
@@ -426,7 +436,7 @@ rad2deg = degrees = _scaled("rad2deg", 180 / math.pi)
 def _log_base(name: str, base: float):
     def log_base(x: Any, /):
         (x,) = promote_args_inexact(x)
-        return lax.div(lax.log(x), constant_like(math.log(base), x))
+        return log_base_of(x, base)
 
     log_base.__name__ = log_base.__qualname__ = name
     log_base.__doc__ = f"Base-{base:g} logarithm."

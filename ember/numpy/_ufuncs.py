@@ -14,6 +14,7 @@ import numpy as np
 
 from ember import lax
 from ember.core import dtypes
+from ember.numpy import _complex_special_cases as annex_g
 from ember.numpy._promotion import ensure_array, promote_args, promote_args_inexact
 from ember.numpy._ufunc_objects import builtin, monoid, reduction, running, scatter
 
@@ -68,7 +69,7 @@ def _right_shift(x, y):
 
 exp = _ufunc("exp", lax.exp, _inexact)
 exp2 = _ufunc("exp2", lax.exp2, _inexact)
-expm1 = _ufunc("expm1", lax.expm1, _inexact)
+expm1 = _ufunc("expm1", annex_g.expm1, _inexact)
 log = _ufunc("log", lax.log, _inexact)
 log1p = _ufunc("log1p", lax.log1p, _inexact)
 sqrt = _ufunc("sqrt", lax.sqrt, _inexact)

@@ -1,0 +1,79 @@
+"""Complex elementwise functions whose special cases (C99 Annex G, as the Array API
+standard tabulates them) need more than the primitive gives.
+
+The complex primitives compute with the host's C library, which gets most of Annex G
+right; these wrappers fix what it does not: ``expm1`` (NumPy's does not follow
+``exp(z) - 1`` at infinities and NaN), and ``log2`` / ``log10``, which scale both parts
+by a real factor (a complex division would turn ``inf * 0`` into NaN). Real inputs go
+straight to the primitive.
+
+There is no primitive that builds a complex number from its parts, and complex
+arithmetic turns ``inf * 0`` into NaN, so ``_from_parts`` builds one from exact steps.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ember import lax
+from ember.core import dtypes
+from ember.numpy._promotion import constant_like
+
+
+def _select(pred: Any, on_true: Any, on_false: Any) -> Any:
+    return lax.select_n(pred, on_false, on_true)
+
+
+def _isfinite(x: Any) -> Any:
+    return lax.is_finite(x)
+
+
+def _from_parts(real: Any, imag: Any, dtype: Any) -> Any:
+    """``real + imag * 1j`` exactly: infinities, NaNs and signed zeros of either part kept.
+
+    ``(real - 0j) + (-0 + imag j)`` is exact because ``x + -0 == x`` for every x; the
+    second term is ``-((-imag - 0j) * 1j)``, exact for finite ``imag``; a non-finite
+    imaginary part is added as a constant afterwards.
+    """
+    finite = _isfinite(imag)
+    safe_imag = _select(finite, imag, constant_like(0, imag))
+    real_term = lax.conj(lax.convert_element_type(real, dtype))
+    negated = lax.conj(lax.convert_element_type(lax.neg(safe_imag), dtype))
+    imag_term = lax.neg(lax.mul(negated, constant_like(1j, negated)))
+    out = lax.add(real_term, imag_term)
+    non_finite = _select(lax.ne(imag, imag), constant_like(complex(-0.0, math.nan), out),
+                         _select(lax.gt(imag, constant_like(0, imag)),
+                                 constant_like(complex(-0.0, math.inf), out),
+                                 constant_like(complex(-0.0, -math.inf), out)))
+    return _select(finite, out, lax.add(out, non_finite))
+
+
+def _parts(z: Any) -> tuple[Any, Any]:
+    return lax.real(z), lax.imag(z)
+
+
+def expm1(z: Any) -> Any:
+    """``exp(z) - 1``, accurate near 0: ``expm1(a) cos(b) - 2 sin(b/2)**2 + exp(a) sin(b) j``
+    for finite z; the infinite and NaN cases are those of ``exp(z) - 1``."""
+    if not dtypes.is_complex(z.dtype):
+        return lax.expm1(z)
+    a, b = _parts(z)
+    half_sin = lax.sin(lax.mul(b, constant_like(0.5, b)))
+    real = lax.sub(lax.mul(lax.expm1(a), lax.cos(b)),
+                   lax.mul(constant_like(2, b), lax.mul(half_sin, half_sin)))
+    imag = _select(lax.eq(b, constant_like(0, b)), b, lax.mul(lax.exp(a), lax.sin(b)))
+    e_real, e_imag = _parts(lax.exp(z))
+    finite = lax.bitwise_and(_isfinite(a), _isfinite(b))
+    real = _select(finite, real, lax.sub(e_real, constant_like(1, e_real)))
+    imag = _select(finite, imag, e_imag)
+    return _from_parts(real, imag, z.dtype)
+
+
+def log_base(z: Any, base: float) -> Any:
+    """``log(z) / log(base)``, dividing each part by the real ``log(base)``."""
+    log = lax.log(z)
+    if not dtypes.is_complex(z.dtype):
+        return lax.div(log, constant_like(math.log(base), log))
+    real, imag = _parts(log)
+    scale = constant_like(math.log(base), real)
+    return _from_parts(lax.div(real, scale), lax.div(imag, scale), z.dtype)
