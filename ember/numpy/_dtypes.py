@@ -45,9 +45,11 @@ class _ScalarMeta(type):
     def __eq__(cls, other: Any) -> bool:
         if cls is other:
             return True
+        if other is None:  # np.dtype(None) is float64, but None is no dtype
+            return False
         try:
             return cls.dtype == np.dtype(other)
-        except TypeError:
+        except (TypeError, ValueError):  # not a dtype spec ("x: 1, 2" is a bad format string)
             return False
 
     def __call__(cls, value: Any):
@@ -101,12 +103,36 @@ def iinfo(int_type: Any):
     return np.iinfo(dt)
 
 
-def finfo(float_type: Any):
-    """Machine limits of a floating dtype (``eps``, ``max``, ``tiny``, ``smallest_normal``...)."""
-    dt = _to_dtype(float_type)
-    if not _core.is_inexact(dt):
-        raise EmberValueError(f"finfo needs a floating or complex dtype, got {dt}")
-    return _core.finfo(dt)
+class finfo:  # noqa: N801 - NumPy's name
+    """Machine limits of a floating or complex dtype.
+
+    The Array API fields are Python numbers, as the standard asks (``bits`` an int;
+    ``eps``, ``max``, ``min`` and ``smallest_normal`` floats) and ``dtype`` is the real
+    dtype (float32 for complex64); the other fields (``tiny``, ``resolution``,
+    ``precision``, ...) are NumPy's (ml_dtypes' for bfloat16).
+    """
+
+    def __init__(self, float_type: Any) -> None:
+        dt = _to_dtype(float_type)
+        if not _core.is_inexact(dt):
+            raise EmberValueError(f"finfo needs a floating or complex dtype, got {dt}")
+        self._info = _core.finfo(dt)
+        self.bits = int(self._info.bits)
+        self.eps = float(self._info.eps)
+        self.max = float(self._info.max)
+        self.min = float(self._info.min)
+        self.smallest_normal = float(self._info.smallest_normal)
+        self.dtype = np.dtype(self._info.dtype)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "_info":  # not set yet (copying, unpickling)
+            raise AttributeError(name)
+        return getattr(self._info, name)
+
+    def __repr__(self) -> str:
+        return (f"finfo(bits={self.bits}, eps={self.eps!r}, max={self.max!r}, "
+                f"min={self.min!r}, smallest_normal={self.smallest_normal!r}, "
+                f"dtype={self.dtype})")
 
 
 def result_type(*arrays_and_dtypes: Any) -> np.dtype:

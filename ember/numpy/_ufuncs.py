@@ -8,6 +8,7 @@ in ``_math.py``.
 """
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable
 
 import numpy as np
@@ -43,8 +44,13 @@ def _boolean(*args: Any) -> list[Any]:
 
 
 def _ufunc(name: str, lax_fn: Callable, promote: Callable[..., list[Any]]) -> Callable:
-    def fn(*args: Any):
-        return ensure_array(lax_fn(*promote(*args)))
+    # Positional-only parameters named as the Array API names them.
+    if len(inspect.signature(lax_fn).parameters) == 1:
+        def fn(x: Any, /):
+            return ensure_array(lax_fn(*promote(x)))
+    else:
+        def fn(x1: Any, x2: Any, /):
+            return ensure_array(lax_fn(*promote(x1, x2)))
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = (f"Elementwise ``{name}`` as NumPy's, after broadcasting and type promotion "

@@ -428,10 +428,11 @@ def _wrap(indices: Any, size: int) -> Any:
     return remainder(indices, size)
 
 
-def take_along_axis(arr: Any, indices: Any, axis: int | None, mode: str | None = None,
+def take_along_axis(arr: Any, indices: Any, axis: int | None = -1, mode: str | None = None,
                     fill_value: Any = None):
-    """Pick ``arr``'s elements along ``axis`` at ``indices`` (same rank as ``arr``; other
-    axes broadcast). Out-of-bounds indices clamp, or give ``fill_value`` with mode='fill'."""
+    """Pick ``arr``'s elements along ``axis`` (the last by default, as the Array API has it)
+    at ``indices`` (same rank as ``arr``; other axes broadcast). Out-of-bounds indices
+    clamp, or give ``fill_value`` with mode='fill'."""
     x = ensure_array(arr)
     index = ensure_array(indices)
     if axis is None:
