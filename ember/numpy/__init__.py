@@ -1,5 +1,5 @@
 """``ember.numpy``: NumPy's API on Ember arrays, and a conforming implementation of the
-Python Array API standard (2023.12).
+Python Array API standard (2024.12).
 
 Every function works eagerly and under transformations (jit, grad, vmap): it is a
 composition of ``ember.lax`` primitives. Differences from NumPy are JAX's: arrays are
@@ -55,7 +55,7 @@ from ember.numpy._windows import *  # noqa: F401,F403
 from ember.numpy.indexing import take, take_along_axis  # noqa: F401
 from ember.numpy._promotion import ndarray  # noqa: F401
 
-__array_api_version__ = "2023.12"
+__array_api_version__ = "2024.12"
 
 e = 2.718281828459045
 pi = 3.141592653589793

@@ -81,8 +81,13 @@ class Array(ArrayOps):
         if export is not None and dl_device is None:  # device memory, without a copy
             return export(self._buffer, stream)
         host = self._host()
-        if max_version is None:
-            return host.__dlpack__(stream=stream)
+        if max_version is None or max_version[0] < 1:
+            # Consumers of DLPack before 1.0 cannot be told that the memory is read-only
+            # (Ember's buffers are): they get a copy, unless they forbid one.
+            if copy is False:
+                raise BufferError("this consumer of DLPack (before 1.0) cannot share Ember's "
+                                  "read-only memory without a copy; pass copy=None or True")
+            return host.copy().__dlpack__(stream=stream)
         return host.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device,
                                copy=copy)
 

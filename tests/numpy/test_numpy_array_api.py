@@ -1,4 +1,4 @@
-"""The Array API 2023.12 surface: every required name exists, the namespace is
+"""The Array API 2024.12 surface: every required name exists, the namespace is
 reachable from arrays, and the inspection object describes Ember."""
 import numpy as np
 import pytest
@@ -16,21 +16,21 @@ abs acos acosh add asin asinh atan atan2 atanh bitwise_and bitwise_left_shift bi
 bitwise_or bitwise_right_shift bitwise_xor ceil clip conj copysign cos cosh divide equal exp
 expm1 floor floor_divide greater greater_equal hypot imag isfinite isinf isnan less less_equal
 log log1p log2 log10 logaddexp logical_and logical_not logical_or logical_xor maximum minimum
-multiply negative not_equal positive pow real remainder round sign signbit sin sinh square
-sqrt subtract tan tanh trunc
-take __array_namespace_info__
+multiply negative nextafter not_equal positive pow real reciprocal remainder round sign signbit
+sin sinh square sqrt subtract tan tanh trunc
+take take_along_axis __array_namespace_info__
 matmul matrix_transpose tensordot vecdot
 broadcast_arrays broadcast_to concat expand_dims flip moveaxis permute_dims repeat reshape
 roll squeeze stack tile unstack
-argmax argmin nonzero searchsorted where
+argmax argmin count_nonzero nonzero searchsorted where
 unique_all unique_counts unique_inverse unique_values
 argsort sort
-cumulative_sum max mean min prod std sum var
-all any
+cumulative_prod cumulative_sum max mean min prod std sum var
+all any diff
 """.split()
 
 LINALG = """cholesky cross det diagonal eigh eigvalsh inv matmul matrix_norm matrix_power
-matrix_rank matrix_transpose outer pinv qr slogdet solve svdvals tensordot trace vecdot
+matrix_rank matrix_transpose outer pinv qr slogdet solve svd svdvals tensordot trace vecdot
 vector_norm""".split()
 
 FFT = """fft ifft fftn ifftn rfft irfft rfftn irfftn hfft ihfft fftfreq rfftfreq fftshift
@@ -48,7 +48,8 @@ def test_namespace_from_arrays_and_version():
     x = enp.ones(3)
     assert x.__array_namespace__() is enp
     assert x.__array_namespace__(api_version="2023.12") is enp
-    assert enp.__array_api_version__ == "2023.12"
+    assert x.__array_namespace__(api_version="2024.12") is enp
+    assert enp.__array_api_version__ == "2024.12"
     with pytest.raises(ValueError, match="2021.12"):
         x.__array_namespace__(api_version="2021.12")
 
