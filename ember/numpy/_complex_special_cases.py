@@ -8,7 +8,8 @@ by a real factor (a complex division would turn ``inf * 0`` into NaN). Real inpu
 straight to the primitive.
 
 There is no primitive that builds a complex number from its parts, and complex
-arithmetic turns ``inf * 0`` into NaN, so ``_from_parts`` builds one from exact steps.
+arithmetic turns ``inf * 0`` into NaN, so ``complex_from_parts`` builds one from exact steps
+(the one builder of ember.numpy: complex ``round`` and ``corrcoef`` use it too).
 """
 from __future__ import annotations
 
@@ -24,18 +25,14 @@ def _select(pred: Any, on_true: Any, on_false: Any) -> Any:
     return lax.select_n(pred, on_false, on_true)
 
 
-def _isfinite(x: Any) -> Any:
-    return lax.is_finite(x)
-
-
-def _from_parts(real: Any, imag: Any, dtype: Any) -> Any:
+def complex_from_parts(real: Any, imag: Any, dtype: Any) -> Any:
     """``real + imag * 1j`` exactly: infinities, NaNs and signed zeros of either part kept.
 
     ``(real - 0j) + (-0 + imag j)`` is exact because ``x + -0 == x`` for every x; the
     second term is ``-((-imag - 0j) * 1j)``, exact for finite ``imag``; a non-finite
     imaginary part is added as a constant afterwards.
     """
-    finite = _isfinite(imag)
+    finite = lax.is_finite(imag)
     safe_imag = _select(finite, imag, constant_like(0, imag))
     real_term = lax.conj(lax.convert_element_type(real, dtype))
     negated = lax.conj(lax.convert_element_type(lax.neg(safe_imag), dtype))
@@ -63,10 +60,10 @@ def expm1(z: Any) -> Any:
                    lax.mul(constant_like(2, b), lax.mul(half_sin, half_sin)))
     imag = _select(lax.eq(b, constant_like(0, b)), b, lax.mul(lax.exp(a), lax.sin(b)))
     e_real, e_imag = _parts(lax.exp(z))
-    finite = lax.bitwise_and(_isfinite(a), _isfinite(b))
+    finite = lax.bitwise_and(lax.is_finite(a), lax.is_finite(b))
     real = _select(finite, real, lax.sub(e_real, constant_like(1, e_real)))
     imag = _select(finite, imag, e_imag)
-    return _from_parts(real, imag, z.dtype)
+    return complex_from_parts(real, imag, z.dtype)
 
 
 def log_base(z: Any, base: float) -> Any:
@@ -76,4 +73,4 @@ def log_base(z: Any, base: float) -> Any:
         return lax.div(log, constant_like(math.log(base), log))
     real, imag = _parts(log)
     scale = constant_like(math.log(base), real)
-    return _from_parts(lax.div(real, scale), lax.div(imag, scale), z.dtype)
+    return complex_from_parts(lax.div(real, scale), lax.div(imag, scale), z.dtype)

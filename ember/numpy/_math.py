@@ -20,6 +20,7 @@ from ember import lax
 from ember.core import dtypes
 from ember.errors import EmberTypeError, EmberValueError
 from ember.numpy import _ufuncs
+from ember.numpy._complex_special_cases import complex_from_parts
 from ember.numpy._complex_special_cases import log_base as log_base_of
 from ember.numpy._ufunc_objects import builtin
 from ember.numpy._creation import full
@@ -217,12 +218,6 @@ floor = _float_only("floor", lax.floor)
 ceil = _float_only("ceil", lax.ceil)
 trunc = fix = _float_only("trunc", _trunc)
 rint = _float_only("rint", lambda x: lax.round(x, 1))
-
-
-def complex_from_parts(real_part: Any, imag_part: Any, dtype: np.dtype) -> Any:
-    """``real_part + 1j * imag_part`` as ``dtype`` (no primitive builds complex numbers)."""
-    as_complex = [lax.convert_element_type(v, dtype) for v in (real_part, imag_part)]
-    return lax.add(as_complex[0], lax.mul(as_complex[1], 1j))
 
 
 def round(a: Any, decimals: int = 0, out: None = None):

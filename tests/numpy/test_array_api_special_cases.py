@@ -420,3 +420,22 @@ def test_complex_unary(xp, case):
     z = xp.asarray([complex(a, b)], dtype=xp.complex64)
     out = complex(np.asarray(_quiet(getattr(xp, name), z))[0])
     assert _matches_complex(out, expected), f"{name}({complex(a, b)}) = {out}, not {expected}"
+
+
+def _rounded(v: float) -> float:
+    """round's real special cases: zeros, infinities and NaN unchanged, else half to even."""
+    return v if v == 0 or not math.isfinite(v) else float(round(v))
+
+
+def _complex_round_cases():
+    parts = [inf, -inf, 0.0, -0.0, 2.5, -3.5, 3.0, nan]
+    for a, b in itertools.product(parts, parts):
+        yield _complex_id("round", a, b), (a, b, (_rounded(a), _rounded(b)))
+
+
+@pytest.mark.parametrize("xp,case", conformance_params(_complex_round_cases()))
+def test_complex_round_rounds_each_part(xp, case):
+    """The real-valued special cases of round apply to each part independently."""
+    a, b, expected = case
+    out = complex(np.asarray(xp.round(xp.asarray([complex(a, b)], dtype=xp.complex64)))[0])
+    assert same_complex(out, expected), f"round({complex(a, b)}) = {out}"
