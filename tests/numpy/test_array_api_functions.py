@@ -8,6 +8,7 @@ numerics such as a matrix inverse, with NumPy in float64).
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 import pytest
@@ -214,6 +215,10 @@ def test_python_scalar_conversions(xp):
     with pytest.raises(OverflowError):
         int(xp.asarray(inf))
     assert math.isnan(float(xp.asarray(nan))) and float(xp.asarray(-inf)) == -inf
+    for convert in (int, float, operator.index):  # complex to real, bool to index: TypeError
+        with pytest.raises(TypeError):
+            convert(c if convert is not operator.index else b)
+    assert bool(xp.asarray(0j)) is False and bool(xp.asarray(1e-30j)) is True
 
 
 # --- linalg ------------------------------------------------------------------------------------
@@ -447,3 +452,14 @@ def test_ember_setitem_raises_as_jax():
     with pytest.raises(TypeError, match="immutable"):
         y = jnp.asarray(X)
         y[y > 3] = 0.0
+
+
+def test_traced_mask_updates_raise_an_index_error_as_jax():
+    """Under jit a traced boolean mask cannot index (JAX: NonConcreteBooleanIndexError, an
+    IndexError); the message points to where()."""
+    x = np.arange(3.0, dtype=np.float32)
+    with pytest.raises(IndexError, match=r"concrete mask.*where\(mask, x, other\)"):
+        ember.jit(lambda v: v.at[v > 1].set(0.0))(x)
+    jax = pytest.importorskip("jax")
+    with pytest.raises(IndexError):
+        jax.jit(lambda v: v.at[v > 1].set(0.0))(x)
