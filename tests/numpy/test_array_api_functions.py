@@ -104,6 +104,19 @@ def test_like_functions_keep_or_take_dtype(xp):
 
 
 @each_namespace()
+def test_asarray_copy_and_device(xp):
+    x = xp.asarray([1.0, 2.0], dtype=xp.float32)
+    assert _np(xp.asarray(x, copy=False)).tolist() == [1.0, 2.0]
+    assert _np(xp.asarray(x, copy=True)).tolist() == [1.0, 2.0]
+    with pytest.raises(ValueError):  # a dtype change needs a copy
+        xp.asarray(x, dtype=xp.int32, copy=False)
+    with pytest.raises(ValueError):  # so does a Python list
+        xp.asarray([1.0, 2.0], copy=False)
+    assert xp.asarray([1.0], device=x.device).device == x.device
+    assert xp.asarray(True).dtype == xp.bool and xp.asarray(1.5).ndim == 0
+
+
+@each_namespace()
 def test_linspace_meshgrid_tril(xp):
     _close(xp.linspace(0, 1, 5, endpoint=False), [0, 0.2, 0.4, 0.6, 0.8])
     assert xp.linspace(0, 1, 0).shape == (0,) and xp.linspace(2, 3, 1).shape == (1,)
