@@ -10,6 +10,7 @@ from ember.ops.random_bits import *  # noqa: F401,F403
 from ember.ops.reductions import *  # noqa: F401,F403
 from ember.ops.sorting import *  # noqa: F401,F403
 from ember.ops.structural import *  # noqa: F401,F403
+from ember.ops.user_reductions import *  # noqa: F401,F403
 
 
 def stop_gradient(x):

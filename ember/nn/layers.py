@@ -242,38 +242,31 @@ class Conv2d:
         return y if self.bias is None else y + self.bias[:, None, None]
 
 
-def _pool(x: Any, window: Sequence[int], strides: Sequence[int], combine: Callable) -> Any:
-    """Combine the ``window`` of every output position over the last two axes ('VALID'
-    windows), one strided slice per window offset."""
+def _pool(x: Any, window: Sequence[int], strides: Sequence[int], init: float,
+          computation: Callable) -> Any:
+    """``lax.reduce_window`` over 'VALID' windows of the last two axes."""
     x = jnp.asarray(x)
     (kh, kw), (sh, sw) = _pair(window), _pair(strides)
     height, width = x.shape[-2:]
     if kh > height or kw > width:
         raise EmberValueError(f"pooling window {(kh, kw)} is larger than the input's last two "
                               f"axes {(height, width)} (input shape {x.shape})")
-    out_h, out_w = (height - kh) // sh + 1, (width - kw) // sw + 1
-    lead = tuple(x.shape[:-2])
-    result = None
-    for i in range(kh):
-        for j in range(kw):
-            piece = lax.slice(x, (0,) * len(lead) + (i, j),
-                              lead + (i + sh * (out_h - 1) + 1, j + sw * (out_w - 1) + 1),
-                              (1,) * len(lead) + (sh, sw))
-            result = piece if result is None else combine(result, piece)
-    return result
+    lead = (1,) * (x.ndim - 2)
+    return lax.reduce_window(x, init, computation, lead + (kh, kw), lead + (sh, sw), "VALID")
 
 
 def max_pool(x: Any, window: int | Sequence[int] = 2,
              strides: int | Sequence[int] | None = None) -> Any:
     """Maximum over windows of the last two axes (stride defaults to the window)."""
-    return _pool(x, window, window if strides is None else strides, jnp.maximum)
+    return _pool(x, window, window if strides is None else strides, -jnp.inf, lax.max)
 
 
 def avg_pool(x: Any, window: int | Sequence[int] = 2,
              strides: int | Sequence[int] | None = None) -> Any:
     """Mean over windows of the last two axes (stride defaults to the window)."""
     kh, kw = _pair(window)
-    return _pool(x, window, window if strides is None else strides, jnp.add) / float(kh * kw)
+    return _pool(x, window, window if strides is None else strides, 0.0,
+                 lax.add) / float(kh * kw)
 
 
 @layer
