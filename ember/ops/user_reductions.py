@@ -232,7 +232,8 @@ def reduce_window(operand: Any, init_value: Any, computation: Callable[[Any, Any
         np.asarray(MONOIDS[monoid[0]].identity(aval_of(x).dtype), aval_of(x).dtype)
         for x in flat]
     config = [(lo, hi, b - 1) for (lo, hi), b in zip(padding, base)]
-    flat = [pad(x, fill, config) for x, fill in zip(flat, fills)]
+    if any(c != (0, 0, 0) for c in config):
+        flat = [pad(x, fill, config) for x, fill in zip(flat, fills)]
     combine = _combiner(computation, tree)
     for axis in range(ndim):
         flat = _window_axis(combine, flat, axis, windows[axis], strides[axis],
