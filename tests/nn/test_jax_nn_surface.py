@@ -13,8 +13,6 @@ from ember.errors import EmberValueError
 from ember.test_util import check_grads
 
 RNG = np.random.default_rng(0)
-# Block-scaled fp8/fp4 matmuls (cuDNN only in JAX): not in Ember.
-NOT_PROVIDED = {"get_scaled_dot_general_config", "scaled_dot_general", "scaled_matmul"}
 
 
 def _parameters(fn):
@@ -34,8 +32,6 @@ def test_every_jax_name_with_its_signature(namespace):
     ours = nn if namespace == "nn" else nn.initializers
     theirs = jax.nn if namespace == "nn" else jax.nn.initializers
     for name in _public_callables(theirs):
-        if name in NOT_PROVIDED:
-            continue
         assert hasattr(ours, name), f"ember.{namespace} lacks {name}"
         ours_fn, theirs_fn = getattr(ours, name), getattr(theirs, name)
         if name in ("relu", "tanh", "sigmoid", "silu", "swish", "one_hot") or not (
@@ -141,6 +137,43 @@ def test_dot_product_attention_errors():
         nn.dot_product_attention(q, k, v, implementation="cudnn")
     with pytest.raises(EmberValueError, match="K dividing N"):
         nn.dot_product_attention(q, k[..., :1, :].repeat(3, -2), v[..., :1, :].repeat(3, -2))
+
+
+# --- block-scaled products -----------------------------------------------------------------
+
+def test_scaled_matmul_is_its_defining_sum():
+    lhs = RNG.standard_normal((2, 3, 64)).astype(np.float32)
+    rhs = RNG.standard_normal((2, 5, 64)).astype(np.float32)
+    lhs_scales = RNG.uniform(0.5, 2, (2, 3, 2)).astype(np.float32)
+    rhs_scales = RNG.uniform(0.5, 2, (2, 5, 2)).astype(np.float32)
+    out = nn.scaled_matmul(lhs, rhs, lhs_scales, rhs_scales)
+    expected = np.einsum("bmk,bnk->bmn", lhs * lhs_scales.repeat(32, 2),
+                         rhs * rhs_scales.repeat(32, 2))
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(np.asarray(out), expected, rtol=1e-5, atol=1e-5)
+    half = nn.scaled_matmul(lhs, rhs, lhs_scales, rhs_scales, preferred_element_type=jnp.bfloat16)
+    assert half.dtype == jnp.bfloat16
+    with pytest.raises(EmberValueError, match="equal blocks"):
+        nn.scaled_matmul(lhs, rhs, lhs_scales[..., :1].repeat(3, 2),
+                         rhs_scales[..., :1].repeat(3, 2))  # 64 is not 3 blocks
+
+
+def test_scaled_dot_general_and_its_configs():
+    lhs = RNG.standard_normal((3, 4)).astype(np.float32)
+    out = nn.scaled_dot_general(lhs, lhs, (((1,), (1,)), ((), ())))
+    np.testing.assert_allclose(np.asarray(out), lhs @ lhs.T, rtol=1e-5)
+    config = nn.get_scaled_dot_general_config("mxfp8")
+    assert (config.block_size, config.global_scale) == (32, None)
+    assert nn.get_scaled_dot_general_config("nvfp4").block_size == 16
+    with pytest.raises(EmberValueError, match="not in Ember"):
+        nn.scaled_dot_general(lhs, lhs, (((1,), (1,)), ((), ())), configs=[config] * 3)
+    with pytest.raises(EmberValueError, match="'nvfp4' or 'mxfp8'"):
+        nn.get_scaled_dot_general_config("int8")
+    jax = pytest.importorskip("jax")
+    theirs = jax.nn.get_scaled_dot_general_config("nvfp4")
+    ours = nn.get_scaled_dot_general_config("nvfp4")
+    assert (ours.block_size, ours.data_type, ours.scale_type) == (
+        theirs.block_size, theirs.data_type, theirs.scale_type)
 
 
 # --- initializers -------------------------------------------------------------------------
