@@ -505,19 +505,25 @@ def _channels_last(ndim: int) -> tuple[str, str, str]:
 def conv_transpose(lhs: Any, rhs: Any, strides: Sequence[int], padding: Any,
                    rhs_dilation: Sequence[int] | None = None, dimension_numbers: Any = None,
                    transpose_kernel: bool = False, precision: Any = None,
-                   preferred_element_type: Any = None) -> Any:
+                   preferred_element_type: Any = None,
+                   use_consistent_padding: bool = False) -> Any:
     """Transposed ("fractionally strided") convolution, as ``jax.lax.conv_transpose``:
     the input is dilated by ``strides``. Layouts default to channels-last (NHWC / HWIO).
     With ``transpose_kernel`` the kernel's spatial axes are flipped and its feature axes
-    swapped, which makes this the gradient of a forward convolution with that kernel."""
+    swapped, which makes this the gradient of a forward convolution with that kernel.
+    A padding string describes the forward convolution; (low, high) pairs describe this
+    one, unless ``use_consistent_padding``, when they too are the forward padding."""
     ndim = len(np.shape(lhs))
     dnums = conv_dimension_numbers(np.shape(lhs), np.shape(rhs), _channels_last(ndim)
                                    if dimension_numbers is None else dimension_numbers)
     strides = _ints("strides", strides, ndim - 2)
     rhs_dilation = _ints("rhs_dilation", rhs_dilation, ndim - 2)
+    windows = [_dilated(np.shape(rhs)[d], r) for d, r in zip(dnums.rhs_spec[2:], rhs_dilation)]
     if isinstance(padding, str):
-        windows = [_dilated(np.shape(rhs)[d], r) for d, r in zip(dnums.rhs_spec[2:], rhs_dilation)]
         padding = tuple(_transposed_padding(padding, w, s) for w, s in zip(windows, strides))
+    elif use_consistent_padding:  # forward (low, high) -> window - 1 - each
+        padding = tuple((w - 1 - int(lo), w - 1 - int(hi))
+                        for w, (lo, hi) in zip(windows, padding))
     if transpose_kernel:
         out_axis, in_axis = dnums.rhs_spec[:2]
         perm = list(range(ndim))

@@ -25,7 +25,7 @@ def test_signature_matches_jax(name):
     jax = pytest.importorskip("jax")
 
     def parameters(fn):  # names, kinds and defaults; sharding arguments are JAX's own
-        skip = {"out_sharding", "use_consistent_padding"}
+        skip = {"out_sharding"}
         return [(p.name, p.kind, p.default) for p in inspect.signature(fn).parameters.values()
                 if p.name not in skip]
 
@@ -153,6 +153,28 @@ def test_conv_transpose_matches_jax(padding, transpose_kernel):
     theirs = jax.lax.conv_transpose(x, w, *args, **kwargs)
     assert ours.shape == theirs.shape
     np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("padding", [((0, 0), (1, 1)), ((2, 1), (0, 2))])
+def test_conv_transpose_with_consistent_padding_is_the_conv_gradient(padding):
+    """With use_consistent_padding, pairs are the forward conv's padding: the transpose
+    with transpose_kernel is then the gradient of that conv (stride 1)."""
+    x = RNG.standard_normal((1, 6, 5, 2)).astype(np.float32)
+    w = RNG.standard_normal((3, 2, 2, 4)).astype(np.float32)
+    dims = ("NHWC", "HWIO", "NHWC")
+
+    def forward(v):
+        return lax.conv_general_dilated(v, w, (1, 1), padding, dimension_numbers=dims)
+
+    ct = RNG.standard_normal(forward(x).shape).astype(np.float32)
+    expected = ember.vjp(forward, x)[1](ct)[0]
+    out = lax.conv_transpose(ct, w, (1, 1), padding, dimension_numbers=dims,
+                             transpose_kernel=True, use_consistent_padding=True)
+    np.testing.assert_allclose(np.asarray(out), np.asarray(expected), rtol=1e-4, atol=1e-5)
+    jax = pytest.importorskip("jax")
+    theirs = jax.lax.conv_transpose(ct, w, (1, 1), padding, dimension_numbers=dims,
+                                    transpose_kernel=True, use_consistent_padding=True)
+    np.testing.assert_allclose(np.asarray(out), np.asarray(theirs), rtol=1e-4, atol=1e-5)
 
 
 def test_dynamic_slices_along_one_axis_match_jax():
