@@ -10,13 +10,15 @@ primitive; any other computation is folded pairwise, halving the axis each round
 ``reduce_window`` pads with the init value (spreading the operand first for base
 dilation), then, one window axis at a time, combines one strided slice per window
 offset: sum(window) slices rather than prod(window), and they fuse into one loop. Max
-pooling's gradient therefore flows to each window's maximum, through ``max``'s rule.
+pooling's gradient goes to each window's first maximum (row-major), as in JAX, by a
+custom JVP that compares one slice per window offset with the result.
 As in XLA, the computation must be associative and commutative. The init value is
 applied once to each window unless it is the computation's identity; padding holds the
 identity where the computation is a known monoid, and the init value otherwise.
 """
 from __future__ import annotations
 
+import itertools
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -235,11 +237,68 @@ def reduce_window(operand: Any, init_value: Any, computation: Callable[[Any, Any
     if any(c != (0, 0, 0) for c in config):
         flat = [pad(x, fill, config) for x, fill in zip(flat, fills)]
     combine = _combiner(computation, tree)
-    for axis in range(ndim):
-        flat = _window_axis(combine, flat, axis, windows[axis], strides[axis],
-                            dilation[axis], out_shape[axis])
+    window = (windows, strides, dilation, out_shape)
+    if (monoid is not None and monoid[0] in _EXTREMA and len(flat) == 1
+            and dtypes.is_inexact(aval_of(flat[0]).dtype)):
+        flat = [_first_extremum(flat[0], combine, window)]
+    else:
+        flat = _fold_windows(combine, flat, window)
     known_identity = _monoid_of(computation, inits) is not None
     return tree_unflatten(tree, _apply_init(combine, flat, inits, known_identity))
+
+
+_EXTREMA = ("reduce_max", "reduce_min")
+Window = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]
+
+
+def _fold_windows(combine: Callable, flat: list, window: Window) -> list:
+    windows, strides, dilation, out_shape = window
+    for axis in range(len(windows)):
+        flat = _window_axis(combine, flat, axis, windows[axis], strides[axis],
+                            dilation[axis], out_shape[axis])
+    return flat
+
+
+def _window_pieces(x: Any, window: Window) -> list:
+    """One strided slice of ``x`` per window offset, in row-major window order."""
+    from ember.ops.structural import slice as slice_
+
+    windows, strides, dilation, out_shape = window
+    pieces = []
+    for offset in itertools.product(*(range(w) for w in windows)):
+        starts = [k * d if n else 0 for k, d, n in zip(offset, dilation, out_shape)]
+        limits = [s + (n - 1) * st + 1 if n else 0
+                  for s, n, st in zip(starts, out_shape, strides)]
+        pieces.append(slice_(x, starts, limits, strides))
+    return pieces
+
+
+def _first_extremum(x: Any, combine: Callable, window: Window) -> Any:
+    """The max (or min) of each window, whose derivative is that of the window's first
+    extreme entry in row-major order, as JAX's (select_and_scatter) gradient: with ties
+    (ReLU zeros, saturated pixels) the whole cotangent goes to one entry."""
+    from ember.transforms.custom import custom_jvp
+
+    @custom_jvp
+    def extremum(v: Any) -> Any:
+        return _fold_windows(combine, [v], window)[0]
+
+    @extremum.defjvp
+    def _extremum_jvp(primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+        (v,), (t,) = primals, tangents
+        out = extremum(v)
+        out_is_nan = ew.ne(out, out)
+        tangent = broadcast_in_dim(np.zeros((), t.dtype), np.shape(out), ())
+        taken = broadcast_in_dim(np.array(False), np.shape(out), ())
+        for value, value_t in zip(_window_pieces(v, window), _window_pieces(t, window)):
+            is_extreme = ew.bitwise_or(ew.eq(value, out),
+                                       ew.bitwise_and(out_is_nan, ew.ne(value, value)))
+            hit = ew.bitwise_and(is_extreme, ew.bitwise_not(taken))
+            tangent = ew.select_n(hit, tangent, value_t)
+            taken = ew.bitwise_or(taken, hit)
+        return out, tangent
+
+    return extremum(x)
 
 
 def _window_axis(combine: Callable, flat: list, axis: int, window: int, stride: int,

@@ -115,6 +115,31 @@ def test_max_pool_gradient_matches_jax():
                                rtol=1e-6)
 
 
+@pytest.mark.parametrize("padding", ["VALID", "SAME"])
+def test_pooling_gradient_with_ties_goes_to_the_first_extreme_entry_as_in_jax(padding):
+    """ReLU zeros and saturated pixels tie: JAX sends the whole cotangent to the first
+    maximum of each window (row-major), and so does Ember."""
+    jax = pytest.importorskip("jax")
+    x = RNG.integers(0, 3, (2, 6, 5, 2)).astype(np.float32)
+    weights = RNG.standard_normal((2, 3, 3, 2)).astype(np.float32)
+
+    def loss(lax_, np_, computation, init):
+        def f(v):
+            out = lax_.reduce_window(v, init, computation, (1, 2, 2, 1), (1, 2, 2, 1),
+                                     padding)
+            return (out * weights[:, :out.shape[1], :out.shape[2]]).sum()
+        return f
+
+    for ours, theirs, init in [(lax.max, jax.lax.max, -np.inf),
+                               (lax.min, jax.lax.min, np.inf)]:
+        expected = np.asarray(jax.grad(loss(jax.lax, jax.numpy, theirs, init))(x))
+        np.testing.assert_allclose(np.asarray(ember.grad(loss(lax, jnp, ours, init))(x)),
+                                   expected, rtol=1e-6)
+        np.testing.assert_allclose(
+            np.asarray(ember.jit(ember.grad(loss(lax, jnp, ours, init)))(x)), expected,
+            rtol=1e-6)
+
+
 @pytest.mark.parametrize("computation,init", [(lax.max, -np.inf), (lax.add, 0.0),
                                               (lax.min, np.inf)])
 def test_reduce_window_gradients_are_numerically_right(x64, computation, init):
