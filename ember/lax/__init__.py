@@ -1,6 +1,7 @@
 """``ember.lax``: the primitive-level API (as ``jax.lax``): no implicit broadcasting or
 promotion, explicit dimension numbers, structured control flow."""
 from ember.ops.control_flow import *  # noqa: F401,F403
+from ember.ops.conv_shapes import *  # noqa: F401,F403
 from ember.ops.cumulative import *  # noqa: F401,F403
 from ember.ops.elementwise import *  # noqa: F401,F403
 from ember.ops.fft import *  # noqa: F401,F403
@@ -10,6 +11,8 @@ from ember.ops.random_bits import *  # noqa: F401,F403
 from ember.ops.reductions import *  # noqa: F401,F403
 from ember.ops.sorting import *  # noqa: F401,F403
 from ember.ops.structural import *  # noqa: F401,F403
+from ember.ops.user_reductions import *  # noqa: F401,F403
+from ember.lax.shorthands import *  # noqa: F401,F403,E402
 
 
 def stop_gradient(x):

@@ -19,6 +19,11 @@ from ember.nn.layers import (  # noqa: F401
     dot_product_attention,
     max_pool,
 )
+from ember.nn.scaled import (  # noqa: F401
+    get_scaled_dot_general_config,
+    scaled_dot_general,
+    scaled_matmul,
+)
 
 # Errors raised anywhere below a public function name the user's line.
 from ember.errors import wrap_public_functions as _wrap  # noqa: E402

@@ -22,7 +22,8 @@ __all__ = [
     "relu", "relu6", "gelu", "silu", "swish", "sigmoid", "log_sigmoid", "softplus",
     "soft_sign", "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh", "elu", "celu",
     "selu", "leaky_relu", "glu", "mish", "squareplus", "tanh", "softmax", "log_softmax",
-    "logsumexp", "one_hot", "standardize", "identity",
+    "logsumexp", "logmeanexp", "log1mexp", "one_hot", "standardize", "identity",
+    "sparse_plus", "sparse_sigmoid",
 ]
 
 Axis = int | Sequence[int] | None
@@ -171,7 +172,7 @@ def _shift(x: Any, axis: Axis, where: Any) -> Any:
     return stop_gradient(enp.where(enp.isfinite(x_max), x_max, 0))
 
 
-def softmax(x: Any, axis: Axis = -1, where: Any = None, initial: Any = None) -> Any:
+def softmax(x: Any, axis: Axis = -1, where: Any = None) -> Any:
     """``exp(x) / sum(exp(x))`` over ``axis`` (masked entries, ``where=False``, are 0)."""
     x = _inexact(x)
     if where is None:
@@ -201,7 +202,7 @@ def _softmax_jvp(axis: Axis, primals: tuple, tangents: tuple) -> tuple[Any, Any]
     return y, y * (x_dot - enp.sum(y * x_dot, axis, keepdims=True))
 
 
-def log_softmax(x: Any, axis: Axis = -1, where: Any = None, initial: Any = None) -> Any:
+def log_softmax(x: Any, axis: Axis = -1, where: Any = None) -> Any:
     """``x - logsumexp(x)`` over ``axis``."""
     x = _inexact(x)
     shifted = enp.subtract(x, _shift(x, axis, where))
@@ -249,12 +250,57 @@ def one_hot(x: Any, num_classes: int, *, dtype: Any = None, axis: int = -1) -> A
 
 
 def standardize(x: Any, axis: Axis = -1, mean: Any = None, variance: Any = None,
-                epsilon: float = 1e-5, where: Any = None) -> Any:
-    """``(x - mean) / sqrt(variance + epsilon)`` over ``axis``."""
+                epsilon: float = 1e-5, where: Any = None, *, algorithm: str = "fast") -> Any:
+    """``(x - mean) / sqrt(variance + epsilon)`` over ``axis``. The variance is
+    ``mean(x**2) - mean**2`` ("fast", one pass, clipped at 0 since rounding can make it
+    negative) or ``mean((x - mean)**2)`` ("stable")."""
     x = _inexact(x)
+    if algorithm not in ("fast", "stable"):
+        raise EmberValueError(f"standardize: algorithm must be 'fast' or 'stable', got "
+                              f"{algorithm!r}")
     if mean is None:
         mean = enp.mean(x, axis, keepdims=True, where=where)
-    if variance is None:
-        variance = enp.subtract(enp.mean(enp.square(x), axis, keepdims=True, where=where),
-                                enp.square(mean))
+    if variance is None and algorithm == "stable":
+        variance = enp.mean(enp.square(enp.subtract(x, mean)), axis, keepdims=True,
+                            where=where)
+    elif variance is None:
+        variance = enp.maximum(enp.subtract(enp.mean(enp.square(x), axis, keepdims=True,
+                                                     where=where), enp.square(mean)), 0)
     return enp.multiply(enp.subtract(x, mean), lax.rsqrt(enp.add(variance, epsilon)))
+
+
+def logmeanexp(x: Any, axis: Axis = None, where: Any = None, keepdims: bool = False) -> Any:
+    """``log(mean(exp(x)))`` over ``axis`` (of the entries where ``where``), without
+    overflow."""
+    x = _inexact(x)
+    ones = enp.ones_like(x) if where is None else enp.where(where, 1.0, 0.0).astype(x.dtype)
+    count = enp.sum(enp.broadcast_to(ones, x.shape), axis, keepdims=keepdims)
+    return enp.subtract(logsumexp(x, axis, keepdims=keepdims, where=where), enp.log(count))
+
+
+@custom_jvp
+def log1mexp(x: Any) -> Any:
+    """``log(1 - exp(-x))`` for ``x >= 0``, accurate at both ends: through ``expm1``
+    below log 2 and ``log1p`` above (Maechler's rule). Its derivative is
+    ``1 / expm1(x)``."""
+    x = _inexact(x)
+    return enp.where(x < math.log(2.0), enp.log(enp.negative(enp.expm1(enp.negative(x)))),
+                     enp.log1p(enp.negative(enp.exp(enp.negative(x)))))
+
+
+@log1mexp.defjvp
+def _log1mexp_jvp(primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+    (x,), (x_dot,) = primals, tangents
+    return log1mexp(x), enp.true_divide(x_dot, enp.expm1(x))
+
+
+def sparse_plus(x: Any) -> Any:
+    """0 below -1, ``x`` above 1 and ``(x + 1)**2 / 4`` between: a smooth relu with
+    exact zeros (the integral of ``sparse_sigmoid``)."""
+    x = _inexact(x)
+    return enp.where(x <= -1.0, 0.0, enp.where(x >= 1.0, x, enp.square(x + 1.0) / 4))
+
+
+def sparse_sigmoid(x: Any) -> Any:
+    """``clip((x + 1) / 2, 0, 1)``: a sigmoid that reaches 0 and 1."""
+    return 0.5 * enp.clip(_inexact(x) + 1.0, 0.0, 2.0)

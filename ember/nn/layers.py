@@ -167,27 +167,94 @@ class MLP:
         return self.fc2(getattr(activations, self.activation)(self.fc1(x)))
 
 
-def dot_product_attention(query: Any, key: Any, value: Any, mask: Any = None, *,
-                          scale: float | None = None, is_causal: bool = False) -> Any:
+def _large_negative(dtype: Any) -> Any:
+    """Masked logits: very negative but finite even once cast to float32 (as JAX)."""
+    return -0.7 * min(float(jnp.finfo(dtype).max), float(jnp.finfo(jnp.float32).max))
+
+
+def _attention_mask(lead: tuple, num_heads: int, length_q: int, length_kv: int, mask: Any,
+                    is_causal: bool, q_lengths: Any, kv_lengths: Any,
+                    window: tuple[int, int] | None) -> Any:
+    """Where query t may attend key s, broadcastable to (..., N, T, S); None: everywhere."""
+    combined = None if mask is None else jnp.asarray(mask, dtype=bool)
+
+    def both(extra: Any) -> Any:
+        return extra if combined is None else jnp.logical_and(combined, extra)
+
+    t = jnp.arange(length_q)[:, None]
+    s = jnp.arange(length_kv)[None, :]
+    if is_causal:
+        combined = both(s <= t)
+    if window is not None:
+        left, right = window
+        combined = both((t <= s + left) & (t >= s - right))
+    if q_lengths is not None:
+        combined = both(t < jnp.asarray(q_lengths)[..., None, None, None])
+    if kv_lengths is not None:
+        combined = both(s < jnp.asarray(kv_lengths)[..., None, None, None])
+    return combined
+
+
+def dot_product_attention(query: Any, key: Any, value: Any, bias: Any = None,
+                          mask: Any = None, *, scale: float | None = None,
+                          is_causal: bool = False, query_seq_lengths: Any = None,
+                          key_value_seq_lengths: Any = None,
+                          local_window_size: int | tuple[int, int] | None = None,
+                          implementation: str | None = None,
+                          return_residual: bool = False) -> Any:
     """Scaled dot-product attention as ``jax.nn.dot_product_attention``.
 
-    ``query`` is (..., T, N, H) (T positions, N heads, H features per head), ``key`` and
-    ``value`` are (..., S, N, H); ``mask`` (True = attend) broadcasts to (..., N, T, S).
-    The softmax runs in float32 at least. Returns (..., T, N, H).
+    ``query`` is (..., T, N, H) (T positions, N heads, H features per head); ``key`` and
+    ``value`` are (..., S, K, H) with K dividing N (grouped-query attention: each key
+    head serves N / K query heads). ``bias`` is added to and ``mask`` (True = attend)
+    selects among the logits, both broadcastable to (..., N, T, S). ``is_causal``,
+    ``local_window_size`` ((left, right), or one int for both) and the sequence lengths
+    (shape (...,)) add masks. The softmax runs in float32 at least (JAX's rounds float64
+logits to float32; Ember keeps them, so float64 gradients check); queries beyond
+    their sequence length give zeros. With ``return_residual`` also returns the
+    logsumexp of the logits, (..., T, N).
     """
-    if query.shape[-2:] != key.shape[-2:] or key.shape != value.shape:
+    if implementation not in (None, "xla"):
+        raise EmberValueError(f"dot_product_attention: implementation={implementation!r} is "
+                              "not available in Ember; use None (or 'xla'), which Ember "
+                              "compiles and fuses for every backend")
+    query, key, value = jnp.asarray(query), jnp.asarray(key), jnp.asarray(value)
+    *lead, length_q, heads, features = query.shape
+    if (query.ndim < 3 or key.shape != value.shape or key.shape[-1] != features
+            or heads % key.shape[-2] or tuple(key.shape[:-3]) != tuple(lead)):
         raise EmberValueError(f"dot_product_attention needs query (..., T, N, H) and key / "
-                              f"value (..., S, N, H) with equal N and H; got query "
-                              f"{query.shape}, key {key.shape}, value {value.shape}")
-    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
-    scores = _at_least_float32(jnp.einsum("...qnh,...knh->...nqk", query, key)) * scale
-    if is_causal:
-        causal = jnp.tril(jnp.ones((query.shape[-3], key.shape[-3]), dtype=bool))
-        mask = causal if mask is None else jnp.logical_and(mask, causal)
-    if mask is not None:
-        scores = jnp.where(mask, scores, jnp.finfo(scores.dtype).min)
-    weights = activations.softmax(scores, axis=-1).astype(value.dtype)
-    return jnp.einsum("...nqk,...knh->...qnh", weights, value)
+                              f"value (..., S, K, H) with equal leading axes and H, and K "
+                              f"dividing N; got query {query.shape}, key {key.shape}, value "
+                              f"{value.shape}")
+    lead = tuple(lead)
+    length_kv, kv_heads = key.shape[-3], key.shape[-2]
+    groups = heads // kv_heads
+    if isinstance(local_window_size, int):
+        local_window_size = (local_window_size, local_window_size)
+    scale = 1.0 / math.sqrt(features) if scale is None else scale
+
+    logits_dtype = jnp.promote_types(query.dtype, jnp.float32)
+    grouped = query.reshape(*lead, length_q, kv_heads, groups, features)
+    logits = jnp.einsum("...tkgh,...skh->...kgts", grouped, key,
+                        preferred_element_type=logits_dtype)
+    logits = logits.reshape(*lead, heads, length_q, length_kv) * jnp.asarray(scale, logits_dtype)
+    if bias is not None:
+        logits = (logits + bias).astype(logits_dtype)
+    allowed = _attention_mask(lead, heads, length_q, length_kv, mask, is_causal,
+                              query_seq_lengths, key_value_seq_lengths, local_window_size)
+    if allowed is not None:
+        logits = jnp.where(allowed, logits, _large_negative(logits_dtype))
+    weights = activations.softmax(logits, axis=-1).astype(key.dtype)
+    weights = weights.reshape(*lead, kv_heads, groups, length_q, length_kv)
+    out = jnp.einsum("...kgts,...skh->...tkgh", weights, value)
+    out = out.reshape(*lead, length_q, heads, features)
+    if query_seq_lengths is not None:
+        valid = jnp.arange(length_q) < jnp.asarray(query_seq_lengths)[..., None]
+        out = out * valid[..., None, None].astype(out.dtype)
+    if not return_residual:
+        return out
+    residual = activations.logsumexp(logits, axis=-1).astype(key.dtype)
+    return out, lax.stop_gradient(jnp.swapaxes(residual, -1, -2))
 
 
 @layer
@@ -242,38 +309,31 @@ class Conv2d:
         return y if self.bias is None else y + self.bias[:, None, None]
 
 
-def _pool(x: Any, window: Sequence[int], strides: Sequence[int], combine: Callable) -> Any:
-    """Combine the ``window`` of every output position over the last two axes ('VALID'
-    windows), one strided slice per window offset."""
+def _pool(x: Any, window: Sequence[int], strides: Sequence[int], init: float,
+          computation: Callable) -> Any:
+    """``lax.reduce_window`` over 'VALID' windows of the last two axes."""
     x = jnp.asarray(x)
     (kh, kw), (sh, sw) = _pair(window), _pair(strides)
     height, width = x.shape[-2:]
     if kh > height or kw > width:
         raise EmberValueError(f"pooling window {(kh, kw)} is larger than the input's last two "
                               f"axes {(height, width)} (input shape {x.shape})")
-    out_h, out_w = (height - kh) // sh + 1, (width - kw) // sw + 1
-    lead = tuple(x.shape[:-2])
-    result = None
-    for i in range(kh):
-        for j in range(kw):
-            piece = lax.slice(x, (0,) * len(lead) + (i, j),
-                              lead + (i + sh * (out_h - 1) + 1, j + sw * (out_w - 1) + 1),
-                              (1,) * len(lead) + (sh, sw))
-            result = piece if result is None else combine(result, piece)
-    return result
+    lead = (1,) * (x.ndim - 2)
+    return lax.reduce_window(x, init, computation, lead + (kh, kw), lead + (sh, sw), "VALID")
 
 
 def max_pool(x: Any, window: int | Sequence[int] = 2,
              strides: int | Sequence[int] | None = None) -> Any:
     """Maximum over windows of the last two axes (stride defaults to the window)."""
-    return _pool(x, window, window if strides is None else strides, jnp.maximum)
+    return _pool(x, window, window if strides is None else strides, -jnp.inf, lax.max)
 
 
 def avg_pool(x: Any, window: int | Sequence[int] = 2,
              strides: int | Sequence[int] | None = None) -> Any:
     """Mean over windows of the last two axes (stride defaults to the window)."""
     kh, kw = _pair(window)
-    return _pool(x, window, window if strides is None else strides, jnp.add) / float(kh * kw)
+    return _pool(x, window, window if strides is None else strides, 0.0,
+                 lax.add) / float(kh * kw)
 
 
 @layer

@@ -19,7 +19,7 @@ import numpy as np
 from ember.core import dtypes
 from ember.core.abstract import ShapedArray, aval_of
 from ember.core.primitive import Primitive
-from ember.core.pytree import tree_flatten, tree_unflatten
+from ember.core.pytree import tree_flatten, tree_map, tree_unflatten
 from ember.core.staging import hoist_consts, trace_to_graph
 from ember.errors import EmberTypeError, EmberValueError
 from ember.ir.graph import Graph, Var
@@ -281,10 +281,31 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None,
     return carry_out, tree_unflatten(y_tree, outs[len(carry_leaves):])
 
 
-def map(f: Callable, xs: Any) -> Any:
-    """``stack([f(x) for x in xs])`` as a scan (as ``jax.lax.map``)."""
-    _, ys = scan(lambda carry, x: (carry, f(x)), (), xs)
-    return ys
+def map(f: Callable, xs: Any, *, batch_size: int | None = None) -> Any:
+    """``stack([f(x) for x in xs])`` as a scan (as ``jax.lax.map``). With ``batch_size``,
+    each scan step applies ``vmap(f)`` to ``batch_size`` rows, and the rows left over
+    (fewer than a batch) go through one more ``vmap(f)``."""
+    if batch_size is None:
+        _, ys = scan(lambda carry, x: (carry, f(x)), (), xs)
+        return ys
+    from ember.ops.structural import concatenate, reshape, slice_in_dim
+    from ember.transforms.api import vmap
+
+    leaves, tree = tree_flatten(xs)
+    if not leaves:
+        raise EmberValueError("lax.map with batch_size needs at least one array in xs")
+    if int(batch_size) < 1:
+        raise EmberValueError(f"lax.map: batch_size must be >= 1, got {batch_size}")
+    n, size = np.shape(leaves[0])[0], int(batch_size)
+    full = n - n % size
+    batched = [reshape(slice_in_dim(x, 0, full), (full // size, size, *np.shape(x)[1:]))
+               for x in leaves]
+    ys = map(vmap(f), tree_unflatten(tree, batched))
+    ys = tree_map(lambda y: reshape(y, (full, *np.shape(y)[2:])), ys)
+    if full == n:
+        return ys
+    rest = vmap(f)(tree_unflatten(tree, [slice_in_dim(x, full, n) for x in leaves]))
+    return tree_map(lambda a, b: concatenate([a, b], 0), ys, rest)
 
 
 # --- transformation rules ---------------------------------------------------------------

@@ -60,6 +60,22 @@ class Precision(enum.Enum):
     HIGH = 1
     HIGHEST = 2
 
+    @classmethod
+    def _missing_(cls, value: object) -> "Precision | None":
+        """``Precision('highest')`` and the other names JAX accepts (lower case names,
+        'fastest', 'bfloat16', 'tensorfloat32', 'float32')."""
+        return _PRECISION_NAMES.get(value) if isinstance(value, str) else None
+
+    def __str__(self) -> str:
+        return self.name
+
+
+_PRECISION_NAMES = {
+    "default": Precision.DEFAULT, "fastest": Precision.DEFAULT, "bfloat16": Precision.DEFAULT,
+    "high": Precision.HIGH, "tensorfloat32": Precision.HIGH,
+    "highest": Precision.HIGHEST, "float32": Precision.HIGHEST,
+}
+
 
 def _canonical_precision(precision: Any) -> Any:
     """None, or a pair of precision names (one per operand), as strings."""
@@ -170,15 +186,19 @@ def dot_general(lhs: Any, rhs: Any, dimension_numbers: Any, precision: Any = Non
                               preferred_element_type=_preferred(preferred_element_type))
 
 
-def dot(lhs: Any, rhs: Any, precision: Any = None, preferred_element_type: Any = None) -> Any:
+def dot(lhs: Any, rhs: Any, *, dimension_numbers: Any = None, precision: Any = None,
+        preferred_element_type: Any = None) -> Any:
     """Vector/vector, matrix/vector and matrix/matrix products (contracts the last lhs
-    dimension with the first rhs dimension)."""
-    lhs_ndim, rhs_ndim = len(np.shape(lhs)), len(np.shape(rhs))
-    if not (1 <= lhs_ndim <= 2 and 1 <= rhs_ndim <= 2):
-        raise EmberValueError(f"dot takes 1-d or 2-d operands, got shapes {np.shape(lhs)} "
-                              f"and {np.shape(rhs)}; use dot_general for higher ranks")
-    return dot_general(lhs, rhs, (((lhs_ndim - 1,), (0,)), ((), ())), precision,
-                       preferred_element_type)
+    dimension with the first rhs dimension), or ``dot_general`` when
+    ``dimension_numbers`` are given (as ``jax.lax.dot``)."""
+    if dimension_numbers is None:
+        lhs_ndim, rhs_ndim = len(np.shape(lhs)), len(np.shape(rhs))
+        if not (1 <= lhs_ndim <= 2 and 1 <= rhs_ndim <= 2):
+            raise EmberValueError(f"dot takes 1-d or 2-d operands, got shapes "
+                                  f"{np.shape(lhs)} and {np.shape(rhs)}; pass "
+                                  "dimension_numbers (or use dot_general) for higher ranks")
+        dimension_numbers = (((lhs_ndim - 1,), (0,)), ((), ()))
+    return dot_general(lhs, rhs, dimension_numbers, precision, preferred_element_type)
 
 
 def batch_matmul(lhs: Any, rhs: Any, precision: Any = None) -> Any:
@@ -485,19 +505,25 @@ def _channels_last(ndim: int) -> tuple[str, str, str]:
 def conv_transpose(lhs: Any, rhs: Any, strides: Sequence[int], padding: Any,
                    rhs_dilation: Sequence[int] | None = None, dimension_numbers: Any = None,
                    transpose_kernel: bool = False, precision: Any = None,
-                   preferred_element_type: Any = None) -> Any:
+                   preferred_element_type: Any = None,
+                   use_consistent_padding: bool = False) -> Any:
     """Transposed ("fractionally strided") convolution, as ``jax.lax.conv_transpose``:
     the input is dilated by ``strides``. Layouts default to channels-last (NHWC / HWIO).
     With ``transpose_kernel`` the kernel's spatial axes are flipped and its feature axes
-    swapped, which makes this the gradient of a forward convolution with that kernel."""
+    swapped, which makes this the gradient of a forward convolution with that kernel.
+    A padding string describes the forward convolution; (low, high) pairs describe this
+    one, unless ``use_consistent_padding``, when they too are the forward padding."""
     ndim = len(np.shape(lhs))
     dnums = conv_dimension_numbers(np.shape(lhs), np.shape(rhs), _channels_last(ndim)
                                    if dimension_numbers is None else dimension_numbers)
     strides = _ints("strides", strides, ndim - 2)
     rhs_dilation = _ints("rhs_dilation", rhs_dilation, ndim - 2)
+    windows = [_dilated(np.shape(rhs)[d], r) for d, r in zip(dnums.rhs_spec[2:], rhs_dilation)]
     if isinstance(padding, str):
-        windows = [_dilated(np.shape(rhs)[d], r) for d, r in zip(dnums.rhs_spec[2:], rhs_dilation)]
         padding = tuple(_transposed_padding(padding, w, s) for w, s in zip(windows, strides))
+    elif use_consistent_padding:  # forward (low, high) -> window - 1 - each
+        padding = tuple((w - 1 - int(lo), w - 1 - int(hi))
+                        for w, (lo, hi) in zip(windows, padding))
     if transpose_kernel:
         out_axis, in_axis = dnums.rhs_spec[:2]
         perm = list(range(ndim))

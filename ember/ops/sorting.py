@@ -21,10 +21,10 @@ from ember.core.abstract import ShapedArray, aval_of
 from ember.core.primitive import Primitive
 from ember.errors import EmberTypeError, EmberValueError
 from ember.ops.indexing import take_along_axis
-from ember.ops.structural import broadcasted_iota, canonical_axis
+from ember.ops.structural import broadcasted_iota, canonical_axis, transpose
 from ember.transforms.rules import batch_size, move_batch_axis
 
-__all__ = ["sort", "top_k"]
+__all__ = ["sort", "sort_key_val", "top_k"]
 
 
 # --- sort -----------------------------------------------------------------------------
@@ -155,8 +155,21 @@ def _top_k_batch(values, dims, *, k):
 top_k_p.waive("transpose", "top_k is not linear")
 
 
-def top_k(operand: Any, k: int) -> tuple[Any, Any]:
-    """The ``k`` largest entries along the last axis, largest first, and their int32
-    indices."""
-    values, indices = top_k_p.bind(operand, k=int(k))
-    return values, indices
+def top_k(operand: Any, k: int, *, axis: int = -1) -> tuple[Any, Any]:
+    """The ``k`` largest entries along ``axis`` (the last by default), largest first, and
+    their int32 indices."""
+    ndim = aval_of(operand).ndim
+    axis = canonical_axis(axis, ndim, "top_k") if ndim else -1
+    if axis in (-1, ndim - 1):
+        values, indices = top_k_p.bind(operand, k=int(k))
+        return values, indices
+    to_last = [d for d in range(ndim) if d != axis] + [axis]
+    back = tuple(int(i) for i in np.argsort(to_last))
+    values, indices = top_k_p.bind(transpose(operand, to_last), k=int(k))
+    return transpose(values, back), transpose(indices, back)
+
+
+def sort_key_val(keys: Any, values: Any, dimension: int = -1,
+                 is_stable: bool = True) -> tuple[Any, Any]:
+    """``keys`` sorted along ``dimension`` and ``values`` permuted with them."""
+    return sort((keys, values), dimension, is_stable, num_keys=1)

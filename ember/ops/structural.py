@@ -677,15 +677,15 @@ def dynamic_slice(x: Any, start_indices: Sequence[Any], slice_sizes: Sequence[in
     return dynamic_slice_p.bind(x, *indices, slice_sizes=_ints(slice_sizes))
 
 
-def dynamic_slice_in_dim(x: Any, start_index: Any, slice_size: int, axis: int = 0, *,
+def dynamic_slice_in_dim(operand: Any, start_index: Any, slice_size: int, axis: int = 0, *,
                          allow_negative_indices: bool = True) -> Any:
     """``dynamic_slice`` along one axis (the others are taken whole)."""
-    shape = _aval_shape(x)
+    shape = _aval_shape(operand)
     axis = canonical_axis(axis, len(shape), "dynamic_slice_in_dim")
     starts: list[Any] = [0] * len(shape)
     sizes = list(shape)
     starts[axis], sizes[axis] = start_index, int(slice_size)
-    return dynamic_slice(x, starts, sizes, allow_negative_indices=allow_negative_indices)
+    return dynamic_slice(operand, starts, sizes, allow_negative_indices=allow_negative_indices)
 
 
 def dynamic_index_in_dim(x: Any, index: Any, axis: int = 0, keepdims: bool = True, *,
@@ -761,14 +761,14 @@ def dynamic_update_slice(x: Any, update: Any, start_indices: Sequence[Any], *,
     return dynamic_update_slice_p.bind(x, update, *indices)
 
 
-def dynamic_update_slice_in_dim(x: Any, update: Any, start_index: Any, axis: int, *,
+def dynamic_update_slice_in_dim(operand: Any, update: Any, start_index: Any, axis: int, *,
                                 allow_negative_indices: bool = True) -> Any:
     """``dynamic_update_slice`` at ``start_index`` along ``axis`` (0 elsewhere)."""
-    shape = _aval_shape(x)
+    shape = _aval_shape(operand)
     axis = canonical_axis(axis, len(shape), "dynamic_update_slice_in_dim")
     starts: list[Any] = [0] * len(shape)
     starts[axis] = start_index
-    return dynamic_update_slice(x, update, starts,
+    return dynamic_update_slice(operand, update, starts,
                                 allow_negative_indices=allow_negative_indices)
 
 

@@ -144,7 +144,7 @@ def _cases():
             _call, (attn, _normal(2, 5, 8)),
             lambda m, x: np.stack([np_causal_self_attention(m, row) for row in x])),
         "dot_product_attention_masked": (
-            lambda q, k, v, mask: nn.dot_product_attention(q, k, v, mask),
+            lambda q, k, v, mask: nn.dot_product_attention(q, k, v, mask=mask),
             (_normal(5, 2, 3), _normal(6, 2, 3), _normal(6, 2, 3), mask), np_attention),
         "dot_product_attention_causal_scaled": (
             lambda q, k, v: nn.dot_product_attention(q, k, v, scale=0.3, is_causal=True),
@@ -337,5 +337,5 @@ def test_initializer_bounds_and_dtypes():
     assert nn.initializers.he_normal(dtype=jnp.bfloat16)(_key(3), (3, 3)).dtype == jnp.bfloat16
     assert nn.initializers.zeros(_key(0), (2,), jnp.float16).dtype == jnp.float16
     np.testing.assert_array_equal(np.asarray(nn.initializers.constant(3.0)(_key(0), (2,))), [3, 3])
-    with pytest.raises(EmberValueError, match="mode must be fan_in"):
+    with pytest.raises(EmberValueError, match="mode must be one of"):
         nn.initializers.variance_scaling(1.0, "fan_sideways", "normal")
