@@ -40,7 +40,7 @@ _LAZY = {
     "checkpoint": "ember.transforms.remat",
     "remat": "ember.transforms.remat",
 }
-_SUBMODULES = {"lax", "numpy", "random", "nn", "optim", "tree_util", "ad_checkpoint",
+_SUBMODULES = {"lax", "numpy", "random", "nn", "optim", "tree", "tree_util", "ad_checkpoint",
                "dtypes", "errors", "distributed", "test_util", "bench"}
 
 __all__ = ["Array", "config", "jit", *_LAZY, *sorted(_SUBMODULES)]
