@@ -95,7 +95,7 @@ def concretization_message(tracer: Tracer) -> str:
     site = tracer.creation_site()
     where = f" (the value was computed at {site})" if site else ""
     return (
-        f"Python needed a concrete value of a traced array {tracer.aval.str_short()}{where}. "
+        f"Python needed a concrete value of a traced array {tracer.aval.describe()}{where}. "
         "Inside ember.jit, grad of jit, or vmap, values are abstract: Python `if`, `while`, "
         "`int()`, `float()` or `bool()` cannot look at them. Fixes: use ember.lax.cond / "
         "ember.lax.while_loop / ember.lax.fori_loop for control flow, ember.numpy.where "
@@ -108,7 +108,7 @@ def leaked_tracer_error(tracer: Tracer) -> TracerLeakError:
     site = tracer.creation_site()
     where = f", created at {site}," if site else ""
     return TracerLeakError(
-        f"a traced value {tracer.aval.str_short()}{where} leaked out of the transformation "
+        f"a traced value {tracer.aval.describe()}{where} leaked out of the transformation "
         f"({type(tracer._trace).__name__}) that created it, and was used after it ended. "
         "Return values from the transformed function instead of storing them in globals or "
         "on objects (side effects are not traced)."

@@ -356,8 +356,8 @@ class Compiled:
                                  f"{self.in_tree}, got {treedef}")
         for leaf, aval in zip(leaves, self._in_avals):
             if _leaf_aval(leaf) != aval:
-                raise EmberTypeError(f"compiled for {aval.str_short()}, called with "
-                                     f"{_leaf_aval(leaf).str_short()}")
+                raise EmberTypeError(f"compiled for {aval.describe()}, called with "
+                                     f"{_leaf_aval(leaf).describe()}")
         return self._call_flat(leaves)
 
     def _call_arrays(self, args: Sequence[Any]) -> Any:

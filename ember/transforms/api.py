@@ -59,7 +59,7 @@ def _check_tangent(primal: Any, tangent: Any) -> Any:
     t_aval = aval_of(tangent)
     if t_aval.shape != aval.shape or t_aval.dtype != aval.dtype:
         raise EmberTypeError(f"jvp: a tangent must have its primal's shape and dtype; primal "
-                             f"{aval.str_short()} got tangent {t_aval.str_short()}")
+                             f"{aval.describe()} got tangent {t_aval.describe()}")
     return tangent
 
 
