@@ -157,6 +157,20 @@ def new_dynamic_main(trace_type: type, global_data: Any = None) -> Iterator[Main
             _dynamic_trace = saved
 
 
+@contextlib.contextmanager
+def ensure_compile_time_eval() -> Iterator[None]:
+    """Evaluate operations on concrete values now, even while staging a jitted function
+    (as ``jax.ensure_compile_time_eval``): they give concrete arrays that Python can
+    inspect. Operations on traced values are still traced."""
+    global _dynamic_trace
+    saved = _dynamic_trace
+    _dynamic_trace = None
+    try:
+        yield
+    finally:
+        _dynamic_trace = saved
+
+
 def find_top_trace(values: Sequence[Any]) -> Trace:
     top = _trace_stack[0]
     for value in values:
