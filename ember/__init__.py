@@ -30,6 +30,7 @@ _LAZY = {
     "named_scope": "ember.core.source_info",
     "named_call": "ember.transforms.naming",
     "ensure_compile_time_eval": "ember.core.trace",
+    "pure_callback": "ember.ops.callbacks",
     # transformations
     "grad": "ember.transforms.api",
     "value_and_grad": "ember.transforms.api",
@@ -48,7 +49,7 @@ _LAZY = {
     "remat": "ember.transforms.remat",
 }
 _SUBMODULES = {"lax", "numpy", "random", "nn", "optim", "tree", "tree_util", "ad_checkpoint",
-               "dtypes", "errors", "distributed", "test_util", "bench"}
+               "debug", "dtypes", "errors", "distributed", "test_util", "bench"}
 
 __all__ = ["Array", "config", "jit", *_LAZY, *sorted(_SUBMODULES)]
 
