@@ -49,7 +49,8 @@ _LAZY = {
     "remat": "ember.transforms.remat",
 }
 _SUBMODULES = {"lax", "numpy", "random", "nn", "optim", "tree", "tree_util", "ad_checkpoint",
-               "custom_batching", "debug", "dtypes", "errors", "distributed", "test_util", "bench"}
+               "custom_batching", "debug", "dtypes", "experimental", "errors", "distributed",
+               "test_util", "bench"}
 
 __all__ = ["Array", "config", "jit", *_LAZY, *sorted(_SUBMODULES)]
 

@@ -198,6 +198,11 @@ def bind(prim: Primitive, args: Sequence[Any], params: dict) -> Any:
     return full_lower(outs)
 
 
+def current_level() -> int:
+    """The level of the innermost active interpreter (0: none, eager evaluation)."""
+    return _trace_stack[-1].level
+
+
 def is_tracing() -> bool:
     """True while any transformation (jit staging, grad, vmap) is active."""
     return len(_trace_stack) > 1

@@ -1,0 +1,1 @@
+"""``ember.experimental``: APIs of ``jax.experimental`` (``checkify``)."""
