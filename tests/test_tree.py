@@ -143,6 +143,22 @@ def test_transpose_infers_inner():
     assert tree_util.tree_transpose(outer, inner, [(1, 2), (3, 4)]) == ([1, 3], [2, 4])
 
 
+def test_broadcast_and_reduce_associative():
+    assert tree.broadcast([1, {"a": 2}], [(3, 4), {"a": [5, 6]}]) == [(1, 1), {"a": [2, 2]}]
+    assert tree.broadcast(0, {"a": 1, "b": (2, 3)}) == {"a": 0, "b": (0, 0)}
+    order = []
+
+    def combine(a, b):
+        order.append((a, b))
+        return a + b
+
+    assert tree.reduce_associative(combine, [[1, 2], (3, 4, 5)]) == 15
+    assert order[:2] == [(1, 2), (3, 4)]  # pairs first: a balanced reduction
+    assert tree.reduce_associative(operator.add, [], identity=0) == 0
+    with pytest.raises(TypeError, match="identity"):
+        tree.reduce_associative(operator.add, [])
+
+
 def test_paths_match_jax():
     jax = pytest.importorskip("jax")
     value = {"b": [1.0, (2.0, 3.0)], "a": Point(4.0, None),
@@ -161,3 +177,8 @@ def test_paths_match_jax():
         assert str(key) == str(jax_key)
     assert tree.transpose(tree.structure([0, 0]), None, [(1, 2), (3, 4)]) == \
         jax.tree.transpose(jax.tree.structure([0, 0]), None, [(1, 2), (3, 4)])
+    full = [(3, 4), {"a": [5, 6]}, None]
+    assert tree.broadcast([1, {"a": 2}, None], full) == \
+        jax.tree.broadcast([1, {"a": 2}, None], full)
+    assert tree.reduce_associative(operator.add, [1, (2, 3)]) == \
+        jax.tree.reduce_associative(operator.add, [1, (2, 3)])

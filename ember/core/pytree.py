@@ -386,6 +386,32 @@ def tree_reduce(fn: Callable, tree: Any, initializer: Any = ...,
     return functools.reduce(fn, leaves, initializer)
 
 
+def tree_reduce_associative(operation: Callable, tree: Any, *, identity: Any = ...,
+                            is_leaf: Callable[[Any], bool] | None = None) -> Any:
+    """Reduce the leaves pairwise, as a balanced tree (fewer sequential steps than
+    ``tree_reduce`` for an associative ``operation``)."""
+    leaves = tree_leaves(tree, is_leaf)
+    if not leaves:
+        if identity is ...:
+            raise TypeError("Must specify identity for parallel reduction of empty sequence.")
+        return identity
+    while len(leaves) > 1:
+        pairs = [operation(a, b) for a, b in zip(leaves[::2], leaves[1::2])]
+        leaves = pairs + leaves[len(pairs) * 2:]
+    return leaves[0]
+
+
+def tree_broadcast(prefix_tree: Any, full_tree: Any,
+                   is_leaf: Callable[[Any], bool] | None = None) -> Any:
+    """``prefix_tree`` with each leaf repeated over the subtree of ``full_tree`` it
+    stands for: ``tree_broadcast([1, 2], [(a, b), c]) == [(1, 1), 2]``."""
+    prefix_leaves, prefix_def = tree_flatten(prefix_tree, is_leaf)
+    subtrees = _flatten_up_to(prefix_def, full_tree)
+    return tree_unflatten(prefix_def, [
+        tree_map(lambda _, leaf=leaf: leaf, sub, is_leaf=is_leaf)
+        for leaf, sub in zip(prefix_leaves, subtrees)])
+
+
 def tree_transpose(outer_treedef: PyTreeDef, inner_treedef: PyTreeDef | None,
                    pytree_to_transpose: Any) -> Any:
     """Turn an outer structure of inner structures into an inner one of outer ones
