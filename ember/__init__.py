@@ -23,6 +23,7 @@ _LAZY = {
     "default_backend": "ember.runtime.devices",
     "device_put": "ember.runtime.dispatch",
     "block_until_ready": "ember.runtime.sync",
+    "effects_barrier": "ember.runtime.sync",
     "make_graph": "ember.runtime.inspect",
     "make_jaxpr": "ember.runtime.inspect",
     "eval_shape": "ember.runtime.inspect",

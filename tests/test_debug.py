@@ -24,6 +24,7 @@ def test_print_under_jit_prints_at_every_run(backend, capsys):
     f = ember.jit(_show, backend=backend)
     out = f(jnp.arange(3.0))
     f(jnp.ones(3))
+    ember.effects_barrier()  # (nothing to wait for: callbacks run during the call)
     np.testing.assert_allclose(np.asarray(out), [0.0, 2.0, 4.0])
     assert capsys.readouterr().out == "x = [0. 1. 2.], total 3.0\nx = [1. 1. 1.], total 3.0\n"
 
@@ -109,7 +110,7 @@ def test_breakpoint_calls_the_hook_with_run_time_values(monkeypatch):
     @ember.jit
     def f(x):
         y = jnp.sin(x)
-        label = "inside"
+        label = "inside"  # noqa: F841  (read by the breakpoint, through locals)
         ember.debug.breakpoint()
         return y + 1.0
 
