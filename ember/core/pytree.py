@@ -85,11 +85,9 @@ def register_pytree_node(cls: type, flatten: Callable, unflatten: Callable,
                          flatten_with_keys: Callable | None = None) -> None:
     """Register ``cls``: ``flatten(x) -> (children, aux)``, ``unflatten(aux, children) -> x``;
     optionally ``flatten_with_keys(x) -> ([(key, child), ...], aux)`` for paths."""
-    if cls in _registry:
-        raise ValueError(f"{cls.__name__} is already registered as a pytree node")
     keys = None if flatten_with_keys is None else (
         lambda x: [key for key, _ in flatten_with_keys(x)[0]])
-    _registry[cls] = _NodeType(flatten, unflatten, keys)
+    _register_keyed(cls, flatten, unflatten, keys)
 
 
 def register_pytree_with_keys(nodetype: type, flatten_with_keys: Callable, unflatten_func:
@@ -103,7 +101,7 @@ def register_pytree_with_keys(nodetype: type, flatten_with_keys: Callable, unfla
 
 
 def _register_keyed(cls: type, flatten: Callable, unflatten: Callable,
-                    child_keys: Callable) -> None:
+                    child_keys: Callable | None) -> None:
     if cls in _registry:
         raise ValueError(f"{cls.__name__} is already registered as a pytree node")
     _registry[cls] = _NodeType(flatten, unflatten, child_keys)

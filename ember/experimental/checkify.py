@@ -21,7 +21,6 @@ from typing import Any, Callable
 import numpy as np
 
 from ember.core.pytree import PyTreeDef, register_pytree_node, tree_flatten, tree_unflatten
-from ember.core.source_info import SourceInfo, user_frame
 from ember.core.trace import Tracer, current_level
 from ember.errors import EmberError, EmberValueError
 
@@ -48,11 +47,10 @@ all_checks = user_checks | nan_checks
 
 @dataclass(frozen=True)
 class _Check:
-    """What a check records besides its arrays: the message, its values' structure, where."""
+    """What a check records besides its arrays: the message and its values' structure."""
 
     msg: str
     fmt_tree: PyTreeDef
-    source: SourceInfo | None
 
 
 class Error:
@@ -137,7 +135,7 @@ def check(pred: Any, msg: str, *fmt_args: Any, debug: bool = False, **fmt_kwargs
             "checkify (vmap, grad, lax.cond / scan / while_loop, an inner jit): Ember's "
             "checkify sees checks of the function it wraps only. Apply checkify inside "
             "instead: vmap(checkify(f)), jit(checkify(f)).")
-    collector.checks.append(_Check(msg, fmt_tree, user_frame()))
+    collector.checks.append(_Check(msg, fmt_tree))
     collector.failed.append(jnp.logical_not(jnp.asarray(pred, dtype=bool)))
     collector.payloads.append([jnp.asarray(v) for v in fmt_leaves])
 

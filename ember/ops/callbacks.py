@@ -98,9 +98,9 @@ def _pure_impl(*arrays, callback, result_avals, vmap_method):
 
 @pure_callback_p.def_jvp
 def _pure_jvp(primals, tangents, **params):
-    raise EmberTypeError("pure_callback is not differentiable: Ember cannot see inside "
-                         "Python code. Wrap the call in ember.custom_jvp or "
-                         "ember.custom_vjp and give its derivative.")
+    raise EmberValueError("pure_callback is not differentiable: Ember cannot see inside "
+                          "Python code. Wrap the call in ember.custom_jvp or "
+                          "ember.custom_vjp and give its derivative.")  # (JAX: ValueError)
 
 
 pure_callback_p.waive("transpose", "a callback is not linear (differentiate it with "
@@ -122,7 +122,7 @@ def _pure_batch(values, dims, *, callback, result_avals, vmap_method):
                      v, (lead, *np.shape(v)), tuple(range(1, np.ndim(v) + 1)))
                  for v, d in zip(front, dims)]
     elif vmap_method != "legacy_vectorized":
-        raise EmberTypeError(
+        raise NotImplementedError(  # as JAX raises
             "vmap of pure_callback needs vmap_method: 'sequential' (one call per batch "
             "element), 'expand_dims' or 'broadcast_all' (one call on the whole batch), as "
             "in JAX; pass it to ember.pure_callback(..., vmap_method=...)")
