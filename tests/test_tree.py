@@ -119,8 +119,39 @@ def test_register_dataclass_explicit_fields_and_decorator():
     assert leaves == [1.0]
     assert tree.unflatten(treedef, [2.0]) == Explicit(2.0, 3)
     assert tree.structure(Explicit(1.0, 3)) != tree.structure(Explicit(1.0, 4))
-    with pytest.raises(TypeError, match="dataclass"):
+    with pytest.raises(TypeError, match="not a dataclass"):
         tree_util.register_dataclass(Box)
+
+
+def test_register_dataclass_drop_fields_match_jax():
+    def define(register):
+        @dataclasses.dataclass
+        class Cached:
+            value: float
+            scale: int = dataclasses.field(default=2, metadata={"static": True})
+            cache: object = None
+
+        register(Cached, data_fields=["value"], meta_fields=["scale"], drop_fields=["cache"])
+        return Cached
+
+    ours = define(tree_util.register_dataclass)
+    leaves, treedef = tree.flatten(ours(1.0, 3, cache="dropped"))
+    assert leaves == [1.0]
+    rebuilt = tree.unflatten(treedef, [5.0])
+    assert (rebuilt.value, rebuilt.scale) == (5.0, 3)
+
+    @dataclasses.dataclass
+    class Pair:
+        a: float
+        b: float
+
+    with pytest.raises(ValueError, match=r"missing \['b'\]"):
+        tree_util.register_dataclass(Pair, data_fields=["a"], meta_fields=[])
+    with pytest.raises(TypeError, match="both"):
+        tree_util.register_dataclass(Pair, data_fields=["a", "b"])
+    jax = pytest.importorskip("jax")
+    theirs = define(jax.tree_util.register_dataclass)
+    assert jax.tree.leaves(theirs(1.0, 3, cache="dropped")) == leaves
 
 
 def test_partial_is_a_pytree_through_jit():

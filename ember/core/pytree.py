@@ -116,22 +116,13 @@ def register_pytree_node_class(cls: type) -> type:
 def register_dataclass(nodetype: type | None = None, data_fields: Iterable[str] | None = None,
                        meta_fields: Iterable[str] | None = None,
                        drop_fields: Iterable[str] = ()):
-    """Register a dataclass: data fields are children, meta fields are static structure
-    (by default, fields with ``metadata={"static": True}``); ``drop_fields`` are neither
-    (they must have defaults or ``init=False``). Usable as a decorator."""
+    """Register a dataclass (as ``jax.tree_util.register_dataclass``): data fields are
+    children, meta fields static structure; by default the fields with
+    ``metadata={"static": True}`` are meta and the others data. Together they must be the
+    ``init=True`` fields less ``drop_fields``. Usable as a decorator."""
 
     def register(klass: type) -> type:
-        if not dataclasses.is_dataclass(klass):
-            raise TypeError(f"register_dataclass expects a dataclass, got {klass.__name__}; "
-                            "decorate it with @dataclasses.dataclass first")
-        dropped = set(drop_fields)
-        fields = [f for f in dataclasses.fields(klass) if f.name not in dropped]
-        if meta_fields is None:
-            meta = [f.name for f in fields if f.metadata.get("static", False)]
-        else:
-            meta = list(meta_fields)
-        data = list(data_fields) if data_fields is not None else [
-            f.name for f in fields if f.name not in meta]
+        data, meta = _dataclass_fields(klass, data_fields, meta_fields, drop_fields)
 
         def flatten(x):
             return [getattr(x, n) for n in data], tuple(getattr(x, n) for n in meta)
@@ -148,6 +139,37 @@ def register_dataclass(nodetype: type | None = None, data_fields: Iterable[str] 
         return klass
 
     return register if nodetype is None else register(nodetype)
+
+
+def _dataclass_fields(klass: type, data_fields: Iterable[str] | None,
+                      meta_fields: Iterable[str] | None, drop_fields: Iterable[str]
+                      ) -> tuple[list[str], list[str]]:
+    """The data and meta field names of ``klass``, checked as JAX checks them."""
+    if (data_fields is None) != (meta_fields is None):
+        raise TypeError("register_dataclass: give both data_fields and meta_fields, or "
+                        "neither (then fields with metadata={'static': True} are meta)")
+    is_dataclass = dataclasses.is_dataclass(klass)
+    if data_fields is None:
+        if not is_dataclass:
+            raise TypeError(f"register_dataclass: {klass.__name__} is not a dataclass; "
+                            "decorate it with @dataclasses.dataclass, or give data_fields "
+                            "and meta_fields")
+        fields = dataclasses.fields(klass)
+        data = [f.name for f in fields if not f.metadata.get("static", False)]
+        meta = [f.name for f in fields if f.metadata.get("static", False)]
+    else:
+        data, meta = list(data_fields), list(meta_fields)
+    if overlap := set(data) & set(meta):
+        raise ValueError(f"register_dataclass: fields {sorted(overlap)} are both data and meta")
+    if is_dataclass:
+        init = {f.name for f in dataclasses.fields(klass) if f.init} - set(drop_fields)
+        if set(data) | set(meta) != init:
+            raise ValueError(
+                f"register_dataclass: data_fields and meta_fields must be the init=True "
+                f"fields of {klass.__name__}; missing {sorted(init - set(data) - set(meta))}"
+                f" (add them to drop_fields to leave them out), unexpected "
+                f"{sorted(set(data) | set(meta) - init)}")
+    return data, meta
 
 
 def _sequence_keys(x: Any) -> list[SequenceKey]:
