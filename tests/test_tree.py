@@ -154,6 +154,44 @@ def test_register_dataclass_drop_fields_match_jax():
     assert jax.tree.leaves(theirs(1.0, 3, cache="dropped")) == leaves
 
 
+def test_static_nodes_and_small_helpers():
+    @tree_util.register_static
+    class Activation:
+        def __init__(self, name):
+            self.name = name
+
+        def __eq__(self, other):
+            return isinstance(other, Activation) and other.name == self.name
+
+        def __hash__(self):
+            return hash(self.name)
+
+    value = {"act": Activation("relu"), "w": 1.0}
+    assert tree.leaves(value) == [1.0]
+    assert tree.structure(value) != tree.structure({"act": Activation("gelu"), "w": 1.0})
+    assert tree.unflatten(tree.structure(value), [2.0])["act"].name == "relu"
+    assert tree_util.all_leaves([1, 2.0]) and not tree_util.all_leaves([1, [2]])
+    assert tree_util.all_leaves([[1], (2,)], is_leaf=lambda x: isinstance(x, tuple)) is False
+    assert tree_util.all_leaves([(1,), (2,)], is_leaf=lambda x: isinstance(x, tuple))
+    joined = tree_util.treedef_tuple([tree.structure(1), tree.structure((1, 2))])
+    assert joined == tree.structure((0, (0, 0)))
+
+    @tree_util.register_pytree_with_keys_class
+    class Named:
+        def __init__(self, x):
+            self.x = x
+
+        def tree_flatten_with_keys(self):
+            return ((tree_util.GetAttrKey("x"), self.x),), None
+
+        @classmethod
+        def tree_unflatten(cls, aux, children):
+            return cls(*children)
+
+    assert [tree_util.keystr(p) for p, _ in tree.leaves_with_path(Named(3))] == [".x"]
+    assert tree.map(lambda v: v + 1, Named(3)).x == 4
+
+
 def test_partial_is_a_pytree_through_jit():
     scale = tree_util.Partial(lambda s, x: s * x, jnp.asarray(3.0))
     leaves, _ = tree.flatten(scale)
@@ -211,5 +249,8 @@ def test_paths_match_jax():
     full = [(3, 4), {"a": [5, 6]}, None]
     assert tree.broadcast([1, {"a": 2}, None], full) == \
         jax.tree.broadcast([1, {"a": 2}, None], full)
+    for items, is_leaf in [([1, [2]], None), ([[1]], lambda x: isinstance(x, list)),
+                           ([(1,), (2,)], lambda x: isinstance(x, tuple))]:
+        assert tree_util.all_leaves(items, is_leaf) == jax.tree_util.all_leaves(items, is_leaf)
     assert tree.reduce_associative(operator.add, [1, (2, 3)]) == \
         jax.tree.reduce_associative(operator.add, [1, (2, 3)])

@@ -113,6 +113,20 @@ def register_pytree_node_class(cls: type) -> type:
     return cls
 
 
+def register_pytree_with_keys_class(cls: type) -> type:
+    """Class decorator using the class's ``tree_flatten_with_keys`` / ``tree_unflatten``."""
+    register_pytree_with_keys(cls, lambda x: x.tree_flatten_with_keys(), cls.tree_unflatten,
+                              getattr(cls, "tree_flatten", None))
+    return cls
+
+
+def register_static(cls: type) -> type:
+    """Register ``cls`` as a pytree with no leaves: a value of it is static structure
+    (it must be hashable), as ``jax.tree_util.register_static``."""
+    _register_keyed(cls, lambda x: ((), x), lambda x, _: x, lambda _: [])
+    return cls
+
+
 def register_dataclass(nodetype: type | None = None, data_fields: Iterable[str] | None = None,
                        meta_fields: Iterable[str] | None = None,
                        drop_fields: Iterable[str] = ()):
@@ -456,6 +470,22 @@ register_pytree_node(
     lambda p: ((p.args, p.keywords), p.func),
     lambda func, children: Partial(func, *children[0], **children[1]),
 )
+
+
+def all_leaves(iterable: Iterable[Any], is_leaf: Callable[[Any], bool] | None = None) -> bool:
+    """True if every element of ``iterable`` is a leaf. With ``is_leaf``, as JAX: the
+    elements must be the leaves of the list of them (a list that ``is_leaf`` takes
+    whole is not)."""
+    items = list(iterable)
+    if is_leaf is None:
+        return all(tree_structure(x).node_type is None for x in items)
+    leaves = tree_leaves(items, is_leaf)
+    return len(leaves) == len(items) and all(a is b for a, b in zip(leaves, items))
+
+
+def treedef_tuple(treedefs: Iterable[PyTreeDef]) -> PyTreeDef:
+    """The structure of a tuple whose elements have the structures ``treedefs``."""
+    return PyTreeDef(tuple, None, tuple(treedefs))
 
 
 def treedef_children(treedef: PyTreeDef) -> list[PyTreeDef]:
