@@ -1,6 +1,8 @@
 """``ember.debug``: print / callback / breakpoint at run time, under every transformation."""
 from __future__ import annotations
 
+import io
+
 import numpy as np
 import pytest
 
@@ -129,6 +131,29 @@ def test_breakpoint_without_terminal_goes_on(capsys, monkeypatch):
     out = ember.jit(lambda x: (ember.debug.breakpoint(), x + 1.0)[1])(jnp.asarray(1.0))
     assert float(out) == 2.0
     assert "no terminal" in capsys.readouterr().out
+
+
+class _Terminal(io.StringIO):
+    """Typed commands, on what claims to be a terminal."""
+
+    def isatty(self):
+        return True
+
+
+def test_breakpoint_on_a_terminal_opens_pdb_with_the_values(capsys, monkeypatch):
+    monkeypatch.setattr("sys.stdin", _Terminal("p float(y.sum())\np label\nc\n"))
+
+    @ember.jit
+    def f(x):
+        y = x * 3.0
+        label = "here"  # noqa: F841  (read by the breakpoint, through locals)
+        ember.debug.breakpoint()
+        return y
+
+    assert float(f(jnp.asarray([1.0, 2.0])).sum()) == 9.0
+    out = capsys.readouterr().out
+    assert "ember.debug.breakpoint at" in out and "(Pdb)" in out
+    assert "9.0" in out and "'here'" in out
 
 
 def test_print_matches_jax(capsys):
