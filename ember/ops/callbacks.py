@@ -1,11 +1,14 @@
-"""Calls from a program back into Python: ``pure_callback`` and the debug callback.
+"""Calls from a program back into Python: ``pure_callback``, ``io_callback`` and the debug
+callback.
 
-Both run on the host wherever the program runs (a host call between native kernels, or
+All run on the host wherever the program runs (a host call between native kernels, or
 right away outside ``jit``), and hand the callback NumPy arrays.
 
 - ``pure_callback`` computes results of declared shapes and dtypes. It is pure: an
   unused result is never computed, equal calls may be merged. Under ``vmap`` its
   ``vmap_method`` (as JAX's) says how it sees the batch.
+- ``io_callback`` is ``pure_callback`` with an effect (see below): always run, once
+  per batch element under ``vmap``.
 - ``debug_callback`` has no results and an effect (``effectful``): every pass keeps it
   and never merges, folds or hoists it. Under ``vmap`` it runs once per batch element;
   under differentiation it sees the primal values.
@@ -131,6 +134,44 @@ def _pure_batch(values, dims, *, callback, result_avals, vmap_method):
     return outs, [0] * len(outs)
 
 
+# --- io_callback ------------------------------------------------------------------------
+
+io_callback_p = Primitive("io_callback", multiple_results=True, effectful=True)
+
+
+@io_callback_p.def_abstract_eval
+def _io_abstract(*avals: ShapedArray, callback, result_avals, ordered):
+    return list(result_avals)
+
+
+@io_callback_p.def_impl
+def _io_impl(*arrays, callback, result_avals, ordered):
+    return _as_results(callback(*arrays), result_avals, callback)
+
+
+@io_callback_p.def_jvp
+def _io_jvp(primals, tangents, **params):
+    raise EmberValueError("io_callback is not differentiable (as in JAX); give the "
+                          "function that calls it a custom_jvp / custom_vjp rule")
+
+
+io_callback_p.waive("transpose", "a callback is not linear")
+
+
+@io_callback_p.def_batch
+def _io_batch(values, dims, *, callback, result_avals, ordered):
+    if ordered:
+        raise EmberValueError("cannot vmap an ordered io_callback (its calls would run in "
+                              "no defined order); pass ordered=False")
+    size = batch_size(values, dims)
+    front = [v if d is None else move_batch_axis(v, d, 0, size) for v, d in zip(values, dims)]
+    outs = io_callback_p.bind(
+        *front, callback=PerElement(callback, tuple(d is not None for d in dims), size),
+        result_avals=tuple(ShapedArray((size, *a.shape), a.dtype) for a in result_avals),
+        ordered=ordered)
+    return outs, [0] * len(outs)
+
+
 # --- debug_callback ---------------------------------------------------------------------
 
 debug_callback_p = Primitive("debug_callback", multiple_results=True, effectful=True)
@@ -174,8 +215,6 @@ def pure_callback(callback: Callable[..., Any], result_shape_dtypes: Any, *args:
     ``result_shape_dtypes`` (a pytree of ``ShapeDtypeStruct`` or anything with ``shape``
     and ``dtype``). Works eagerly and under ``jit`` and ``vmap`` (which needs
     ``vmap_method``); not differentiable (use ``custom_jvp`` / ``custom_vjp``)."""
-    from ember.core import dtypes
-
     if vmap_method is not None and vmap_method not in VMAP_METHODS:
         raise EmberValueError(f"pure_callback: vmap_method must be one of {VMAP_METHODS} or "
                               f"None, got {vmap_method!r}")
@@ -184,14 +223,36 @@ def pure_callback(callback: Callable[..., Any], result_shape_dtypes: Any, *args:
                               "on the host of the program's device")
     leaves, in_tree = tree_flatten((args, kwargs))
     specs, out_tree = tree_flatten(result_shape_dtypes)
+    outs = pure_callback_p.bind(*leaves, callback=FlatCallback(callback, in_tree),
+                                result_avals=_result_avals(specs, "pure_callback"),
+                                vmap_method=vmap_method)
+    return tree_unflatten(out_tree, outs)
+
+
+def _result_avals(specs: list[Any], name: str) -> tuple[ShapedArray, ...]:
+    from ember.core import dtypes
+
     for spec in specs:
         if not (hasattr(spec, "shape") and hasattr(spec, "dtype")):
-            raise EmberTypeError(f"pure_callback: result_shape_dtypes leaves need .shape and "
-                                 f".dtype (use ember.ShapeDtypeStruct), got "
-                                 f"{type(spec).__name__}")
-    avals = tuple(ShapedArray(s.shape, dtypes.canonicalize(s.dtype)) for s in specs)
-    outs = pure_callback_p.bind(*leaves, callback=FlatCallback(callback, in_tree),
-                                result_avals=avals, vmap_method=vmap_method)
+            raise EmberTypeError(f"{name}: result_shape_dtypes leaves need .shape and .dtype "
+                                 f"(use ember.ShapeDtypeStruct), got {type(spec).__name__}")
+    return tuple(ShapedArray(s.shape, dtypes.canonicalize(s.dtype)) for s in specs)
+
+
+def io_callback(callback: Callable[..., Any], result_shape_dtypes: Any, *args: Any,
+                sharding: Any = None, ordered: bool = False, **kwargs: Any) -> Any:
+    """Call impure Python ``callback(*args, **kwargs)`` from a program, as
+    ``jax.experimental.io_callback``: like ``pure_callback``, but it runs even when its
+    results are unused and is never merged with another call. Under ``vmap`` it runs
+    once per batch element (not when ``ordered``); not differentiable."""
+    if sharding is not None:
+        raise EmberValueError("io_callback: sharding= is not supported; the callback runs "
+                              "on the host of the program's device")
+    leaves, in_tree = tree_flatten((args, kwargs))
+    specs, out_tree = tree_flatten(result_shape_dtypes)
+    outs = io_callback_p.bind(*leaves, callback=FlatCallback(callback, in_tree),
+                              result_avals=_result_avals(specs, "io_callback"),
+                              ordered=ordered)
     return tree_unflatten(out_tree, outs)
 
 
