@@ -23,7 +23,15 @@ _LAZY = {
     "default_backend": "ember.runtime.devices",
     "device_put": "ember.runtime.dispatch",
     "block_until_ready": "ember.runtime.sync",
+    "effects_barrier": "ember.runtime.sync",
     "make_graph": "ember.runtime.inspect",
+    "make_jaxpr": "ember.runtime.inspect",
+    "eval_shape": "ember.runtime.inspect",
+    "ShapeDtypeStruct": "ember.runtime.shape_dtype",
+    "named_scope": "ember.core.source_info",
+    "named_call": "ember.transforms.naming",
+    "ensure_compile_time_eval": "ember.core.trace",
+    "pure_callback": "ember.ops.callbacks",
     # transformations
     "grad": "ember.transforms.api",
     "value_and_grad": "ember.transforms.api",
@@ -32,6 +40,7 @@ _LAZY = {
     "linearize": "ember.transforms.api",
     "jacfwd": "ember.transforms.api",
     "jacrev": "ember.transforms.api",
+    "jacobian": "ember.transforms.api",
     "hessian": "ember.transforms.api",
     "vmap": "ember.transforms.api",
     "stop_gradient": "ember.transforms.api",
@@ -40,8 +49,9 @@ _LAZY = {
     "checkpoint": "ember.transforms.remat",
     "remat": "ember.transforms.remat",
 }
-_SUBMODULES = {"lax", "numpy", "random", "nn", "optim", "tree_util", "ad_checkpoint",
-               "dtypes", "errors", "distributed", "test_util", "bench"}
+_SUBMODULES = {"lax", "numpy", "random", "nn", "optim", "tree", "tree_util", "ad_checkpoint",
+               "custom_batching", "debug", "dtypes", "experimental", "errors", "distributed",
+               "test_util", "bench"}
 
 __all__ = ["Array", "config", "jit", *_LAZY, *sorted(_SUBMODULES)]
 

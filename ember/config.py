@@ -7,7 +7,9 @@ Code elsewhere reads flags as attributes: ``config.backend``, ``config.dump_dir`
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
+import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
@@ -79,6 +81,38 @@ FLAGS: dict[str, Flag] = {
 }
 
 
+class UnknownFlagError(AttributeError, ValueError):
+    """An unknown flag name: AttributeError as JAX raises, ValueError as Ember did."""
+
+
+# JAX's option names -> Ember's flags, so ``config.update("jax_enable_x64", True)`` works.
+JAX_NAMES = {"jax_enable_x64": "enable_x64", "jax_debug_nans": "debug_nans",
+             "jax_platforms": "backend", "jax_platform_name": "backend"}
+_JAX_PLATFORMS = {"cpu": "cpu", "gpu": "cuda", "cuda": "cuda", "opencl": "opencl",
+                  "reference": "reference"}
+
+
+def _ember_flag(name: str) -> str:
+    return JAX_NAMES.get(name, name)
+
+
+def _platform_backend(value: Any) -> str | None:
+    """A JAX platforms value ('cpu', 'cuda,cpu') as an Ember backend: the first listed
+    one present here (the first listed when none is)."""
+    if not value:
+        return None
+    names = [part.strip().lower() for part in str(value).split(",") if part.strip()]
+    unknown = [n for n in names if n not in _JAX_PLATFORMS]
+    if unknown:
+        raise ValueError(f"unknown platform {unknown[0]!r} in jax_platforms={value!r}; "
+                         f"Ember knows {sorted(_JAX_PLATFORMS)}")
+    from ember.runtime.devices import available_backends
+
+    present = available_backends()
+    backends = [_JAX_PLATFORMS[n] for n in names]
+    return next((b for b in backends if b in present), backends[0])
+
+
 class Config:
     """The live values of all flags; ``ember.config`` is the single instance."""
 
@@ -97,29 +131,69 @@ class Config:
 
     def __getattr__(self, name: str) -> Any:
         values = self.__dict__.get("_values")
-        if values is not None and name in values:
-            return values[name]
-        raise AttributeError(f"ember.config has no flag {name!r}; flags: {sorted(FLAGS)}")
+        if values is not None and _ember_flag(name) in values:
+            return values[_ember_flag(name)]
+        raise AttributeError(f"ember.config has no flag {name!r}; flags: {sorted(FLAGS)} "
+                             f"(and JAX's names {sorted(JAX_NAMES)})")
 
     def update(self, name: str, value: Any) -> None:
-        """Set flag ``name`` to ``value`` for the rest of the process."""
+        """Set flag ``name`` (Ember's name, or JAX's: ``jax_enable_x64``) to ``value``
+        for the rest of the process."""
+        if name in ("jax_platforms", "jax_platform_name"):
+            value = _platform_backend(value)
+        name = _ember_flag(name)
         if name not in FLAGS:
-            raise ValueError(f"unknown Ember flag {name!r}; known flags: {sorted(FLAGS)}")
+            raise UnknownFlagError(f"unknown Ember flag {name!r}; known flags: {sorted(FLAGS)} "
+                                 f"(and JAX's names {sorted(JAX_NAMES)})")
         if isinstance(value, str) and not isinstance(FLAGS[name].default, str):
             value = FLAGS[name].parse(value)
         self._set(name, value)
 
+    def config_with_absl(self) -> None:
+        """As JAX's: define an absl flag for each JAX option (``--jax_enable_x64``), read
+        once ``absl.app.run`` has parsed the command line. Without absl installed, the
+        ``--jax_*`` arguments of ``sys.argv`` are read now instead."""
+        try:
+            from absl import app, flags
+        except ImportError:
+            self.parse_flags_with_absl()
+            return
+        for name, ember_name in JAX_NAMES.items():
+            if name not in flags.FLAGS and name != "jax_platform_name":
+                define = flags.DEFINE_bool if FLAGS[ember_name].parse is _parse_bool \
+                    else flags.DEFINE_string
+                define(name, None, FLAGS[ember_name].help)
+        app.call_after_init(lambda: self._read_absl(flags.FLAGS))
+
+    def parse_flags_with_absl(self) -> None:
+        """As JAX's: apply the ``--jax_*`` arguments of ``sys.argv`` (before any ``--``):
+        ``--jax_enable_x64``, ``--jax_enable_x64=false``, ``--jax_platforms=cpu``.
+        Parses once per process; needs no absl."""
+        if self.__dict__.get("_parsed_argv"):
+            return
+        self.__dict__["_parsed_argv"] = True
+        for argument in itertools.takewhile(lambda a: a != "--", sys.argv[1:]):
+            name, has_value, text = argument[2:].partition("=")
+            if argument.startswith("--jax") and name in JAX_NAMES:
+                self.update(name, text if has_value else "true")
+
+    def _read_absl(self, absl_flags: Any) -> None:
+        for name in JAX_NAMES:
+            if name in absl_flags and absl_flags[name].present:
+                self.update(name, absl_flags[name].value)
+
     @contextlib.contextmanager
     def override(self, **changes: Any) -> Iterator[None]:
         """Temporarily set flags: ``with ember.config.override(enable_x64=True): ...``."""
-        saved = {name: self._values[name] for name in changes if name in self._values}
+        saved = {_ember_flag(name): self._values[_ember_flag(name)] for name in changes
+                 if _ember_flag(name) in self._values}
         try:
             for name, value in changes.items():
                 self.update(name, value)
             yield
         finally:
             for name, value in saved.items():
-                self.update(name, value)
+                self._set(name, value)
 
     def log_enabled(self, topic: str) -> bool:
         return topic in {t.strip() for t in str(self.log).split(",")}

@@ -28,12 +28,22 @@ class EmberIndexError(EmberError, IndexError):
     """An index or axis out of range."""
 
 
+class ShapeError(EmberValueError, TypeError):
+    """Incompatible shapes: a ValueError as NumPy raises, and a TypeError as JAX does."""
+
+
 class ConcretizationError(EmberTypeError):
     """Python needed a concrete value (an ``if``, ``int()``, ``bool()``) of a traced one."""
 
 
-class TracerLeakError(EmberError, RuntimeError):
-    """A traced value escaped the transformation that created it."""
+class TracerLeakError(EmberTypeError):
+    """A traced value escaped the transformation that created it (a TypeError, as JAX's
+    ``UnexpectedTracerError``)."""
+
+
+# JAX's names for the same errors, so ``except jax.errors.X`` carries over.
+ConcretizationTypeError = ConcretizationError
+UnexpectedTracerError = TracerLeakError
 
 
 class CompileError(EmberError, RuntimeError):

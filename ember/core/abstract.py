@@ -43,6 +43,10 @@ class ShapedArray:
     def str_short(self) -> str:
         return f"{dtypes.short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
 
+    def describe(self) -> str:
+        """For error messages: the short form, then the shape as users type it."""
+        return f"{self.str_short()} (shape {self.shape}, dtype {self.dtype.name})"
+
     def __repr__(self) -> str:
         return f"ShapedArray({self.str_short()})"
 

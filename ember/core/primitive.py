@@ -22,11 +22,15 @@ REGISTRY: dict[str, "Primitive"] = {}
 
 
 class Primitive:
-    def __init__(self, name: str, *, multiple_results: bool = False) -> None:
+    def __init__(self, name: str, *, multiple_results: bool = False,
+                 effectful: bool = False) -> None:
         if name in REGISTRY:
             raise ValueError(f"primitive {name!r} is defined twice")
         self.name = name
         self.multiple_results = multiple_results
+        # Has an effect beyond its results (a debug print): passes keep it even when its
+        # results are unused, never merge, fold, hoist or speculate it.
+        self.effectful = effectful
         self.abstract_eval_rule: Callable | None = None
         self.impl_rule: Callable | None = None
         self.jvp_rule: Callable | None = None

@@ -3,27 +3,108 @@
 Built-in nodes: tuple, list, dict (keys sorted), None (no leaves), namedtuples,
 collections.OrderedDict / defaultdict. More via ``register_pytree_node`` or
 ``register_dataclass``.
+
+Every child has a key (``SequenceKey``, ``DictKey``, ``GetAttrKey``, or
+``FlattenedIndexKey`` for nodes registered without keys); a leaf's *path* is the
+tuple of keys from the root, as in ``jax.tree_util.tree_flatten_with_path``.
 """
 from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 from typing import Any, Callable, Hashable, Iterable, NamedTuple
 
+
+# --- keys: how a child is reached from its parent ------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class SequenceKey:
+    idx: int
+
+    def __str__(self) -> str:
+        return f"[{self.idx!r}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class DictKey:
+    key: Hashable
+
+    def __str__(self) -> str:
+        return f"[{self.key!r}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class GetAttrKey:
+    name: str
+
+    def __str__(self) -> str:
+        return f".{self.name}"
+
+
+@dataclasses.dataclass(frozen=True)
+class FlattenedIndexKey:
+    key: int
+
+    def __str__(self) -> str:
+        return f"[<flat index {self.key}>]"
+
+
+KeyEntry = Any
+KeyPath = tuple[KeyEntry, ...]
+
+
+def keystr(keys: KeyPath, *, simple: bool = False, separator: str = "") -> str:
+    """A path as text: ``['a'][0].x``; with ``simple``, the bare keys joined by
+    ``separator`` (``a/0/x`` for ``separator="/"``)."""
+    if not simple:
+        return separator.join(map(str, keys))
+    return separator.join(str(_simple_key(key)) for key in keys)
+
+
+def _simple_key(key: KeyEntry) -> Any:
+    for field in ("idx", "key", "name"):
+        if hasattr(key, field):
+            return getattr(key, field)
+    return key
+
+
+# --- the registry ----------------------------------------------------------------------
 
 class _NodeType(NamedTuple):
     to_iterable: Callable[[Any], tuple[Iterable[Any], Hashable]]
     from_iterable: Callable[[Hashable, Iterable[Any]], Any]
+    # x -> the keys of its children, in ``to_iterable``'s order (None: flat indices)
+    child_keys: Callable[[Any], Iterable[KeyEntry]] | None = None
 
 
 _registry: dict[type, _NodeType] = {}
 
 
-def register_pytree_node(cls: type, flatten: Callable, unflatten: Callable) -> None:
-    """Register ``cls``: ``flatten(x) -> (children, aux)``, ``unflatten(aux, children) -> x``."""
+def register_pytree_node(cls: type, flatten: Callable, unflatten: Callable,
+                         flatten_with_keys: Callable | None = None) -> None:
+    """Register ``cls``: ``flatten(x) -> (children, aux)``, ``unflatten(aux, children) -> x``;
+    optionally ``flatten_with_keys(x) -> ([(key, child), ...], aux)`` for paths."""
+    keys = None if flatten_with_keys is None else (
+        lambda x: [key for key, _ in flatten_with_keys(x)[0]])
+    _register_keyed(cls, flatten, unflatten, keys)
+
+
+def register_pytree_with_keys(nodetype: type, flatten_with_keys: Callable, unflatten_func:
+                              Callable, flatten_func: Callable | None = None) -> None:
+    """Register ``nodetype`` by ``flatten_with_keys(x) -> ([(key, child), ...], aux)``."""
+    if flatten_func is None:
+        def flatten_func(x):
+            pairs, aux = flatten_with_keys(x)
+            return [child for _, child in pairs], aux
+    register_pytree_node(nodetype, flatten_func, unflatten_func, flatten_with_keys)
+
+
+def _register_keyed(cls: type, flatten: Callable, unflatten: Callable,
+                    child_keys: Callable | None) -> None:
     if cls in _registry:
         raise ValueError(f"{cls.__name__} is already registered as a pytree node")
-    _registry[cls] = _NodeType(flatten, unflatten)
+    _registry[cls] = _NodeType(flatten, unflatten, child_keys)
 
 
 def register_pytree_node_class(cls: type) -> type:
@@ -32,15 +113,30 @@ def register_pytree_node_class(cls: type) -> type:
     return cls
 
 
-def register_dataclass(cls: type | None = None, *, data_fields: Iterable[str] | None = None,
-                       meta_fields: Iterable[str] | None = None):
-    """Register a dataclass: data fields are children, meta fields are static structure."""
+def register_pytree_with_keys_class(cls: type) -> type:
+    """Class decorator using the class's ``tree_flatten_with_keys`` / ``tree_unflatten``."""
+    register_pytree_with_keys(cls, lambda x: x.tree_flatten_with_keys(), cls.tree_unflatten,
+                              getattr(cls, "tree_flatten", None))
+    return cls
+
+
+def register_static(cls: type) -> type:
+    """Register ``cls`` as a pytree with no leaves: a value of it is static structure
+    (it must be hashable), as ``jax.tree_util.register_static``."""
+    _register_keyed(cls, lambda x: ((), x), lambda x, _: x, lambda _: [])
+    return cls
+
+
+def register_dataclass(nodetype: type | None = None, data_fields: Iterable[str] | None = None,
+                       meta_fields: Iterable[str] | None = None,
+                       drop_fields: Iterable[str] = ()):
+    """Register a dataclass (as ``jax.tree_util.register_dataclass``): data fields are
+    children, meta fields static structure; by default the fields with
+    ``metadata={"static": True}`` are meta and the others data. Together they must be the
+    ``init=True`` fields less ``drop_fields``. Usable as a decorator."""
 
     def register(klass: type) -> type:
-        fields = [f.name for f in dataclasses.fields(klass)]
-        meta = list(meta_fields or [f.name for f in dataclasses.fields(klass)
-                                    if f.metadata.get("static", False)])
-        data = list(data_fields or [name for name in fields if name not in meta])
+        data, meta = _dataclass_fields(klass, data_fields, meta_fields, drop_fields)
 
         def flatten(x):
             return [getattr(x, n) for n in data], tuple(getattr(x, n) for n in meta)
@@ -53,15 +149,54 @@ def register_dataclass(cls: type | None = None, *, data_fields: Iterable[str] | 
                 object.__setattr__(obj, name, value)
             return obj
 
-        register_pytree_node(klass, flatten, unflatten)
+        _register_keyed(klass, flatten, unflatten, lambda x: [GetAttrKey(n) for n in data])
         return klass
 
-    return register if cls is None else register(cls)
+    return register if nodetype is None else register(nodetype)
 
 
-register_pytree_node(tuple, lambda t: (t, None), lambda _, c: tuple(c))
-register_pytree_node(list, lambda x: (x, None), lambda _, c: list(c))
-register_pytree_node(type(None), lambda _: ((), None), lambda _, c: None)
+def _dataclass_fields(klass: type, data_fields: Iterable[str] | None,
+                      meta_fields: Iterable[str] | None, drop_fields: Iterable[str]
+                      ) -> tuple[list[str], list[str]]:
+    """The data and meta field names of ``klass``, checked as JAX checks them."""
+    if (data_fields is None) != (meta_fields is None):
+        raise TypeError("register_dataclass: give both data_fields and meta_fields, or "
+                        "neither (then fields with metadata={'static': True} are meta)")
+    is_dataclass = dataclasses.is_dataclass(klass)
+    if data_fields is None:
+        if not is_dataclass:
+            raise TypeError(f"register_dataclass: {klass.__name__} is not a dataclass; "
+                            "decorate it with @dataclasses.dataclass, or give data_fields "
+                            "and meta_fields")
+        fields = dataclasses.fields(klass)
+        data = [f.name for f in fields if not f.metadata.get("static", False)]
+        meta = [f.name for f in fields if f.metadata.get("static", False)]
+    else:
+        data, meta = list(data_fields), list(meta_fields)
+    if overlap := set(data) & set(meta):
+        raise ValueError(f"register_dataclass: fields {sorted(overlap)} are both data and meta")
+    if is_dataclass:
+        init = {f.name for f in dataclasses.fields(klass) if f.init} - set(drop_fields)
+        if set(data) | set(meta) != init:
+            raise ValueError(
+                f"register_dataclass: data_fields and meta_fields must be the init=True "
+                f"fields of {klass.__name__}; missing {sorted(init - set(data) - set(meta))}"
+                f" (add them to drop_fields to leave them out), unexpected "
+                f"{sorted(set(data) | set(meta) - init)}")
+    return data, meta
+
+
+def _sequence_keys(x: Any) -> list[SequenceKey]:
+    return [SequenceKey(i) for i in range(len(x))]
+
+
+def _dict_keys(d: dict) -> list[DictKey]:
+    return [DictKey(k) for k in sorted(d.keys(), key=_sort_key)]
+
+
+_register_keyed(tuple, lambda t: (t, None), lambda _, c: tuple(c), _sequence_keys)
+_register_keyed(list, lambda x: (x, None), lambda _, c: list(c), _sequence_keys)
+_register_keyed(type(None), lambda _: ((), None), lambda _, c: None, lambda _: [])
 
 
 def dict_flatten(d: dict) -> tuple[list, tuple]:
@@ -74,16 +209,18 @@ def _sort_key(key):
     return (type(key).__name__, key) if not isinstance(key, str) else ("str", key)
 
 
-register_pytree_node(dict, dict_flatten, lambda keys, c: dict(zip(keys, c)))
-register_pytree_node(
+_register_keyed(dict, dict_flatten, lambda keys, c: dict(zip(keys, c)), _dict_keys)
+_register_keyed(
     collections.OrderedDict,
     lambda d: (list(d.values()), tuple(d.keys())),
     lambda keys, c: collections.OrderedDict(zip(keys, c)),
+    lambda d: [DictKey(k) for k in d],
 )
-register_pytree_node(
+_register_keyed(
     collections.defaultdict,
     lambda d: (dict_flatten(d)[0], (d.default_factory, dict_flatten(d)[1])),
     lambda aux, c: collections.defaultdict(aux[0], zip(aux[1], c)),
+    _dict_keys,
 )
 
 
@@ -142,20 +279,38 @@ def _eq(a: Any, b: Any) -> bool:
         return repr(a) == repr(b)
 
 
-def _flatten(tree: Any, leaves: list, is_leaf: Callable | None) -> PyTreeDef:
-    if is_leaf is not None and is_leaf(tree):
-        leaves.append(tree)
+def _flatten(tree: Any, leaves: list, is_leaf: Callable | None,
+             path: KeyPath | None = None, leaf_takes_path: bool = False) -> PyTreeDef:
+    """The structure of ``tree``; appends its leaves to ``leaves`` (as ``(path, leaf)``
+    pairs when ``path`` is given: the path of ``tree`` itself)."""
+    if is_leaf is not None and (is_leaf(path, tree) if leaf_takes_path else is_leaf(tree)):
+        leaves.append(tree if path is None else (path, tree))
         return PyTreeDef(None, None, ())
     node = _registry.get(type(tree))
     if node is not None:
         children, aux = node.to_iterable(tree)
+        node_type = type(tree)
+    elif _is_namedtuple(tree):
+        children, aux, node_type = tree, None, type(tree)
+    else:
+        leaves.append(tree if path is None else (path, tree))
+        return PyTreeDef(None, None, ())
+    if path is None:
         subtrees = tuple(_flatten(c, leaves, is_leaf) for c in children)
-        return PyTreeDef(type(tree), aux, subtrees)
-    if _is_namedtuple(tree):
-        subtrees = tuple(_flatten(c, leaves, is_leaf) for c in tree)
-        return PyTreeDef(type(tree), None, subtrees)
-    leaves.append(tree)
-    return PyTreeDef(None, None, ())
+    else:
+        children = list(children)
+        keys = _child_keys(node, tree, len(children))
+        subtrees = tuple(_flatten(c, leaves, is_leaf, (*path, key), leaf_takes_path)
+                         for key, c in zip(keys, children))
+    return PyTreeDef(node_type, aux, subtrees)
+
+
+def _child_keys(node: _NodeType | None, tree: Any, count: int) -> list[KeyEntry]:
+    if node is None:  # a namedtuple
+        return [GetAttrKey(name) for name in type(tree)._fields]
+    if node.child_keys is None:
+        return [FlattenedIndexKey(i) for i in range(count)]
+    return list(node.child_keys(tree))
 
 
 def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None):
@@ -163,6 +318,30 @@ def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None):
     leaves: list[Any] = []
     treedef = _flatten(tree, leaves, is_leaf)
     return leaves, treedef
+
+
+def tree_flatten_with_path(tree: Any, is_leaf: Callable[..., bool] | None = None,
+                           is_leaf_takes_path: bool = False
+                           ) -> tuple[list[tuple[KeyPath, Any]], PyTreeDef]:
+    """``([(path, leaf), ...], treedef)``: each leaf with the keys that reach it."""
+    pairs: list[Any] = []
+    treedef = _flatten(tree, pairs, is_leaf, (), is_leaf_takes_path)
+    return pairs, treedef
+
+
+def tree_leaves_with_path(tree: Any, is_leaf: Callable[..., bool] | None = None,
+                          is_leaf_takes_path: bool = False) -> list[tuple[KeyPath, Any]]:
+    return tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)[0]
+
+
+def tree_map_with_path(fn: Callable, tree: Any, *rest: Any,
+                       is_leaf: Callable[..., bool] | None = None,
+                       is_leaf_takes_path: bool = False) -> Any:
+    """``tree_map`` where ``fn`` also receives each leaf's path first."""
+    pairs, treedef = tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)
+    others = [_flatten_up_to(treedef, r) for r in rest]
+    return tree_unflatten(treedef, [fn(path, leaf, *xs)
+                                    for (path, leaf), *xs in zip(pairs, *others)])
 
 
 def tree_unflatten(treedef: PyTreeDef, leaves: Iterable[Any]) -> Any:
@@ -229,25 +408,84 @@ def flatten_up_to(treedef: PyTreeDef, tree: Any) -> list[Any]:
     return _flatten_up_to(treedef, tree)
 
 
-def tree_all(tree: Any) -> bool:
-    return all(tree_leaves(tree))
+def tree_all(tree: Any, *, is_leaf: Callable[[Any], bool] | None = None) -> bool:
+    return all(tree_leaves(tree, is_leaf))
 
 
-def tree_reduce(fn: Callable, tree: Any, initializer: Any = ...) -> Any:
-    import functools
-
-    leaves = tree_leaves(tree)
+def tree_reduce(fn: Callable, tree: Any, initializer: Any = ...,
+                is_leaf: Callable[[Any], bool] | None = None) -> Any:
+    leaves = tree_leaves(tree, is_leaf)
     if initializer is ...:
         return functools.reduce(fn, leaves)
     return functools.reduce(fn, leaves, initializer)
 
 
-def tree_transpose(outer: PyTreeDef, inner: PyTreeDef, tree: Any) -> Any:
-    flat = _flatten_up_to(outer, tree)
-    per_inner = [_flatten_up_to(inner, sub) for sub in flat]
-    transposed = [tree_unflatten(outer, [row[i] for row in per_inner])
-                  for i in range(inner.num_leaves)]
-    return tree_unflatten(inner, transposed)
+def tree_reduce_associative(operation: Callable, tree: Any, *, identity: Any = ...,
+                            is_leaf: Callable[[Any], bool] | None = None) -> Any:
+    """Reduce the leaves pairwise, as a balanced tree (fewer sequential steps than
+    ``tree_reduce`` for an associative ``operation``)."""
+    leaves = tree_leaves(tree, is_leaf)
+    if not leaves:
+        if identity is ...:
+            raise TypeError("Must specify identity for parallel reduction of empty sequence.")
+        return identity
+    while len(leaves) > 1:
+        pairs = [operation(a, b) for a, b in zip(leaves[::2], leaves[1::2])]
+        leaves = pairs + leaves[len(pairs) * 2:]
+    return leaves[0]
+
+
+def tree_broadcast(prefix_tree: Any, full_tree: Any,
+                   is_leaf: Callable[[Any], bool] | None = None) -> Any:
+    """``prefix_tree`` with each leaf repeated over the subtree of ``full_tree`` it
+    stands for: ``tree_broadcast([1, 2], [(a, b), c]) == [(1, 1), 2]``."""
+    prefix_leaves, prefix_def = tree_flatten(prefix_tree, is_leaf)
+    subtrees = _flatten_up_to(prefix_def, full_tree)
+    return tree_unflatten(prefix_def, [
+        tree_map(lambda _, leaf=leaf: leaf, sub, is_leaf=is_leaf)
+        for leaf, sub in zip(prefix_leaves, subtrees)])
+
+
+def tree_transpose(outer_treedef: PyTreeDef, inner_treedef: PyTreeDef | None,
+                   pytree_to_transpose: Any) -> Any:
+    """Turn an outer structure of inner structures into an inner one of outer ones
+    (``inner_treedef`` None: the structure of the first outer leaf)."""
+    flat = _flatten_up_to(outer_treedef, pytree_to_transpose)
+    if inner_treedef is None:
+        inner_treedef = tree_structure(flat[0]) if flat else PyTreeDef(tuple, None, ())
+    per_inner = [_flatten_up_to(inner_treedef, sub) for sub in flat]
+    transposed = [tree_unflatten(outer_treedef, [row[i] for row in per_inner])
+                  for i in range(inner_treedef.num_leaves)]
+    return tree_unflatten(inner_treedef, transposed)
+
+
+class Partial(functools.partial):
+    """A ``functools.partial`` that is a pytree: the bound arguments are its children,
+    the function is static structure, so it can be passed to and returned from jitted
+    functions (as ``jax.tree_util.Partial``)."""
+
+
+register_pytree_node(
+    Partial,
+    lambda p: ((p.args, p.keywords), p.func),
+    lambda func, children: Partial(func, *children[0], **children[1]),
+)
+
+
+def all_leaves(iterable: Iterable[Any], is_leaf: Callable[[Any], bool] | None = None) -> bool:
+    """True if every element of ``iterable`` is a leaf. With ``is_leaf``, as JAX: the
+    elements must be the leaves of the list of them (a list that ``is_leaf`` takes
+    whole is not)."""
+    items = list(iterable)
+    if is_leaf is None:
+        return all(tree_structure(x).node_type is None for x in items)
+    leaves = tree_leaves(items, is_leaf)
+    return len(leaves) == len(items) and all(a is b for a, b in zip(leaves, items))
+
+
+def treedef_tuple(treedefs: Iterable[PyTreeDef]) -> PyTreeDef:
+    """The structure of a tuple whose elements have the structures ``treedefs``."""
+    return PyTreeDef(tuple, None, tuple(treedefs))
 
 
 def treedef_children(treedef: PyTreeDef) -> list[PyTreeDef]:

@@ -16,9 +16,11 @@ class SourceInfo:
     file: str
     line: int
     function: str
+    scope: str = ""  # the active ``named_scope`` names, outermost first: "block/attention"
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line} ({self.function})"
+        where = f"{self.function}, in {self.scope}" if self.scope else self.function
+        return f"{self.file}:{self.line} ({where})"
 
     def short(self) -> str:
         return f"{os.path.basename(self.file)}:{self.line}"
@@ -42,6 +44,22 @@ def source_override(source: SourceInfo | None):
         _overrides.pop()
 
 
+_scopes: list[str] = []
+
+
+@contextlib.contextmanager
+def named_scope(name: str):
+    """Name the operations traced meanwhile (as ``jax.named_scope``): the names nest, and
+    show in the source location of each equation and in error messages."""
+    if not isinstance(name, str):
+        raise TypeError(f"named_scope takes a string, got {type(name).__name__}")
+    _scopes.append(name)
+    try:
+        yield
+    finally:
+        _scopes.pop()
+
+
 def user_frame(skip: int = 1) -> SourceInfo | None:
     """Where the user's code called into Ember (None if the whole stack is internal)."""
     if _overrides and _overrides[-1] is not None:
@@ -50,6 +68,6 @@ def user_frame(skip: int = 1) -> SourceInfo | None:
     while frame is not None:
         filename = frame.f_code.co_filename
         if not _is_internal(filename):
-            return SourceInfo(filename, frame.f_lineno, frame.f_code.co_name)
+            return SourceInfo(filename, frame.f_lineno, frame.f_code.co_name, "/".join(_scopes))
         frame = frame.f_back
     return None

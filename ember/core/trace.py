@@ -95,7 +95,7 @@ def concretization_message(tracer: Tracer) -> str:
     site = tracer.creation_site()
     where = f" (the value was computed at {site})" if site else ""
     return (
-        f"Python needed a concrete value of a traced array {tracer.aval.str_short()}{where}. "
+        f"Python needed a concrete value of a traced array {tracer.aval.describe()}{where}. "
         "Inside ember.jit, grad of jit, or vmap, values are abstract: Python `if`, `while`, "
         "`int()`, `float()` or `bool()` cannot look at them. Fixes: use ember.lax.cond / "
         "ember.lax.while_loop / ember.lax.fori_loop for control flow, ember.numpy.where "
@@ -108,7 +108,7 @@ def leaked_tracer_error(tracer: Tracer) -> TracerLeakError:
     site = tracer.creation_site()
     where = f", created at {site}," if site else ""
     return TracerLeakError(
-        f"a traced value {tracer.aval.str_short()}{where} leaked out of the transformation "
+        f"a traced value {tracer.aval.describe()}{where} leaked out of the transformation "
         f"({type(tracer._trace).__name__}) that created it, and was used after it ended. "
         "Return values from the transformed function instead of storing them in globals or "
         "on objects (side effects are not traced)."
@@ -157,6 +157,20 @@ def new_dynamic_main(trace_type: type, global_data: Any = None) -> Iterator[Main
             _dynamic_trace = saved
 
 
+@contextlib.contextmanager
+def ensure_compile_time_eval() -> Iterator[None]:
+    """Evaluate operations on concrete values now, even while staging a jitted function
+    (as ``jax.ensure_compile_time_eval``): they give concrete arrays that Python can
+    inspect. Operations on traced values are still traced."""
+    global _dynamic_trace
+    saved = _dynamic_trace
+    _dynamic_trace = None
+    try:
+        yield
+    finally:
+        _dynamic_trace = saved
+
+
 def find_top_trace(values: Sequence[Any]) -> Trace:
     top = _trace_stack[0]
     for value in values:
@@ -182,6 +196,11 @@ def bind(prim: Primitive, args: Sequence[Any], params: dict) -> Any:
     if prim.multiple_results:
         return [full_lower(out) for out in outs]
     return full_lower(outs)
+
+
+def current_level() -> int:
+    """The level of the innermost active interpreter (0: none, eager evaluation)."""
+    return _trace_stack[-1].level
 
 
 def is_tracing() -> bool:

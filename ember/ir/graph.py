@@ -107,6 +107,12 @@ def subgraphs(params: dict[str, Any]) -> Iterable[Graph]:
                     yield item
 
 
+def has_effects(eqn: Eqn) -> bool:
+    """True if ``eqn`` or an equation nested in its params is effectful (must run)."""
+    return eqn.prim.effectful or any(has_effects(inner) for sub in subgraphs(eqn.params)
+                                     for inner in sub.eqns)
+
+
 def all_eqns(graph: Graph) -> Iterator[Eqn]:
     """Every equation of ``graph``, those of its nested graphs included."""
     for eqn in graph.eqns:

@@ -1,6 +1,7 @@
 """Primitive definitions. Importing this package registers every primitive."""
 from ember.ops import (  # noqa: F401
     control_flow,
+    callbacks,
     cumulative,
     decompositions,
     elementwise,

@@ -16,7 +16,7 @@ import numpy as np
 from ember.core import dtypes
 from ember.core.abstract import ShapedArray, aval_of
 from ember.core.primitive import Primitive
-from ember.errors import EmberIndexError, EmberTypeError, EmberValueError
+from ember.errors import EmberIndexError, EmberTypeError, EmberValueError, ShapeError
 from ember.transforms.rules import (
     batch_size, deflinear, is_undefined_primal, move_batch_axis, zeros_like_aval)
 
@@ -153,8 +153,8 @@ reshape_p = Primitive("reshape")
 @reshape_p.def_abstract_eval
 def _reshape_abstract(x: ShapedArray, *, new_sizes: tuple[int, ...]) -> ShapedArray:
     if any(d < 0 for d in new_sizes) or int(np.prod(new_sizes, dtype=np.int64)) != x.size:
-        raise EmberValueError(f"cannot reshape array of shape {x.shape} (size {x.size}) "
-                              f"into shape {new_sizes}")
+        raise ShapeError(f"cannot reshape array of shape {x.shape} (size {x.size}) into "
+                         f"shape {new_sizes} (size {int(np.prod(new_sizes, dtype=np.int64))})")
     return ShapedArray(new_sizes, x.dtype)
 
 

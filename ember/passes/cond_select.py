@@ -15,7 +15,7 @@ under ``debug_nans``, where a NaN of an untaken branch would be reported.
 from __future__ import annotations
 
 from ember.config import config
-from ember.ir.graph import Eqn, Graph, all_eqns
+from ember.ir.graph import Eqn, Graph, all_eqns, has_effects
 from ember.ir.interpreter import bind_equation, eval_graph
 from ember.ops.elementwise import select_n
 from ember.passes.analysis import cost_of_graph
@@ -36,7 +36,7 @@ def select_small_conds(graph: Graph) -> Graph:
 
 
 def _expansion(eqn: Eqn) -> Expansion | None:
-    if eqn.prim.name != "cond" or not _cheap(eqn.params["branches"]):
+    if eqn.prim.name != "cond" or has_effects(eqn) or not _cheap(eqn.params["branches"]):
         return None
     branches = eqn.params["branches"]
 

@@ -89,7 +89,8 @@ class _Folder:
     def _visit(self, eqn: Eqn) -> None:
         if eqn.prim is broadcast_in_dim_p and isinstance(eqn.inputs[0], Literal):
             self.splats[eqn.outputs[0]] = eqn.inputs[0].value  # a splat: keep it lazy
-        elif eqn.prim.impl_rule is not None and not any(subgraphs(eqn.params)) and (
+        elif eqn.prim.impl_rule is not None and not eqn.prim.effectful and \
+                not any(subgraphs(eqn.params)) and (
                 self._fold_splat(eqn) or self._fold_values(eqn)):
             return
         self.eqns.append(eqn)

@@ -14,7 +14,7 @@ from typing import Any, Hashable
 
 import numpy as np
 
-from ember.ir.graph import Atom, Eqn, Graph, Literal, Var
+from ember.ir.graph import Atom, Eqn, Graph, Literal, Var, has_effects
 from ember.passes.rewrite import in_subgraphs, substitute_inputs, substitute_outputs
 
 COMMUTATIVE = frozenset({"add", "mul", "max", "min", "and", "or", "xor", "eq", "ne"})
@@ -45,6 +45,8 @@ def _atom_key(atom: Atom) -> Hashable:
 
 
 def _key(eqn: Eqn) -> Hashable | None:
+    if has_effects(eqn):
+        return None  # two prints of one value are two prints
     inputs: Hashable = tuple(_atom_key(atom) for atom in eqn.inputs)
     if eqn.prim.name in COMMUTATIVE:
         inputs = frozenset(Counter(inputs).items())  # the operands as a multiset

@@ -1,7 +1,7 @@
 """Dead code elimination: drop equations whose results nothing reads.
 
-Every primitive is pure (random bits too: keys are explicit), so an equation none of
-whose outputs is used can go. Unused constants go too; the graph's inputs stay (they
+Every primitive but the effectful ones (debug callbacks) is pure (random bits too: keys
+are explicit), so an equation none of whose outputs is used can go. Unused constants go too; the graph's inputs stay (they
 are its signature). Nested graphs are cleaned inside.
 
 Control-flow primitives also lose what is dead across their boundary, through a rule in
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence, TypeVar
 
-from ember.ir.graph import Eqn, Graph, Var
+from ember.ir.graph import Eqn, Graph, Var, has_effects
 from ember.passes.rewrite import in_subgraphs
 
 PRUNING_RULES: dict[str, Callable[[Eqn, list[bool]], Eqn]] = {}
@@ -29,7 +29,7 @@ def dce(graph: Graph) -> Graph:
     kept: list[Eqn] = []
     for eqn in reversed(graph.eqns):
         used = [var in live for var in eqn.outputs]
-        if not any(used):
+        if not any(used) and not has_effects(eqn):
             continue
         rule = PRUNING_RULES.get(eqn.prim.name)
         eqn = in_subgraphs(rule(eqn, used) if rule else eqn, dce)
@@ -43,10 +43,10 @@ def dce(graph: Graph) -> Graph:
 # --- helpers for rules --------------------------------------------------------------------
 
 def needed_inputs(graph: Graph, live_outputs: Sequence[bool]) -> list[bool]:
-    """Which inputs of ``graph`` the outputs marked live depend on."""
+    """Which inputs of ``graph`` the outputs marked live (and its effects) depend on."""
     live = {a for a, keep in zip(graph.outputs, live_outputs) if keep and isinstance(a, Var)}
     for eqn in reversed(graph.eqns):
-        if any(var in live for var in eqn.outputs):
+        if any(var in live for var in eqn.outputs) or has_effects(eqn):
             live.update(atom for atom in eqn.inputs if isinstance(atom, Var))
     return [var in live for var in graph.inputs]
 

@@ -35,7 +35,7 @@ from ember.codegen import access
 from ember.codegen import indexing as ix
 from ember.codegen.gemm import operand_matrix, operand_syms, product_matrix, view_strides
 from ember.codegen.indexing import Index, Sym
-from ember.ir.graph import Eqn, Graph, Literal, Var
+from ember.ir.graph import Eqn, Graph, Literal, Var, has_effects
 from ember.passes.schedule import Group, Schedule
 
 # Elementwise primitives worth storing rather than recomputing in several kernels.
@@ -142,7 +142,8 @@ class _Fuser:
 
     def run(self) -> Schedule:
         for eqn in reversed(self.graph.eqns):
-            if not any(v in self.needs or self.demands.get(v) for v in eqn.outputs):
+            if not any(v in self.needs or self.demands.get(v) for v in eqn.outputs) \
+                    and not has_effects(eqn):
                 continue  # dead: nothing reads it
             kind = self.kind(eqn)
             if kind == "host":

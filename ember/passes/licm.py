@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ember.ir.graph import Atom, Eqn, Graph, Var
+from ember.ir.graph import Atom, Eqn, Graph, Var, has_effects
 from ember.passes.rewrite import in_subgraphs, substitute
 
 
@@ -86,5 +86,5 @@ def _hoist(eqn: Eqn, region: LoopRegion) -> tuple[list[Eqn], Eqn]:
 
 def _invariant(eqn: Eqn, outer: dict[Var, Atom]) -> bool:
     variables = [a for a in eqn.inputs if isinstance(a, Var)]
-    return (eqn.prim.name not in NOT_HOISTED and bool(variables)
+    return (eqn.prim.name not in NOT_HOISTED and not has_effects(eqn) and bool(variables)
             and all(v in outer for v in variables))

@@ -25,6 +25,7 @@ from ember.ir.graph import Graph
 from ember.runtime.array import Array, canonical_host
 from ember.runtime.devices import get_backend
 from ember.runtime.profile import Profile, ProfileRow
+from ember.runtime.shape_dtype import ShapeDtypeStruct
 
 
 def _normalize_argnums(argnums: int | Sequence[int] | None) -> tuple[int, ...]:
@@ -38,6 +39,8 @@ def _normalize_argnums(argnums: int | Sequence[int] | None) -> tuple[int, ...]:
 def _leaf_aval(leaf: Any) -> ShapedArray:
     if isinstance(leaf, (Array, Tracer)):
         return leaf.aval
+    if isinstance(leaf, ShapeDtypeStruct):
+        return leaf.aval()
     if dtypes.is_weak_scalar(leaf):
         return ShapedArray((), dtypes.python_scalar_dtype(leaf))
     if isinstance(leaf, (np.ndarray, np.generic)):
@@ -356,8 +359,8 @@ class Compiled:
                                  f"{self.in_tree}, got {treedef}")
         for leaf, aval in zip(leaves, self._in_avals):
             if _leaf_aval(leaf) != aval:
-                raise EmberTypeError(f"compiled for {aval.str_short()}, called with "
-                                     f"{_leaf_aval(leaf).str_short()}")
+                raise EmberTypeError(f"compiled for {aval.describe()}, called with "
+                                     f"{_leaf_aval(leaf).describe()}")
         return self._call_flat(leaves)
 
     def _call_arrays(self, args: Sequence[Any]) -> Any:

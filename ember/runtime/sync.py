@@ -13,3 +13,9 @@ def block_until_ready(tree: Any) -> Any:
         if wait is not None:
             wait()
     return tree
+
+
+def effects_barrier() -> None:
+    """As ``jax.effects_barrier``: wait until the callbacks (``ember.debug.print``...) of
+    the programs already called have run. Ember runs a program's host callbacks during
+    its call, so by the time this is reached they have: there is nothing to wait for."""

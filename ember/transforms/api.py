@@ -18,14 +18,14 @@ from ember.core.pytree import tree_flatten, tree_unflatten
 from ember.errors import EmberTypeError
 from ember.transforms.arguments import (argnums_tuple, as_value, check_grad_inputs, flat_fun,
                                         split_args, split_outputs)
-from ember.transforms.jacobians import hessian, jacfwd, jacrev
+from ember.transforms.jacobians import hessian, jacfwd, jacobian, jacrev
 from ember.transforms.jvp import has_tangent, jvp_flat, stop_gradient, zero_tangent_value
 from ember.transforms.rules import Zero, float0, instantiate
 from ember.transforms.vjp import linearize_flat
 from ember.transforms.vmap import vmap
 
 __all__ = ["jvp", "linearize", "vjp", "grad", "value_and_grad", "jacfwd", "jacrev",
-           "hessian", "vmap", "stop_gradient"]
+           "jacobian", "hessian", "vmap", "stop_gradient"]
 
 
 # --- forward mode ---------------------------------------------------------------------
@@ -59,7 +59,7 @@ def _check_tangent(primal: Any, tangent: Any) -> Any:
     t_aval = aval_of(tangent)
     if t_aval.shape != aval.shape or t_aval.dtype != aval.dtype:
         raise EmberTypeError(f"jvp: a tangent must have its primal's shape and dtype; primal "
-                             f"{aval.str_short()} got tangent {t_aval.str_short()}")
+                             f"{aval.describe()} got tangent {t_aval.describe()}")
     return tangent
 
 

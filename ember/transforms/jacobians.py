@@ -10,6 +10,7 @@ import numpy as np
 from ember.core import dtypes
 from ember.core.abstract import ShapedArray, aval_of
 from ember.core.pytree import PyTreeDef, tree_flatten, tree_unflatten
+from ember.errors import EmberTypeError
 from ember.transforms.arguments import (argnums_tuple, as_value, check_grad_inputs, flat_fun,
                                         split_args, split_outputs)
 from ember.transforms.jvp import jvp_flat
@@ -17,7 +18,7 @@ from ember.transforms.rules import Zero, instantiate, move_batch_axis
 from ember.transforms.vjp import linearize_flat
 from ember.transforms.vmap import vmap_flat
 
-__all__ = ["jacfwd", "jacrev", "hessian"]
+__all__ = ["jacfwd", "jacrev", "jacobian", "hessian"]
 
 
 def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
@@ -64,6 +65,17 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         return (jac, aux) if has_aux else jac
 
     return jacfun
+
+
+def jacobian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+             holomorphic: bool = False, allow_int: bool = False) -> Callable:
+    """As ``jax.jacobian``: the Jacobian by reverse mode (``jacrev``). Ember's Jacobians
+    are of real functions of real inputs: ``holomorphic`` and ``allow_int`` are refused."""
+    if holomorphic or allow_int:
+        option = "holomorphic" if holomorphic else "allow_int"
+        raise EmberTypeError(f"jacobian: {option}=True is not supported; differentiate "
+                             "real floating-point inputs")
+    return jacrev(fun, argnums, has_aux)
 
 
 def _prepare_jacobian(fun: Callable, args: tuple, argnums: int | Sequence[int],
