@@ -71,3 +71,13 @@ def test_compiled_signature_mismatch_uses_tuple_shapes():
     compiled = ember.jit(lambda x: x + 1).lower(np.ones(3, np.float32)).compile()
     with pytest.raises(TypeError, match=r"shape \(3,\).*shape \(4,\)"):
         compiled(np.ones(4, np.float32))
+
+
+@pytest.mark.parametrize("jitted", [False, True])
+def test_failed_numpy_reshape_names_both_sizes(jitted):
+    fn = (lambda x: jnp.reshape(x, (4, 2)))
+    fn = ember.jit(fn) if jitted else fn
+    with pytest.raises(TypeError, match=r"shape \(6,\) \(size 6\) into shape \(4, 2\) \(size 8\)"):
+        fn(jnp.arange(6.0))
+    with pytest.raises(ValueError, match=r"\(size 6\) into shape \(4, -1\)"):
+        jnp.arange(6.0).reshape(4, -1)

@@ -10,7 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ember import lax
-from ember.errors import EmberIndexError, EmberTypeError, EmberValueError
+from ember.errors import EmberIndexError, EmberTypeError, EmberValueError, ShapeError
 from ember.numpy._axes import canonicalize_axes, canonicalize_axis
 from ember.numpy._promotion import (
     broadcast_shapes as _broadcast_shapes, broadcast_to_shape, concrete, ensure_array, is_array,
@@ -50,12 +50,12 @@ def _resolve_shape(new_shape: Any, total: int, old_shape: tuple[int, ...]) -> tu
     known = int(np.prod([d for d in dims if d != -1], dtype=np.int64))
     if unknown:
         if known == 0 or total % known:
-            raise EmberValueError(f"cannot reshape array of shape {old_shape} (size {total}) "
-                                  f"into shape {dims}")
+            raise ShapeError(f"cannot reshape array of shape {old_shape} (size {total}) "
+                             f"into shape {dims}: no size for -1 makes the sizes match")
         dims = tuple(total // known if d == -1 else d for d in dims)
     elif known != total:
-        raise EmberValueError(f"cannot reshape array of shape {old_shape} (size {total}) into "
-                              f"shape {dims}")
+        raise ShapeError(f"cannot reshape array of shape {old_shape} (size {total}) into "
+                         f"shape {dims} (size {known})")
     return dims
 
 
