@@ -3,7 +3,8 @@
 Built from the primitives (erf, erf_inv, lgamma, digamma, logistic) and ember.numpy.
 Where a composition would differentiate badly (``xlogy`` at ``x = 0``, ``ndtri``'s
 Newton steps, ``log_ndtr``'s branches), a custom JVP gives the closed-form derivative,
-as JAX does. ``logsumexp``, ``softmax`` and ``log_softmax`` are ``ember.nn``'s.
+as JAX does. ``logsumexp``, ``softmax`` and ``log_softmax`` are ``ember.nn``'s; the
+incomplete gamma and beta functions live in ``_incomplete``.
 """
 from __future__ import annotations
 
@@ -16,9 +17,11 @@ from ember import lax
 from ember import numpy as jnp
 from ember.nn import activations as _nn
 from ember.numpy._promotion import promote_args_inexact
+from ember.scipy._incomplete import betainc, gammainc, gammaincc
 from ember.transforms.custom import custom_jvp
 
 __all__ = [
+    "betainc",
     "betaln",
     "digamma",
     "entr",
@@ -26,6 +29,8 @@ __all__ = [
     "erfc",
     "erfinv",
     "expit",
+    "gammainc",
+    "gammaincc",
     "gammaln",
     "log_ndtr",
     "log_softmax",

@@ -62,6 +62,37 @@ def test_binary_matches_scipy(name, x64):
                                atol=1e-14)
 
 
+SHAPES = np.array([0.1, 0.5, 1.0, 2.5, 10.0, 50.0, 300.0])[:, None]
+
+
+def test_incomplete_gamma_matches_scipy(x64):
+    x = np.array([0.0, 1e-3, 0.3, 1.0, 3.0, 9.0, 11.0, 60.0, 290.0, 320.0])
+    np.testing.assert_allclose(special.gammainc(SHAPES, x), sps.gammainc(SHAPES, x),
+                               rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(special.gammaincc(SHAPES, x), sps.gammaincc(SHAPES, x),
+                               rtol=1e-12, atol=1e-300)
+    invalid = special.gammainc(np.array([-1.0, 1.0, 1.0]), np.array([1.0, -1.0, np.nan]))
+    assert np.isnan(np.asarray(invalid)).all()
+
+
+def test_incomplete_beta_matches_scipy(x64):
+    b = np.array([0.2, 1.0, 3.0, 40.0, 200.0])[None, :, None]
+    x = np.array([0.0, 1e-4, 0.1, 0.5, 0.77, 0.999, 1.0])
+    np.testing.assert_allclose(special.betainc(SHAPES[1:, :, None], b, x),
+                               sps.betainc(SHAPES[1:, :, None], b, x), rtol=1e-11, atol=1e-13)
+    assert np.isnan(np.asarray(special.betainc(1.0, 2.0, np.array([-0.1, 1.1])))).all()
+
+
+def test_incomplete_gamma_and_beta_gradients_in_every_argument(x64):
+    """Through the fixed-length loops: in the shapes too (JAX's betainc has none)."""
+    for x in (0.7, 4.0):  # the series, and the continued fraction
+        check_grads(special.gammainc, (np.float64(2.5), np.float64(x)), order=1, rtol=1e-6)
+        check_grads(special.gammaincc, (np.float64(2.5), np.float64(x)), order=1, rtol=1e-6)
+    for x in (0.2, 0.8):  # either side of the mean
+        check_grads(special.betainc, (np.float64(2.5), np.float64(1.5), np.float64(x)),
+                    order=1, rtol=1e-6)
+
+
 def test_xlogy_is_zero_at_zero_even_where_log_is_not_finite(x64):
     np.testing.assert_array_equal(special.xlogy(0.0, 0.0), 0.0)
     np.testing.assert_array_equal(special.xlog1py(0.0, -1.0), 0.0)

@@ -5,9 +5,9 @@ from typing import Any
 
 from ember import numpy as jnp
 from ember.numpy._promotion import promote_args_inexact
-from ember.scipy.special import gammaln, xlogy
+from ember.scipy.special import gammainc, gammaincc, gammaln, xlogy
 
-__all__ = ["logpdf", "pdf"]
+__all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "sf"]
 
 
 def logpdf(x: Any, a: Any, loc: Any = 0, scale: Any = 1) -> Any:
@@ -21,3 +21,26 @@ def logpdf(x: Any, a: Any, loc: Any = 0, scale: Any = 1) -> Any:
 
 def pdf(x: Any, a: Any, loc: Any = 0, scale: Any = 1) -> Any:
     return jnp.exp(logpdf(x, a, loc, scale))
+
+
+def _standardized(x: Any, loc: Any, scale: Any) -> tuple[Any, Any]:
+    x, loc, scale = promote_args_inexact(x, loc, scale)
+    return jnp.maximum((x - loc) / scale, 0), scale
+
+
+def cdf(x: Any, a: Any, loc: Any = 0, scale: Any = 1) -> Any:
+    return gammainc(a, _standardized(x, loc, scale)[0])
+
+
+def logcdf(x: Any, a: Any, loc: Any = 0, scale: Any = 1) -> Any:
+    return jnp.log(cdf(x, a, loc, scale))
+
+
+def sf(x: Any, a: Any, loc: Any = 0, scale: Any = 1) -> Any:
+    """``1 - cdf``, from the upper incomplete gamma function (small tails keep their
+    digits)."""
+    return gammaincc(a, _standardized(x, loc, scale)[0])
+
+
+def logsf(x: Any, a: Any, loc: Any = 0, scale: Any = 1) -> Any:
+    return jnp.log(sf(x, a, loc, scale))
