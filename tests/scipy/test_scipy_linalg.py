@@ -130,8 +130,9 @@ def test_det_inv_solve(x64):
             half = np.tril(SPD) if lower else np.triu(SPD)
             close(linalg.solve(half, rhs, assume_a="pos", lower=lower),
                   sla.solve(half, rhs, assume_a="pos", lower=lower))
-    with pytest.raises(ValueError, match="assume_a"):
+    with pytest.raises(ValueError, match="assume_a") as error:
         linalg.solve(A, b, assume_a="banded")
+    assert "test_scipy_linalg.py" in str(error.value)  # the error names the caller's line
 
 
 def test_block_diag(x64):

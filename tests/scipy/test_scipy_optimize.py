@@ -88,8 +88,9 @@ def test_line_search_meets_the_strong_wolfe_conditions(x64):
 
 
 def test_errors():
-    with pytest.raises(ValueError, match="'BFGS'"):
+    with pytest.raises(ValueError, match="'BFGS'") as error:
         minimize(rosenbrock, STARTS[0], method="Nelder-Mead")
+    assert "test_scipy_optimize.py" in str(error.value)  # the error names the caller's line
     with pytest.raises(TypeError, match="tuple"):
         minimize(lambda x, a: rosenbrock(x) * a, STARTS[0], args=2.0, method="BFGS")
     with pytest.raises(ValueError, match="vector"):

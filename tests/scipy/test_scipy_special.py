@@ -183,3 +183,9 @@ def test_matches_jax(x64):
         for name in ("betaln", "xlogy", "xlog1py"):
             np.testing.assert_allclose(getattr(special, name)(a, 2.0),
                                        getattr(jsp, name)(a, 2.0), rtol=1e-12)
+
+
+def test_reachable_as_an_attribute_of_ember():
+    """As ``jax.scipy``: ``import ember`` then ``ember.scipy.special``."""
+    assert ember.scipy.special is special
+    assert {"linalg", "optimize", "signal", "special", "stats"} <= set(dir(ember.scipy))

@@ -48,3 +48,9 @@ def minimize(fun: Callable[..., Any], x0: Any, args: tuple = (), *, method: str,
         x=results.x_k, success=results.converged & jnp.logical_not(results.failed),
         status=results.status, fun=results.f_k, jac=results.g_k, hess_inv=results.H_k,
         nfev=results.nfev, njev=results.ngev, nit=results.k)
+
+
+# Errors raised anywhere below a public function name the user's line.
+from ember.errors import wrap_public_functions as _wrap
+
+_wrap(globals())

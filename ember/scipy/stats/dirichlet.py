@@ -43,3 +43,9 @@ def logpdf(x: Any, alpha: Any) -> Any:
 
 def pdf(x: Any, alpha: Any) -> Any:
     return jnp.exp(logpdf(x, alpha))
+
+
+# Errors raised anywhere below a public function name the user's line.
+from ember.errors import wrap_public_functions as _wrap
+
+_wrap(globals())

@@ -51,3 +51,9 @@ def logpdf(x: Any, mean: Any, cov: Any, allow_singular: None = None) -> Any:
 
 def pdf(x: Any, mean: Any, cov: Any) -> Any:
     return jnp.exp(logpdf(x, mean, cov))
+
+
+# Errors raised anywhere below a public function name the user's line.
+from ember.errors import wrap_public_functions as _wrap
+
+_wrap(globals())
