@@ -118,6 +118,24 @@ def test_poisson_matches_scipy(x64):
     check_grads(lambda mu: stats.poisson.cdf(K, mu), (np.float64(2.5),), order=1, rtol=1e-6)
 
 
+def _poisson_entropy_by_sum(mu):
+    k = np.arange(int(mu + 40 * np.sqrt(mu) + 100))
+    log_pmf = sst.poisson.logpmf(k, mu)
+    return -np.sum(np.exp(log_pmf) * log_pmf)
+
+
+def test_poisson_entropy(x64):
+    """Against the sum over the support (SciPy's own entropy does not converge at 1e5)."""
+    mu = np.array([1e-3, 0.5, 3.0, 50.0, 299.9, 300.0, 1e3, 1e5])
+    np.testing.assert_allclose(stats.poisson.entropy(mu),
+                               [_poisson_entropy_by_sum(m) for m in mu], rtol=1e-10)
+    np.testing.assert_allclose(stats.poisson.entropy(mu[:3], loc=4), sst.poisson.entropy(
+        mu[:3], loc=4), rtol=1e-12)
+    assert np.asarray(stats.poisson.entropy(0.0)) == 0
+    assert np.isnan(np.asarray(stats.poisson.entropy(-1.0)))
+    check_grads(stats.poisson.entropy, (np.array([0.5, 3.0, 500.0]),), order=1, rtol=1e-6)
+
+
 def test_bernoulli_matches_scipy(x64):
     for p in (0.0, 0.3, 1.0):
         np.testing.assert_allclose(stats.bernoulli.logpmf(K, p), sst.bernoulli.logpmf(K, p))
@@ -214,6 +232,9 @@ def test_matches_jax(x64):
                 if np.isfinite(grad_jax):
                     np.testing.assert_allclose(grad_ours, grad_jax, rtol=1e-8,
                                                err_msg=f"grad {name}.{fn}")
+        mu = np.array([0.5, 3.0, 50.0, 1e3])  # JAX's entropy is approximate (to ~1e-7)
+        np.testing.assert_allclose(stats.poisson.entropy(mu), jst.poisson.entropy(mu),
+                                   rtol=1e-6)
         for name in ("poisson", "bernoulli"):
             np.testing.assert_allclose(getattr(stats, name).logpmf(K, 0.3),
                                        getattr(jst, name).logpmf(K, 0.3), rtol=1e-12)
