@@ -51,7 +51,7 @@ _LAZY = {
 }
 _SUBMODULES = {"lax", "numpy", "random", "nn", "optim", "tree", "tree_util", "ad_checkpoint",
                "custom_batching", "debug", "dtypes", "experimental", "errors", "distributed",
-               "test_util", "bench"}
+               "test_util", "bench", "scipy"}
 
 __all__ = ["Array", "config", "jit", *_LAZY, *sorted(_SUBMODULES)]
 
