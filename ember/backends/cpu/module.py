@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 
 from ember.backends.base import KernelInfo
-from ember.backends.cpu.gemm_call import gemm_parts, render_gemm
+from ember.codegen.c_gemm import gemm_parts, render_gemm
 from ember.backends.cpu.program import LoweredStep, call_name, kernel_info
 from ember.backends.cpu.sort_call import render_call
 from ember.codegen.c import CRenderer

@@ -12,7 +12,7 @@ from cpu_testing import assert_matches_reference, compiled, requires_cpu
 import ember.numpy as jnp
 from ember import lax
 from ember.backends.cpu import toolchain
-from ember.backends.cpu.gemm_call import _split
+from ember.codegen.c_gemm import _split
 from ember.codegen.gemm import GemmPlan, Matrix
 from ember.config import config
 
