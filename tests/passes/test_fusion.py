@@ -8,8 +8,8 @@ import pytest
 import ember
 import ember.numpy as jnp
 from ember import lax, nn
-from ember.backends.cpu.policy import cpu_policy
-from ember.backends.cpu.program import lower_schedule
+from ember.compiler.policy import cpu_policy
+from ember.compiler.lowering import lower_schedule
 from ember.codegen.c import CRenderer
 from ember.passes.fusion import FusionPolicy, fuse
 from ember.passes.pipeline import run_pipeline

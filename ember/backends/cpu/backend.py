@@ -32,9 +32,9 @@ from ember.backends.cpu.executable import (
     literal_result,
 )
 from ember.backends.cpu.launcher import start_launcher
-from ember.backends.cpu.module import Layout, Module, build_module
-from ember.backends.cpu.policy import cpu_policy
-from ember.backends.cpu.program import LoweredStep, lower_schedule
+from ember.codegen.c_module import Layout, Module, build_module
+from ember.compiler.policy import cpu_policy
+from ember.compiler.lowering import LoweredStep, lower_schedule
 from ember.codegen.c import CRenderer
 from ember.config import config
 from ember.core.primitive import Primitive

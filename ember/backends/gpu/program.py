@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ember.backends.base import KernelInfo
-from ember.backends.cpu.policy import gemm_eligible, native
-from ember.backends.cpu.program import LoweredStep, kernel_info, lower_schedule
+from ember.compiler.policy import gemm_eligible, native
+from ember.compiler.lowering import LoweredStep, kernel_info, lower_schedule
 from ember.codegen.gemm import GemmPlan
 from ember.codegen.gpu import GpuRenderer, LaunchShape
 from ember.codegen.kernel_ir import split_at_barriers

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 
 from ember.backends.base import KernelInfo
 from ember.codegen.c_gemm import gemm_parts, render_gemm
-from ember.backends.cpu.program import LoweredStep, call_name, kernel_info
-from ember.backends.cpu.sort_call import render_call
+from ember.compiler.lowering import LoweredStep, call_name, kernel_info
+from ember.codegen.c_sort import render_call
 from ember.codegen.c import CRenderer
 from ember.codegen.kernel_ir import Buffer
 from ember.ir.graph import Var

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.backends.cpu import sort_call, toolchain
+from ember.backends.cpu import toolchain
+from ember.codegen import c_sort as sort_call
 from ember.codegen import access
 from ember.codegen import indexing as ix
 from ember.codegen.c import CRenderer

@@ -1,0 +1,1 @@
+"""The compiler after the graph passes, shared by every code-generating backend."""
