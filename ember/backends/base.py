@@ -7,7 +7,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ember.core.primitive import Primitive
-from ember.ir.graph import Graph
+from ember.ir.graph import Graph, Literal
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,13 @@ class Executable:
 
     def run(self, buffers: Sequence[Any]) -> list[Any]:
         raise NotImplementedError
+
+
+def literal_result(atom: Literal) -> np.ndarray:
+    """A literal output of a program, as the read-only array every backend returns."""
+    array = np.array(atom.value, dtype=atom.aval.dtype)
+    array.flags.writeable = False
+    return array
 
 
 class Backend:
