@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 from ember.backends.base import Executable
 from ember.compiler import checks
-from ember.compiler.lowering import LoweredStep, lower_schedule, steps_text
+from ember.codegen.steps import LoweredStep, lower_schedule, steps_text
 from ember.config import config
 from ember.ir.dump import Dump
 from ember.ir.graph import Graph, Var

@@ -26,9 +26,9 @@ from ember.backends.cpu.launcher import start_launcher
 from ember.codegen import c_sort
 from ember.codegen.c import CRenderer
 from ember.codegen.c_module import Layout, Module, build_module
-from ember.compiler.lowering import LoweredStep
+from ember.codegen.steps import LoweredStep
 from ember.compiler.pipeline import Compilation, compile_program, source_name
-from ember.compiler.policy import gemm_eligible, native
+from ember.codegen.policy import gemm_eligible, native
 from ember.config import config
 from ember.core.primitive import Primitive
 from ember.ir.graph import Eqn, Graph, Literal, Var

@@ -14,7 +14,7 @@ from ember.backends.gpu.executable import DeviceExecutable
 from ember.backends.gpu.program import DeviceProgram, render_program
 from ember.codegen.gpu import GpuRenderer
 from ember.compiler.pipeline import Compilation, compile_program, source_name
-from ember.compiler.policy import gemm_eligible, native
+from ember.codegen.policy import gemm_eligible, native
 from ember.core.abstract import ShapedArray
 from ember.core.primitive import Primitive
 from ember.ir.graph import Graph

@@ -1,7 +1,7 @@
 """One device program per compiled graph: the source of every kernel, and the steps.
 
 The compiler pipeline (``ember.compiler.pipeline``) takes the graph through the same
-passes, fusion (the policy facts of ``ember.compiler.policy``, asked about this target's
+passes, fusion (the policy facts of ``ember.codegen.policy``, asked about this target's
 renderer) and lowering to kernel IR as on the CPU, so the kernel boundaries are the same
 on every backend: one fusion decision, one renderer per target. Its source stage renders
 the steps here. A step is a host call (an equation without a native lowering, run by its
@@ -16,7 +16,7 @@ from ember.backends.base import KernelInfo
 from ember.codegen.gemm import GemmPlan
 from ember.codegen.gpu import GpuRenderer, LaunchShape
 from ember.codegen.kernel_ir import split_at_barriers
-from ember.compiler.lowering import LoweredStep, kernel_info
+from ember.codegen.steps import LoweredStep, kernel_info
 from ember.ir.graph import Eqn, Graph, Var
 from ember.passes.analysis import StepUse, liveness_peak
 from ember.passes.schedule import Schedule
