@@ -6,6 +6,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ember.codegen.kernel_ir import KernelInfo
 from ember.core.primitive import Primitive
 from ember.ir.graph import Graph, Literal
 
@@ -29,18 +30,6 @@ class Device:
         """Bytes in use on this device and the most in use at once, as JAX's
         ``Device.memory_stats()``; None where arrays are plain host memory (NumPy's)."""
         return self.backend.memory_stats(self)
-
-
-@dataclass
-class KernelInfo:
-    """One generated kernel, as shown by ``compiled.kernels``."""
-
-    name: str
-    source: str  # the generated code of this kernel (C, CUDA C, OpenCL C) or a description
-    ops: list[str]  # primitives it computes
-    source_lines: list[str]  # user file:line of those primitives
-    kind: str = "kernel"  # 'kernel', 'library' (GEMM, conv), 'host' (fallback)
-    why_boundary: str = ""  # why this kernel was not fused with its consumer
 
 
 @dataclass

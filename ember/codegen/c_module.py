@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ember.backends.base import KernelInfo
+from ember.codegen.kernel_ir import KernelInfo
 from ember.codegen.c_gemm import gemm_parts, render_gemm
 from ember.codegen.steps import LoweredStep, call_name, kernel_info
 from ember.codegen.c_sort import render_call

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ember.backends.base import KernelInfo
+from ember.codegen.kernel_ir import KernelInfo
 from ember.codegen import indexing as ix
 from ember.codegen.gemm import GemmPlan, operand_matrix, plan_gemm
 from ember.codegen.kernel_ir import Buffer, Kernel, Let, Load, Store

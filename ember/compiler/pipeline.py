@@ -26,9 +26,8 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ember.backends.base import Executable
 from ember.compiler import checks
 from ember.codegen.steps import LoweredStep, lower_schedule, steps_text
 from ember.config import config
@@ -41,6 +40,9 @@ from ember.passes import pipeline as graph_pipeline
 from ember.passes.fusion import FusionPolicy
 from ember.passes.memory import BufferPlan, plan_buffers
 from ember.passes.schedule import Schedule
+
+if TYPE_CHECKING:  # (backends use the pipeline, not the other way round)
+    from ember.backends.base import Executable
 
 
 class Target(Protocol):
