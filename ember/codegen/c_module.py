@@ -60,11 +60,6 @@ class Module:
     kernels: list[KernelInfo] = field(default_factory=list)
     uses_blas: bool = False
 
-    @property
-    def source(self) -> str:
-        """All units, in order (to show and to name the module)."""
-        return "\n".join(self.units)
-
 
 # The compile cost of a step, in characters of C: an OpenMP parallel region (outlined
 # by the compiler) and an inlined vector math function cost as much as this many

@@ -68,7 +68,7 @@ def _value(node: Node) -> str:
         guard = f" if {_ref(node.guard)}" if node.guard is not None else ""
         return f"load {node.buffer.name}[{_position(node.index, node.offset)}]{guard}"
     if isinstance(node, Op):
-        param = f"; {node.param!r}" if node.param is not None else ""
+        param = f"; {node.param}" if node.param is not None else ""
         return f"{node.op}({', '.join(_ref(a) for a in node.args)}{param}) : {node.dtype.name}"
     if isinstance(node, IndexValue):
         return f"index {node.index!r} : {node.dtype.name}"
