@@ -133,9 +133,10 @@ def executable(program: Compilation) -> Executable:
 
 # --- what each stage dumps ------------------------------------------------------------
 
-def _schedule_text(program: Compilation) -> str:
-    names = var_names(program.schedule.graph)
-    return program.schedule.text(lambda var: names.get(var, "?"))
+def schedule_text(schedule: Schedule) -> str:
+    """The schedule's listing, values named as the printed graph names them."""
+    names = var_names(schedule.graph)
+    return schedule.text(lambda var: names.get(var, "?"))
 
 
 def _plan_text(program: Compilation) -> str:
@@ -174,7 +175,7 @@ _CODEGEN = [
     Stage(absorb_into_contractions, "absorbed", lambda p: verify(p.absorbed),
           lambda p: [("absorb_into_contractions.txt", print_graph(p.absorbed))]),
     Stage(fusion, "schedule", lambda p: checks.check_schedule(p.schedule),
-          lambda p: [("schedule.txt", _schedule_text(p))]),
+          lambda p: [("schedule.txt", schedule_text(p.schedule))]),
     Stage(kernel_ir, "steps", lambda p: checks.check_kernels(p.steps),
           lambda p: [("kernel_ir.txt", steps_text(p.steps))]),
 ]

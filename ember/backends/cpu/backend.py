@@ -1,9 +1,9 @@
 """The native CPU backend: the compiler pipeline (``ember.compiler.pipeline``) optimizes,
 fuses and lowers the graph, renders it as one C module (kernels, BLAS calls, an entry
 point; ``ember.codegen.c_module``) and compiles that with the system C compiler through
-the persistent compile cache; ``CpuTarget`` is what is particular to C. A program compiled before, in this
-process or another, is found by its graph in the program cache (``program_cache``)
-before any of that runs.
+the persistent compile cache; ``CpuTarget`` is what is particular to C. A program
+compiled before, in this process or another, is found by its graph in the program
+cache (``program_cache``) before any of that runs.
 
 Buffers are NumPy arrays in host memory, as with the reference backend, so eager
 operations run the NumPy reference (one primitive at a time gains nothing from code
@@ -27,7 +27,7 @@ from ember.codegen import c_sort
 from ember.codegen.c import CRenderer
 from ember.codegen.c_module import Layout, Module, build_module
 from ember.codegen.steps import LoweredStep
-from ember.compiler.pipeline import Compilation, compile_program, source_name
+from ember.compiler.pipeline import Compilation, compile_program, schedule_text, source_name
 from ember.codegen.policy import gemm_eligible, native
 from ember.config import config
 from ember.core.primitive import Primitive
@@ -164,7 +164,7 @@ def _details(program: Compilation) -> dict[str, Any]:
     graph = schedule.graph
     return {"optimized": graph, "kernels": program.source.kernels, "cost": _cost(schedule),
             "memory": _memory(program.plan, program.inputs(), program.outputs()),
-            "schedule_text": schedule.text(_namer(graph))}
+            "schedule_text": schedule_text(schedule)}
 
 
 def _describe(graph: Graph, donated: Sequence[bool], flags: dict[str, Any],
@@ -271,9 +271,3 @@ def _memory(plan: BufferPlan, inputs: list[Var], outputs: list[Var]) -> dict[str
     return {"argument_bytes": arguments, "output_bytes": result, "temp_bytes": temp,
             "alias_bytes": aliased, "peak_bytes": arguments + result + temp}
 
-
-def _namer(graph: Graph):
-    from ember.ir.printer import var_names
-
-    names = var_names(graph)
-    return lambda var: names.get(var, "?")
