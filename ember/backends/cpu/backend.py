@@ -11,6 +11,7 @@ generation); ``compile`` is where the speed is.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import re
@@ -127,7 +128,8 @@ class CpuTarget:
 
     def load(self, program: Compilation) -> CpuExecutable:
         library = toolchain.load_library(program.binary)
-        executable = CpuExecutable.described_later(program.graph, lambda: _details(program))
+        made = dataclasses.replace(program)  # (what the stages made: not the executable)
+        executable = CpuExecutable.described_later(program.graph, lambda: _details(made))
         executable.library = library  # keeps the shared object loaded
         plan = program.plan
         args = {"layout": _layout(program),
