@@ -9,8 +9,14 @@ from typing import Callable, Sequence
 
 
 def _info(argv: Sequence[str]) -> int:
-    """Print what Ember found on this machine."""
-    argparse.ArgumentParser(prog="ember info").parse_args(argv)
+    """Print what Ember found on this machine (with ``--pipeline``: a compiler pipeline)."""
+    parser = argparse.ArgumentParser(prog="ember info")
+    parser.add_argument("--pipeline", nargs="?", const="cpu", metavar="BACKEND",
+                        help="print the stages that compile a program for BACKEND "
+                             "(default: cpu), then the graph passes of the first stage")
+    args = parser.parse_args(argv)
+    if args.pipeline is not None:
+        return _pipeline(args.pipeline)
     import numpy as np
 
     import ember
@@ -37,6 +43,21 @@ def _info(argv: Sequence[str]) -> int:
         print(f"compile cache: {default_cache().directory}")
     except ImportError:
         pass
+    return 0
+
+
+def _pipeline(backend: str) -> int:
+    from ember.compiler.pipeline import PIPELINES, stage_names
+    from ember.passes.pipeline import GRAPH_PIPELINES
+
+    if backend not in PIPELINES:
+        print(f"ember info: no pipeline for backend {backend!r}; pipelines: "
+              f"{', '.join(sorted(PIPELINES))}", file=sys.stderr)
+        return 2
+    for number, name in enumerate(stage_names(backend), start=1):
+        print(f"{number}. {name}")
+        if name == "graph_passes":
+            print("".join(f"   - {p.__name__}\n" for p in GRAPH_PIPELINES[backend]), end="")
     return 0
 
 

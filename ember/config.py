@@ -37,10 +37,15 @@ class Flag:
     default: Any
     parse: Callable[[str], Any]
     help: str
+    env_alias: str | None = None  # a shorter name of its variable, read first (EMBER_DUMP)
 
     @property
     def env_var(self) -> str:
         return "EMBER_" + self.name.upper()
+
+    def from_environment(self) -> str | None:
+        names = [self.env_alias] if self.env_alias else []
+        return next((os.environ[n] for n in [*names, self.env_var] if n in os.environ), None)
 
 
 FLAGS: dict[str, Flag] = {
@@ -49,11 +54,13 @@ FLAGS: dict[str, Flag] = {
         Flag("backend", None, _parse_optional_str,
              "Default backend: 'cpu', 'reference', 'cuda' or 'opencl'. None picks the best present."),
         Flag("dump_dir", None, _parse_optional_str,
-             "Directory that receives the IR after every pass and every generated source file."),
+             "Directory that receives every compiler stage of every program: graphs, schedule, "
+             "kernel IR, source, build command (EMBER_DUMP, or EMBER_DUMP_DIR).",
+             env_alias="EMBER_DUMP"),
         Flag("cache_dir", None, _parse_optional_str,
              "Directory of the persistent compile cache (default: the user's cache directory)."),
         Flag("log", "", str,
-             "Comma-separated log topics: 'compile' prints time per pass and per C compile."),
+             "Comma-separated log topics: 'compile' prints the time of every compiler stage."),
         Flag("log_level", "WARNING", str, "Level of the 'ember' logger."),
         Flag("debug_nans", False, _parse_bool,
              "Raise at the first operation that produces a NaN, naming it and the user's line."),
@@ -73,7 +80,7 @@ FLAGS: dict[str, Flag] = {
         Flag("optimize", True, _parse_bool,
              "Run the optimizing pass pipeline (off: lower the traced graph as is)."),
         Flag("verify", False, _parse_bool,
-             "Run the IR verifier after every graph pass (the test suite turns it on)."),
+             "Check the program after every compiler stage (the test suite turns it on)."),
         Flag("sanitize", "", str,
              "Build native code with sanitizers, e.g. 'address,undefined' (debug only)."),
         Flag("cflags", "", str, "Extra flags passed to the C compiler."),
@@ -120,7 +127,7 @@ class Config:
         self._values: dict[str, Any] = {}
         self._snapshot: tuple | None = None
         for flag in FLAGS.values():
-            raw = os.environ.get(flag.env_var)
+            raw = flag.from_environment()
             self._set(flag.name, flag.default if raw is None else flag.parse(raw))
 
     def _set(self, name: str, value: Any) -> None:

@@ -22,3 +22,23 @@ def test_info_names_the_backends_compiler_blas_and_cuda(capsys):
 def test_an_unknown_command_prints_usage_and_fails(capsys):
     assert cli.main(["frobnicate"]) == 2
     assert "usage: ember <command>" in capsys.readouterr().out
+
+
+def test_info_pipeline_lists_the_stages_of_a_backend(capsys):
+    from ember.compiler.pipeline import stage_names
+    from ember.passes.pipeline import GRAPH_PIPELINES
+
+    for backend in ("cpu", "opencl", "cuda", "reference"):
+        assert cli.main(["info", "--pipeline", backend]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        stages = [line.split(". ", 1)[1] for line in lines if not line.startswith("   - ")]
+        assert stages == stage_names(backend)
+        passes = [line[5:] for line in lines if line.startswith("   - ")]
+        assert passes == [p.__name__ for p in GRAPH_PIPELINES[backend]]
+    assert cli.main(["info", "--pipeline"]) == 0  # (the CPU's)
+    assert "buffer_plan" in capsys.readouterr().out
+
+
+def test_info_pipeline_of_an_unknown_backend_fails(capsys):
+    assert cli.main(["info", "--pipeline", "tpu"]) == 2
+    assert "pipelines: cpu, cuda, opencl, reference" in capsys.readouterr().err

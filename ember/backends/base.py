@@ -6,8 +6,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ember.codegen.kernel_ir import KernelInfo
 from ember.core.primitive import Primitive
-from ember.ir.graph import Graph
+from ember.ir.graph import Graph, Literal
 
 
 @dataclass(frozen=True)
@@ -32,18 +33,6 @@ class Device:
 
 
 @dataclass
-class KernelInfo:
-    """One generated kernel, as shown by ``compiled.kernels``."""
-
-    name: str
-    source: str  # the generated code of this kernel (C, CUDA C, OpenCL C) or a description
-    ops: list[str]  # primitives it computes
-    source_lines: list[str]  # user file:line of those primitives
-    kind: str = "kernel"  # 'kernel', 'library' (GEMM, conv), 'host' (fallback)
-    why_boundary: str = ""  # why this kernel was not fused with its consumer
-
-
-@dataclass
 class Executable:
     """A compiled graph: call it with device buffers, get device buffers back."""
 
@@ -56,6 +45,13 @@ class Executable:
 
     def run(self, buffers: Sequence[Any]) -> list[Any]:
         raise NotImplementedError
+
+
+def literal_result(atom: Literal) -> np.ndarray:
+    """A literal output of a program, as the read-only array every backend returns."""
+    array = np.array(atom.value, dtype=atom.aval.dtype)
+    array.flags.writeable = False
+    return array
 
 
 class Backend:

@@ -1,6 +1,7 @@
 """Code generation shared by every native backend.
 
-The pipeline after fusion (``ember.passes.fusion``) is:
+The stages after fusion (``ember.passes.fusion``; the whole list is in
+``ember.compiler.pipeline``) are:
 
     schedule group ──lower.py──▶ Kernel (kernel_ir.py) ──renderer──▶ source text
 
@@ -19,10 +20,15 @@ The pipeline after fusion (``ember.passes.fusion``) is:
   ``Store``), and one iteration of a scatter's or a scan's own loops, which ``lower.py``
   plans and emits after the group's loops (``sequential`` loops keep their order).
 - ``gemm.py``: ``dot_general`` as (batched) GEMM plans over strided operands.
+- ``kernel_text.py``: the kernel IR as text (what ``EMBER_DUMP`` writes).
 - ``render.py``: ``Renderer``, all rendering logic, driven by tables.
-- ``c.py``: ``CRenderer``, the C11 + OpenMP tables (the CPU backend).
+- ``c.py``: ``CRenderer``, the C11 + OpenMP tables (the CPU backend); ``c_module.py``
+  the whole C module of a program (kernels, ``c_gemm.py``'s BLAS calls, ``c_sort.py``'s
+  sorts, the entry point).
+- ``gpu.py``: ``GpuRenderer``, loops mapped onto threads and a tiled GEMM kernel, shared
+  by ``cuda.py`` (CUDA C) and ``opencl.py`` (OpenCL C).
 
-Adding a target (CUDA C, OpenCL C) means a new ``Renderer`` subclass that fills in:
+A target is a ``Renderer`` subclass that fills in:
 
 - ``storage_types`` / ``compute_types``: dtype name → type of buffer elements and of
   temporaries (half precision may be computed in float);

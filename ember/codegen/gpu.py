@@ -27,6 +27,7 @@ renderer this class derives from: a target differs from C by tables
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -115,10 +116,10 @@ class GpuRenderer(CRenderer):
         return self.builtins["barrier"]
 
     # --- a whole kernel ------------------------------------------------------------------
-    def render_kernel(self, kernel: Kernel, aliases: dict[Buffer, Buffer] = {}) -> str:
+    def render_body(self, kernel: Kernel, aliases: Mapping[Buffer, Buffer]) -> str:
         self.mapping = _map_loops(kernel)
         self.index_type = "int" if _fits_int32(kernel, self.max_blocks) else "int64_t"
-        header, _, rest = super().render_kernel(kernel, aliases).partition("\n")
+        header, _, rest = super().render_body(kernel, aliases).partition("\n")
         shared = [line for acc in self.mapping.accumulators
                   for line in self.combine_scratch(acc)]
         shared.append(f"const int {THREAD} = {self.builtin('thread')};")

@@ -286,3 +286,15 @@ def split_at_barriers(kernel: Kernel) -> list[Kernel]:
         return [kernel]
     return [Kernel(kernel.name if n == 0 else f"{kernel.name}_{n}", kernel.params, part,
                    kernel.ops, kernel.source_lines) for n, part in enumerate(parts)]
+
+
+@dataclass
+class KernelInfo:
+    """One generated kernel, as shown by ``compiled.kernels``."""
+
+    name: str
+    source: str  # the generated code of this kernel (C, CUDA C, OpenCL C) or a description
+    ops: list[str]  # primitives it computes
+    source_lines: list[str]  # user file:line of those primitives
+    kind: str = "kernel"  # 'kernel', 'library' (GEMM, conv), 'host' (fallback)
+    why_boundary: str = ""  # why this kernel was not fused with its consumer

@@ -113,7 +113,7 @@ class _Scope:
     bound: set[int] = field(default_factory=set)
 
 
-def lower_loop_group(group: LoopGroup, name: str, threads: int, keep_rows: bool = True,
+def lower_loop_group(group: LoopGroup, name: str, threads: int, *, keep_rows: bool = True,
                      grid: bool = False) -> tuple[Kernel, dict[Var, Buffer]]:
     """The kernel IR of one loop group, and the value each kernel parameter holds.
 

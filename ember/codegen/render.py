@@ -6,6 +6,8 @@ one-line hooks. See ``ember/codegen/__init__.py`` for the contract.
 """
 from __future__ import annotations
 
+import copy
+
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -58,7 +60,7 @@ def dtype_class(dtype: np.dtype) -> str:
 
 
 class Renderer:
-    """Table-driven kernel renderer (subclasses: C, and later CUDA C and OpenCL C)."""
+    """Table-driven kernel renderer (subclasses: C, CUDA C, OpenCL C)."""
 
     # --- tables a target fills in -------------------------------------------------------
     storage_types: Mapping[str, str] = {}  # dtype name -> type of buffer elements
@@ -90,9 +92,17 @@ class Renderer:
         raise NotImplementedError
 
     # --- rendering ----------------------------------------------------------------------
-    def render_kernel(self, kernel: Kernel, aliases: Mapping[Buffer, Buffer] = {}) -> str:
+    def render_kernel(self, kernel: Kernel,
+                      aliases: Mapping[Buffer, Buffer] | None = None) -> str:
         """Source of ``kernel``. ``aliases`` maps a parameter to another one that holds
-        the same memory (an in-place update): only the target becomes a parameter."""
+        the same memory (an in-place update): only the target becomes a parameter.
+
+        The renderer itself keeps nothing of a call: each renders with a copy of it,
+        which holds that kernel's names (and a GPU target's loop mapping)."""
+        return copy.copy(self).render_body(kernel, aliases or {})
+
+    def render_body(self, kernel: Kernel, aliases: Mapping[Buffer, Buffer]) -> str:
+        """``render_kernel`` on the call's own copy of the renderer."""
         self.names: dict[int, str] = {}
         written = {b for b in kernel.params if b.written}
         written |= {aliases[b] for b in written if b in aliases}

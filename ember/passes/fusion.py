@@ -56,8 +56,14 @@ class FusionPolicy:
 
 
 def fuse(graph: Graph, policy: FusionPolicy) -> Schedule:
+    """Group the equations of ``graph`` into kernels, library calls and host calls,
+    contractions first absorbing what they can (the two pipeline stages in one)."""
+    return schedule_groups(absorb_into_contractions(graph, policy), policy)
+
+
+def schedule_groups(graph: Graph, policy: FusionPolicy) -> Schedule:
     """Group the equations of ``graph`` into kernels, library calls and host calls."""
-    return _Fuser(absorb_into_contractions(graph, policy), policy).run()
+    return _Fuser(graph, policy).run()
 
 
 # --- contractions absorb the sums and transposes of their results ----------------------

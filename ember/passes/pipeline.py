@@ -5,21 +5,19 @@
 - ``config.verify`` (``EMBER_VERIFY=1``; on in the test suite) runs the IR verifier on
   the input and after every pass, naming the pass that broke an invariant;
 - ``config.dump_dir`` (``EMBER_DUMP=dir``) writes the graph before and after every pass
-  to ``dir/<NNNN>-<program>.<backend>/<NNNN>-after-<pass>.txt``;
+  to ``dir/<NNNN>-<program>.<backend>/<NNNN>-after-<pass>.txt`` (``ember.ir.dump``);
 - ``config.log_enabled("compile")`` (``EMBER_LOG=compile``) prints the time of each pass.
 
 The reference backend is the oracle every other backend is tested against, so it only
-drops dead code. Backends that generate code run their schedule-level passes (fusion,
-memory planning) after these.
+drops dead code. These passes are the first stage of every backend's compiler pipeline
+(``ember.compiler.pipeline``), which runs the stages after them.
 """
 from __future__ import annotations
 
-import itertools
-import re
 import time
-from pathlib import Path
 
 from ember.config import config
+from ember.ir.dump import Dump
 from ember.ir.graph import Graph
 from ember.ir.printer import print_graph
 from ember.ir.verifier import VerificationError, verify
@@ -52,22 +50,23 @@ GRAPH_PIPELINES: dict[str, list[GraphPass]] = {
     "opencl": [select_small_conds, *_OPTIMIZING, expand_threefry],
 }
 
-_program_numbers = itertools.count(1)
 
 
-def run_pipeline(graph: Graph, backend_name: str, program_name: str | None = None) -> Graph:
+def run_pipeline(graph: Graph, backend_name: str, program_name: str | None = None, *,
+                 dump: Dump | None = None) -> Graph:
     """``graph`` after the passes of ``GRAPH_PIPELINES[backend_name]`` (none while
     ``config.optimize`` is off: the graph is then returned as traced).
 
-    ``program_name`` names the dump folder (default: the user function of the first
-    equation with a source location).
+    ``dump``: the program's dump folder, where the compiler pipeline made one; else
+    one is opened here, named ``program_name`` (default: the user function of the
+    first equation with a source location).
     """
     if backend_name not in GRAPH_PIPELINES:
         raise KeyError(f"no graph pipeline for backend {backend_name!r}; pipelines: "
                        f"{sorted(GRAPH_PIPELINES)}")
-    dump = _dump_folder(graph, backend_name, program_name)
+    dump = dump or Dump.open(graph, backend_name, program_name)
     _check(graph, "in the graph given to the pipeline")
-    _write(dump, 0, "input", graph)
+    _write(dump, "input", graph)
     passes = GRAPH_PIPELINES[backend_name] if config.optimize else []
     for step, graph_pass in enumerate(passes, start=1):
         start = time.perf_counter()
@@ -77,7 +76,7 @@ def run_pipeline(graph: Graph, backend_name: str, program_name: str | None = Non
             print(f"ember: pass {graph_pass.__name__} ({backend_name}) in {elapsed:.4f} s, "
                   f"{len(graph.eqns)} equations")
         _check(graph, f"after pass {step} ({graph_pass.__name__})")
-        _write(dump, step, f"after-{graph_pass.__name__}", graph)
+        _write(dump, f"after-{graph_pass.__name__}", graph)
     return graph
 
 
@@ -90,22 +89,6 @@ def _check(graph: Graph, what: str) -> None:
         raise VerificationError(f"{what}: {error}") from None
 
 
-def _dump_folder(graph: Graph, backend_name: str, program_name: str | None) -> Path | None:
-    if not config.dump_dir:
-        return None
-    name = program_name or _guess_name(graph)
-    folder = Path(config.dump_dir) / f"{next(_program_numbers):04d}-{name}.{backend_name}"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
-def _guess_name(graph: Graph) -> str:
-    for eqn in graph.eqns:
-        if eqn.source is not None:
-            return re.sub(r"[^A-Za-z0-9_]+", "_", eqn.source.function).strip("_") or "program"
-    return "program"
-
-
-def _write(folder: Path | None, step: int, label: str, graph: Graph) -> None:
-    if folder is not None:
-        (folder / f"{step:04d}-{label}.txt").write_text(print_graph(graph) + "\n")
+def _write(dump: Dump | None, label: str, graph: Graph) -> None:
+    if dump is not None:
+        dump.write(f"{label}.txt", print_graph(graph))

@@ -8,8 +8,8 @@ import pytest
 import ember
 import ember.numpy as jnp
 from ember import lax, nn
-from ember.backends.cpu.policy import cpu_policy
-from ember.backends.cpu.program import lower_schedule
+from ember.backends.cpu.backend import cpu_policy
+from ember.codegen.steps import lower_schedule
 from ember.codegen.c import CRenderer
 from ember.passes.fusion import FusionPolicy, fuse
 from ember.passes.pipeline import run_pipeline
@@ -32,7 +32,7 @@ def kinds(schedule: Schedule) -> list[str]:
 
 
 def kernel_ops(schedule: Schedule) -> list[list[str]]:
-    return [step.kernel.ops for step in lower_schedule(schedule, 2) if step.kernel is not None]
+    return [step.kernel.ops for step in lower_schedule(schedule, threads=2) if step.kernel is not None]
 
 
 def gelu(x):

@@ -8,7 +8,7 @@ import numpy as np
 import ember
 import ember.numpy as jnp
 from ember import lax
-from ember.backends.cpu.policy import cpu_policy
+from ember.backends.cpu.backend import cpu_policy
 from ember.codegen.c import CRenderer
 from ember.passes.fusion import fuse
 from ember.passes.pipeline import run_pipeline

@@ -1,8 +1,9 @@
-"""The native CPU backend: the graph is optimized, fused, lowered to kernel IR, rendered
-as one C module (kernels, BLAS calls, an entry point) and compiled with the system C
-compiler through the persistent compile cache. A program compiled before, in this
-process or another, is found by its graph in the program cache (``program_cache``)
-before any of that runs.
+"""The native CPU backend: the compiler pipeline (``ember.compiler.pipeline``) optimizes,
+fuses and lowers the graph, renders it as one C module (kernels, BLAS calls, an entry
+point; ``ember.codegen.c_module``) and compiles that with the system C compiler through
+the persistent compile cache; ``CpuTarget`` is what is particular to C. A program
+compiled before, in this process or another, is found by its graph in the program
+cache (``program_cache``) before any of that runs.
 
 Buffers are NumPy arrays in host memory, as with the reference backend, so eager
 operations run the NumPy reference (one primitive at a time gains nothing from code
@@ -10,38 +11,31 @@ generation); ``compile`` is where the speed is.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
-import hashlib
-import importlib.util
 import os
 import re
-import sys
-import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ember.backends.base import Backend, Executable
+from ember.backends.base import Backend, Executable, literal_result
 from ember.backends.cpu import program_cache, toolchain
 from ember.backends.cpu.control import control_runner
-from ember.backends.cpu.executable import (
-    CpuExecutable,
-    HostCall,
-    entry_point,
-    literal_result,
-)
+from ember.backends.cpu.executable import CpuExecutable, HostCall, entry_point
 from ember.backends.cpu.launcher import start_launcher
-from ember.backends.cpu.module import Layout, Module, build_module
-from ember.backends.cpu.policy import cpu_policy
-from ember.backends.cpu.program import LoweredStep, lower_schedule
+from ember.codegen import c_sort
 from ember.codegen.c import CRenderer
+from ember.codegen.c_module import Layout, Module, build_module
+from ember.codegen.steps import LoweredStep
+from ember.compiler.pipeline import Compilation, compile_program, schedule_text, source_name
+from ember.codegen.policy import gemm_eligible, native
 from ember.config import config
 from ember.core.primitive import Primitive
-from ember.ir.graph import Graph, Literal, Var
+from ember.ir.graph import Eqn, Graph, Literal, Var
 from ember.ir.interpreter import reference_apply
-from ember.passes.fusion import fuse
-from ember.passes.memory import BufferPlan, plan_buffers
+from ember.passes.fusion import FusionPolicy
+from ember.passes.memory import BufferPlan
 from ember.passes.schedule import Schedule
 from ember.runtime.compile_cache import default_cache
 
@@ -68,39 +62,19 @@ class CpuBackend(Backend):
         return executable
 
     def _cached_or_compiled(self, graph: Graph, donated: Sequence[bool]) -> CpuExecutable:
-        timed = _Timer()
         flags = _compile_flags()
         key = None
         if not config.dump_dir:  # a dump shows every stage: compile it all
-            key = timed("program key", program_cache.program_key, graph, donated,
-                        _settings(flags))
+            key = program_cache.program_key(graph, donated, _settings(flags))
         if key is not None:
-            executable = timed("program cache", self._load, key, graph, donated, flags)
+            executable = self._load(key, graph, donated, flags)
             if executable is not None:
                 return executable
-        executable, native = self._compile(graph, donated, timed)
-        if key is not None and native is not None:
-            program_cache.store(key, native)
+        executable = compile_program(graph, self.name, CpuTarget(self._compile_body),
+                                     donated=donated).executable
+        if key is not None and executable.cache_entry is not None:
+            program_cache.store(key, executable.cache_entry)
         return executable
-
-    def _compile(self, graph: Graph, donated: Sequence[bool],
-                 timed: _Timer) -> tuple[CpuExecutable, program_cache.NativeProgram | None]:
-        """Every stage: passes, fusion, lowering, code generation, the C compiler (or
-        the compile cache)."""
-        generated = _generate(graph, donated, timed)
-        path = timed("cc", _build, generated.module, generated.schedule)
-        library = toolchain.load_library(path)
-        executable = CpuExecutable.described_later(graph, generated.details)
-        executable.library = library  # keeps the shared object loaded
-        optimized, plan = generated.optimized, generated.plan
-        args = {"layout": generated.layout,
-                "program": _program(generated.steps, generated.module.segments, plan,
-                                    self._compile_body),
-                "constants": optimized.constvals,
-                "output_avals": [v.aval for v in generated.outputs],
-                "results": _results(optimized, plan), "arena_bytes": plan.arena_bytes}
-        executable.configure(entry=entry_point(library), **args)
-        return executable, program_cache.describe(path, graph, **args)
 
     def _load(self, key: list[str], graph: Graph, donated: Sequence[bool],
               flags: dict[str, Any]) -> CpuExecutable | None:
@@ -112,7 +86,7 @@ class CpuBackend(Backend):
             return None
         library = toolchain.load_library(path)
         executable = CpuExecutable.described_later(
-            graph, lambda: _describe(graph, donated, flags))
+            graph, lambda: _describe(graph, donated, flags, self._compile_body))
         executable.library = library
         return executable.configure(entry=entry_point(library), **native.configure_args(graph))
 
@@ -121,79 +95,87 @@ class CpuBackend(Backend):
         return self.compile(graph)
 
 
-@dataclass
-class _Generated:
-    """A program up to its C source: what every stage before the C compiler made."""
+class CpuTarget:
+    """The C target of the compiler pipeline: one C module per program (kernels, BLAS
+    and sort calls, the entry point), built by the system C compiler and loaded with
+    ctypes. ``compile_body`` compiles the bodies of control flow run by host calls."""
 
-    optimized: Graph
-    schedule: Schedule
-    steps: list[LoweredStep]
-    plan: BufferPlan
-    layout: Layout
-    outputs: list[Var]
-    module: Module
+    source_suffix = ".c"
 
-    def details(self) -> dict[str, Any]:
-        """The fields of ``Executable`` that describe the compiled program (computed when
-        first read: costs, memory and the schedule's text take milliseconds)."""
-        inputs = [*self.optimized.inputs, *self.optimized.constvars]
-        graph = self.schedule.graph
-        return {"optimized": graph, "kernels": self.module.kernels,
-                "cost": _cost(self.schedule),
-                "memory": _memory(self.plan, inputs, self.outputs),
-                "schedule_text": self.schedule.text(_namer(graph))}
+    def __init__(self, compile_body: Callable[[Graph], Executable]) -> None:
+        threads = num_threads()
+        self.renderer = CRenderer(threads, vector_math_functions())
+        self.policy = cpu_policy(self.renderer)
+        # (fold affine epilogues into the BLAS calls)
+        self.lowering = {"threads": threads, "fold_affine": True}
+        self.compile_body = compile_body
+
+    def render(self, program: Compilation) -> Module:
+        return build_module(program.steps, program.plan, _layout(program), self.renderer,
+                            max_units=toolchain.parallel_jobs(), hold_team=config.pin_threads,
+                            profile=config.profile)
+
+    def build(self, program: Compilation) -> Path:
+        module = program.source
+        return toolchain.compile_shared_library(module.units, name=source_name(module.units),
+                                                link_blas=module.uses_blas,
+                                                extra_flags=extra_flags())
+
+    def build_command(self, program: Compilation) -> str:
+        module = program.source
+        return toolchain.build_command(module.units, name=source_name(module.units),
+                                       link_blas=module.uses_blas, extra_flags=extra_flags())
+
+    def load(self, program: Compilation) -> CpuExecutable:
+        library = toolchain.load_library(program.binary)
+        made = dataclasses.replace(program)  # (what the stages made: not the executable)
+        executable = CpuExecutable.described_later(program.graph, lambda: _details(made))
+        executable.library = library  # keeps the shared object loaded
+        plan = program.plan
+        args = {"layout": _layout(program),
+                "program": _program(program.steps, program.source.segments, plan,
+                                    self.compile_body),
+                "constants": program.optimized.constvals,
+                "output_avals": [v.aval for v in program.outputs()],
+                "results": _results(program.optimized, plan), "arena_bytes": plan.arena_bytes}
+        executable.configure(entry=entry_point(library), **args)
+        executable.cache_entry = program_cache.describe(program.binary, program.graph, **args)
+        return executable
 
 
-def _generate(graph: Graph, donated: Sequence[bool], timed: _Timer) -> _Generated:
-    optimized = timed("passes", optimize, graph)
-    threads = num_threads()
-    renderer = CRenderer(threads, vector_math_functions())
-    schedule = timed("fusion", fuse, optimized, cpu_policy(renderer))
-    # (keep_rows, not grid, fold affine epilogues into the BLAS calls)
-    steps = timed("lowering", lower_schedule, schedule, threads, True, False, True)
-    plan, layout, outputs = timed("buffers", _plan, steps, optimized, donated)
-    module = timed("codegen", build_module, steps, plan, layout, renderer,
-                   toolchain.parallel_jobs(), config.pin_threads, config.profile)
-    return _Generated(optimized, schedule, steps, plan, layout, outputs, module)
+def cpu_policy(renderer: CRenderer) -> FusionPolicy:
+    """What C computes natively: what the renderer's tables cover, GEMMs as BLAS calls
+    where a BLAS is installed, sorts as functions of the module (``c_sort``)."""
+    return FusionPolicy(native=functools.partial(native, renderer), library=_blas_gemm,
+                        call=c_sort.supported)
 
 
-def _describe(graph: Graph, donated: Sequence[bool], flags: dict[str, Any]) -> dict[str, Any]:
+def _blas_gemm(eqn: Eqn) -> bool:
+    """Whether ``eqn`` runs as a BLAS GEMM call."""
+    return toolchain.blas() is not None and gemm_eligible(eqn)
+
+
+def _layout(program: Compilation) -> Layout:
+    return Layout(len(program.inputs()), len(program.outputs()), _host_slots(program.plan))
+
+
+def _details(program: Compilation) -> dict[str, Any]:
+    """The fields of ``Executable`` that describe the compiled program (computed when
+    first read: costs, memory and the schedule's text take milliseconds)."""
+    schedule = program.schedule
+    graph = schedule.graph
+    return {"optimized": graph, "kernels": program.source.kernels, "cost": _cost(schedule),
+            "memory": _memory(program.plan, program.inputs(), program.outputs()),
+            "schedule_text": schedule_text(schedule)}
+
+
+def _describe(graph: Graph, donated: Sequence[bool], flags: dict[str, Any],
+              compile_body: Callable[[Graph], Executable]) -> dict[str, Any]:
     """The details of a program, generated under the flags it was compiled with."""
     changed = {name: value for name, value in flags.items() if getattr(config, name) != value}
     with config.override(**changed):
-        return _generate(graph, donated, _Timer()).details()
-
-
-class _Timer:
-    """Runs compile phases; with ``EMBER_LOG=compile`` prints the time of each."""
-
-    def __init__(self) -> None:
-        self.enabled = config.log_enabled("compile")
-
-    def __call__(self, phase: str, fn, *args):
-        start = time.perf_counter()
-        result = fn(*args)
-        if self.enabled:
-            print(f"ember: cpu {phase} {time.perf_counter() - start:.4f} s", file=sys.stderr)
-        return result
-
-
-def _plan(steps: list[LoweredStep], graph: Graph, donated: Sequence[bool]):
-    inputs = [*graph.inputs, *graph.constvars]
-    donated = [*donated, *[False] * (len(inputs) - len(donated))][:len(inputs)]
-    written = {v for step in steps for v in step.group.writes()}
-    outputs = list(dict.fromkeys(v for v in graph.outputs
-                                 if isinstance(v, Var) and v in written))
-    plan = plan_buffers([s.step() for s in steps], inputs, donated, outputs)
-    return plan, Layout(len(inputs), len(outputs), _host_slots(plan)), outputs
-
-
-def _build(module, schedule: Schedule) -> Path:
-    name = "ember_" + hashlib.sha256(module.source.encode()).hexdigest()[:12]
-    _dump(schedule, name)
-    return toolchain.compile_shared_library(module.units, name=name,
-                                            link_blas=module.uses_blas,
-                                            extra_flags=extra_flags())
+        return _details(compile_program(graph, "cpu", CpuTarget(compile_body),
+                                        donated=donated, until="source"))
 
 
 # The flags that change what a compile produces (``config.snapshot`` less the backend,
@@ -211,15 +193,6 @@ def _settings(flags: dict[str, Any]) -> list[str]:
     and what the toolchain adds (compiler, target, C flags, headers, BLAS)."""
     return [repr(sorted(flags.items())), f"threads={num_threads()}",
             *toolchain.library_identity(extra_flags())]
-
-
-def optimize(graph: Graph) -> Graph:
-    """The CPU pass pipeline, once ``ember.passes.pipeline`` exists (identity before)."""
-    if not config.optimize or importlib.util.find_spec("ember.passes.pipeline") is None:
-        return graph
-    from ember.passes.pipeline import run_pipeline
-
-    return run_pipeline(graph, "cpu")
 
 
 def extra_flags() -> tuple[str, ...]:
@@ -299,19 +272,4 @@ def _memory(plan: BufferPlan, inputs: list[Var], outputs: list[Var]) -> dict[str
     temp = plan.arena_bytes + host
     return {"argument_bytes": arguments, "output_bytes": result, "temp_bytes": temp,
             "alias_bytes": aliased, "peak_bytes": arguments + result + temp}
-
-
-def _namer(graph: Graph):
-    from ember.ir.printer import var_names
-
-    names = var_names(graph)
-    return lambda var: names.get(var, "?")
-
-
-def _dump(schedule: Schedule, name: str) -> None:
-    if not config.dump_dir:
-        return
-    folder = Path(config.dump_dir)
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{name}.schedule.txt").write_text(schedule.text(_namer(schedule.graph)) + "\n")
 

@@ -14,10 +14,10 @@ import numpy as np
 
 from ember.backends.base import Executable
 from ember.backends.cpu.launcher import ready_launcher
-from ember.backends.cpu.module import Layout
+from ember.codegen.c_module import Layout
 from ember.backends.cpu.pool import POOL
 from ember.errors import EmberValueError
-from ember.ir.graph import Eqn, Literal, Var
+from ember.ir.graph import Eqn, Var
 from ember.ir.interpreter import as_numpy, reference_apply
 from ember.passes.memory import Location
 
@@ -98,6 +98,7 @@ class CpuExecutable(Executable):
     cost = _Detail()
     memory = _Detail()
     schedule_text = _Detail()
+    cache_entry = None  # what the program cache keeps of a fresh compile (NativeProgram)
 
     @classmethod
     def described_later(cls, graph: Any,
@@ -258,12 +259,6 @@ def _contiguous(buffer: Any) -> np.ndarray:
     array = buffer if buffer.__class__ is np.ndarray else np.asarray(buffer)
     if not array.flags.c_contiguous:
         array = np.asarray(array, order="C")
-    return array
-
-
-def literal_result(atom: Literal) -> np.ndarray:
-    array = np.array(atom.value, dtype=atom.aval.dtype)
-    array.flags.writeable = False
     return array
 
 

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 import ember
-from ember.backends.cpu.module import Layout
+from ember.codegen.c_module import Layout
 from ember.core import dtypes
 from ember.core.abstract import ShapedArray
 from ember.errors import EmberTypeError

@@ -405,14 +405,22 @@ def compile_shared_library(
     """Compile C ``source`` to a shared object (through the compile cache); return its path.
 
     ``source`` may be several translation units: they are compiled in parallel and
-    linked into one library. ``name`` labels the kernel in logs, dumps and error
-    reports. Raises ``BackendUnavailableError`` when there is no compiler (or no BLAS
+    linked into one library. ``name`` labels the kernel in logs and error reports.
+    Raises ``BackendUnavailableError`` when there is no compiler (or no BLAS
     but ``link_blas``), and ``CompileError`` when the compiler rejects the source.
     """
     build = _LibraryBuild(source, name, link_blas, extra_flags)
-    for number, unit in enumerate(build.units):
-        _dump_source(unit, _unit_name(name, number, len(build.units)))
     return default_cache().get_or_build(build.key_parts, ".so", build.run)
+
+
+def build_command(source: str | Sequence[str], *, name: str, link_blas: bool = False,
+                  extra_flags: Sequence[str] = ()) -> str:
+    """The compiler calls ``compile_shared_library`` makes for ``source`` (units named
+    as ``_unit_name`` names them, output ``<name>.so``), one line each."""
+    build = _LibraryBuild(source, name, link_blas, extra_flags)
+    steps = _commands(build.cc, _unit_files(name, len(build.units)), build.compile_flags,
+                      build.link_flags, f"{safe_file_name(name)}.so")
+    return "\n".join(shlex.join(command) for commands in steps for command in commands)
 
 
 def find_shared_library(source: str | Sequence[str], *, name: str, link_blas: bool = False,
@@ -513,14 +521,6 @@ def _include_digest() -> str:
     return digest.hexdigest()
 
 
-def _dump_source(source: str, name: str) -> None:
-    if not config.dump_dir:
-        return
-    folder = Path(config.dump_dir)
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{safe_file_name(name)}.c").write_text(source)
-
-
 def _run_compiler(cc: str, units: Sequence[str], name: str, compile_flags: Sequence[str],
                   link_flags: Sequence[str], output: Path) -> None:
     """Build ``output`` from ``units``: one compiler call for one unit; else every unit
@@ -528,17 +528,10 @@ def _run_compiler(cc: str, units: Sequence[str], name: str, compile_flags: Seque
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="ember-cc-") as folder:
         # Relative source names keep temp paths out of the compiler's messages.
-        files = [f"{safe_file_name(_unit_name(name, n, len(units)))}.c" for n in range(len(units))]
+        files = _unit_files(name, len(units))
         for file, unit in zip(files, units):
             (Path(folder) / file).write_text(unit)
-        if len(units) == 1:
-            steps = [[[cc, *compile_flags, files[0], "-o", str(output), *link_flags]]]
-        else:
-            objects = [file[:-2] + ".o" for file in files]
-            steps = [[[cc, *compile_flags, "-c", file, "-o", obj]
-                      for file, obj in zip(files, objects)],
-                     [[cc, *compile_flags, *objects, "-o", str(output), *link_flags]]]
-        for commands in steps:
+        for commands in _commands(cc, files, compile_flags, link_flags, str(output)):
             for command, result, unit in zip(commands, _run_all(commands, folder), units):
                 if result.returncode < 0:
                     raise CompileError(f"the C compiler was stopped (signal {-result.returncode})")
@@ -548,6 +541,21 @@ def _run_compiler(cc: str, units: Sequence[str], name: str, compile_flags: Seque
                     raise CompileError(_failure_message(name, command, result, saved))
     if config.log_enabled("compile"):
         print(f"ember: cc {name} {time.perf_counter() - start:.3f} s", file=sys.stderr)
+
+
+def _unit_files(name: str, count: int) -> list[str]:
+    return [f"{safe_file_name(_unit_name(name, n, count))}.c" for n in range(count)]
+
+
+def _commands(cc: str, files: list[str], compile_flags: Sequence[str],
+              link_flags: Sequence[str], output: str) -> list[list[list[str]]]:
+    """The compiler calls building ``output`` from ``files``, in steps of calls that run
+    at once: one call for one file; else each file to an object file, then the link."""
+    if len(files) == 1:
+        return [[[cc, *compile_flags, files[0], "-o", output, *link_flags]]]
+    objects = [file[:-2] + ".o" for file in files]
+    return [[[cc, *compile_flags, "-c", file, "-o", obj] for file, obj in zip(files, objects)],
+            [[cc, *compile_flags, *objects, "-o", output, *link_flags]]]
 
 
 _running: set[subprocess.Popen] = set()  # compilers running now, for stop_compilers

@@ -28,7 +28,6 @@ from ember.backends.cuda.driver import (Borrowed, CompileOnlyModule, CudaModule,
 from ember.backends.gpu.buffers import DeviceBuffer
 from ember.backends.gpu.backend import GpuBackend
 from ember.backends.gpu.executable import DeviceExecutable
-from ember.backends.gpu.program import DeviceProgram, dump_source
 from ember.codegen.cuda import CudaRenderer
 from ember.core.primitive import Primitive
 from ember.errors import BackendUnavailableError, EmberValueError
@@ -55,6 +54,7 @@ class CudaExecutable(DeviceExecutable):
 class CudaBackend(GpuBackend):
     name = "cuda"
     executable_class = CudaExecutable
+    source_suffix = ".cu"
 
     def is_available(self) -> bool:
         """True when NVRTC can compile (a GPU is needed to run, not to compile)."""
@@ -79,9 +79,14 @@ class CudaBackend(GpuBackend):
             return nvrtc.DEFAULT_ARCH
         return nvrtc.arch_for(*gpus()[device.id].capability)
 
-    def load(self, program: DeviceProgram, device: Device) -> CudaModule | CompileOnlyModule:
-        arch = self.arch(device)
-        compiled = nvrtc.compile_cuda(program.source, dump_source(program.source, ".cu"), arch)
+    def build(self, source: str, name: str, device: Device) -> nvrtc.CompiledCuda:
+        return nvrtc.compile_cuda(source, name, self.arch(device))
+
+    def build_command(self, name: str, device: Device) -> str:
+        return nvrtc.command(name, self.arch(device))
+
+    def load(self, compiled: nvrtc.CompiledCuda,
+             device: Device) -> CudaModule | CompileOnlyModule:
         runtime = self.runtime(device)
         if runtime is None:
             return CompileOnlyModule(compiled)

@@ -80,11 +80,20 @@ def compile_cuda(source: str, name: str, arch: str = DEFAULT_ARCH) -> CompiledCu
     return CompiledCuda(arch, ptx.decode(), cubin)
 
 
+def command(name: str, arch: str = DEFAULT_ARCH) -> str:
+    """What ``compile_cuda`` asks of NVRTC, as one line (NVRTC is a library: no process)."""
+    return " ".join(["nvrtcCompileProgram", f"{name}.cu", *_options(arch)])
+
+
+def _options(arch: str) -> list[str]:
+    return [f"--gpu-architecture={arch}", *OPTIONS]
+
+
 def _compile(source: str, name: str, arch: str) -> tuple[bytes, bytes]:
     nvrtc = _nvrtc()
     program = _call(nvrtc.nvrtcCreateProgram(source.encode(), f"{name}.cu".encode(), 0, [], []))[0]
     try:
-        options = [f"--gpu-architecture={arch}".encode(), *(o.encode() for o in OPTIONS)]
+        options = [o.encode() for o in _options(arch)]
         result = nvrtc.nvrtcCompileProgram(program, len(options), options)[0]
         if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             saved = default_cache().keep_failed_source(source, name, ".cu")

@@ -13,8 +13,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ember.backends.base import Executable
-from ember.backends.cpu.executable import literal_result
+from ember.backends.base import Executable, literal_result
 from ember.backends.gpu.buffers import DeviceBuffer, DeviceModule, DeviceRuntime
 from ember.backends.gpu.program import DeviceProgram, Launch
 from ember.errors import BackendUnavailableError

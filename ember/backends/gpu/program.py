@@ -1,29 +1,24 @@
 """One device program per compiled graph: the source of every kernel, and the steps.
 
-The graph goes through the backend's pass pipeline, then the same fusion as on the CPU
-(``ember.passes.fusion.fuse`` with the CPU's policy functions, asked about this target's
-renderer) and the same lowering to kernel IR, so the kernel boundaries are the same on
-every backend: one fusion decision, one renderer per target. A step is a host call (an
-equation without a native lowering, run by its NumPy reference) or launches: a loop
-kernel, or a GEMM kernel followed by its epilogue kernel.
+The compiler pipeline (``ember.compiler.pipeline``) takes the graph through the same
+passes, fusion (the policy facts of ``ember.codegen.policy``, asked about this target's
+renderer) and lowering to kernel IR as on the CPU, so the kernel boundaries are the same
+on every backend: one fusion decision, one renderer per target. Its source stage renders
+the steps here. A step is a host call (an equation without a native lowering, run by its
+NumPy reference) or launches: a loop kernel, or a GEMM kernel followed by its epilogue
+kernel.
 """
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from ember.backends.base import KernelInfo
-from ember.backends.cpu.policy import gemm_eligible, native
-from ember.backends.cpu.program import LoweredStep, kernel_info, lower_schedule
+from ember.codegen.kernel_ir import KernelInfo
 from ember.codegen.gemm import GemmPlan
 from ember.codegen.gpu import GpuRenderer, LaunchShape
 from ember.codegen.kernel_ir import split_at_barriers
-from ember.config import config
+from ember.codegen.steps import LoweredStep, kernel_info
 from ember.ir.graph import Eqn, Graph, Var
 from ember.passes.analysis import StepUse, liveness_peak
-from ember.passes.fusion import FusionPolicy, fuse
-from ember.passes.pipeline import run_pipeline
 from ember.passes.schedule import Schedule
 
 
@@ -50,6 +45,10 @@ class DeviceProgram:
     steps: list[DeviceStep]
     kernels: list[KernelInfo]
 
+    @property
+    def units(self) -> list[str]:
+        return [self.source]
+
     def step_uses(self) -> list[StepUse]:
         """The device values each step touches (what liveness needs)."""
         uses = []
@@ -70,22 +69,18 @@ class DeviceProgram:
                              self.step_uses())
 
 
-def gpu_policy(renderer: GpuRenderer) -> FusionPolicy:
-    return FusionPolicy(native=lambda eqn: native(renderer, eqn), library=gemm_eligible)
-
-
-def build_program(graph: Graph, backend_name: str, renderer: GpuRenderer) -> DeviceProgram:
-    optimized = run_pipeline(graph, backend_name)
-    schedule = fuse(optimized, gpu_policy(renderer))
+def render_program(optimized: Graph, schedule: Schedule, steps: list[LoweredStep],
+                   renderer: GpuRenderer) -> DeviceProgram:
+    """The device program of lowered ``steps``: one source, and what each step launches."""
     parts = [renderer.prelude]
-    steps, infos = [], []
-    for lowered in lower_schedule(schedule, threads=1, grid=True):
+    device_steps, infos = [], []
+    for lowered in steps:
         step, texts = _device_step(lowered, renderer)
         parts += texts
-        steps.append(step)
+        device_steps.append(step)
         shown = "\n".join(texts) or f"host call: {lowered.group.host.prim.name} (NumPy reference)"
         infos.append(kernel_info(lowered, shown))
-    return DeviceProgram(optimized, schedule, "\n".join(parts), steps, infos)
+    return DeviceProgram(optimized, schedule, "\n".join(parts), device_steps, infos)
 
 
 def _device_step(lowered: LoweredStep, renderer: GpuRenderer) -> tuple[DeviceStep, list[str]]:
@@ -105,13 +100,3 @@ def _device_step(lowered: LoweredStep, renderer: GpuRenderer) -> tuple[DeviceSte
             step.launches.append(Launch(kernel.name, tuple(var_of[b] for b in kernel.params),
                                         renderer.launch_shape(kernel)))
     return step, texts
-
-
-def dump_source(source: str, suffix: str) -> str:
-    """The program's name (from its content); with ``EMBER_DUMP``, also its source file."""
-    name = "ember_" + hashlib.sha256(source.encode()).hexdigest()[:12]
-    if config.dump_dir:
-        folder = Path(config.dump_dir)
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / f"{name}{suffix}").write_text(source)
-    return name

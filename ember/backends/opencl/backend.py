@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import shlex
 
 from ember.backends.base import Device
 from ember.backends.gpu.backend import GpuBackend
-from ember.backends.gpu.program import DeviceProgram, dump_source
 from ember.codegen.opencl import OpenCLRenderer
 
 
 class OpenCLBackend(GpuBackend):
     name = "opencl"
+    source_suffix = ".cl"
 
     def is_available(self) -> bool:
         return importlib.util.find_spec("pyopencl") is not None and bool(self.devices())
@@ -36,9 +37,15 @@ class OpenCLBackend(GpuBackend):
 
         return OpenCLRenderer(fp64=has_fp64(cl_devices()[device.id]))
 
-    def load(self, program: DeviceProgram, device: Device):
-        name = dump_source(program.source, ".cl")
-        return _runtime(device.id).build(program.source, name)
+    def build(self, source: str, name: str, device: Device) -> bytes:
+        return _runtime(device.id).binary(source, name)
+
+    def build_command(self, name: str, device: Device) -> str:
+        options = _runtime(device.id).build_options()
+        return " ".join(["clBuildProgram", f"{name}.cl", shlex.join(options)]).rstrip()
+
+    def load(self, binary: bytes, device: Device):
+        return _runtime(device.id).load(binary)
 
 
 @functools.cache

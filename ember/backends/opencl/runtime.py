@@ -84,8 +84,8 @@ class OpenCLRuntime:
             options.append("-cl-fp32-correctly-rounded-divide-sqrt")
         return options + shlex.split(config.cflags)
 
-    def build(self, source: str, name: str) -> "OpenCLModule":
-        """Build ``source`` (its binary comes from the compile cache when present)."""
+    def binary(self, source: str, name: str) -> bytes:
+        """The device binary of ``source`` (from the compile cache when present)."""
         options = self.build_options()
         device = self.device
         key = [_CACHE_FORMAT, source, device.name, device.version, device.driver_version,
@@ -94,8 +94,11 @@ class OpenCLRuntime:
         def build(output) -> None:
             output.write_bytes(self._from_source(source, options, name).binaries[0])
 
-        binary = default_cache().get_or_build(key, ".clbin", build).read_bytes()
-        program = cl.Program(self.context, [device], [binary])
+        return default_cache().get_or_build(key, ".clbin", build).read_bytes()
+
+    def load(self, binary: bytes) -> "OpenCLModule":
+        options = self.build_options()
+        program = cl.Program(self.context, [self.device], [binary])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", cl.CompilerWarning)
             program.build(options=options)

@@ -25,9 +25,9 @@ class ReferenceBackend(Backend):
         return reference_apply(prim, buffers, params)
 
     def compile(self, graph: Graph, donated: Sequence[bool] = ()) -> Executable:
+        from ember.compiler.pipeline import compile_program
         from ember.passes.analysis import cost_of_graph, peak_memory
-        from ember.passes.pipeline import run_pipeline
 
-        optimized = run_pipeline(graph, self.name)
+        optimized = compile_program(graph, self.name).optimized
         return ReferenceExecutable(graph=graph, optimized=optimized,
                                    cost=cost_of_graph(optimized), memory=peak_memory(optimized))

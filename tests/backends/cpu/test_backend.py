@@ -125,14 +125,6 @@ def test_cost_analysis_counts_fused_traffic():
     assert cost["flops"] >= 3 * x.size
 
 
-def test_dump_dir_receives_the_schedule_and_the_c_source(tmp_path):
-    with ember.config.override(dump_dir=str(tmp_path)):
-        ember.jit(lambda a: jnp.cos(a) + 3.0, backend="cpu")(x)
-    names = [p.name for p in tmp_path.iterdir()]
-    assert any(n.endswith(".schedule.txt") for n in names)
-    assert any(n.endswith(".c") and "void run(" in (tmp_path / n).read_text() for n in names)
-
-
 def test_thread_count_follows_the_config():
     big = np.ones((256, 1024), np.float32)
     with ember.config.override(num_threads=3):

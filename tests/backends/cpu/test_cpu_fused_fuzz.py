@@ -9,7 +9,7 @@ import numpy as np
 from cpu_testing import assert_matches_reference, requires_cpu
 
 from ember import lax
-from ember.backends.cpu import policy
+from ember.codegen import policy
 
 pytestmark = requires_cpu
 

@@ -1,4 +1,4 @@
-"""GEMMs split across threads (gemm_call._split): which split each shape gets, and every
+"""GEMMs split across threads (c_gemm._split): which split each shape gets, and every
 split jitted on 'cpu' against the reference backend (through each BLAS installed), with 3
 threads so that the parts are uneven and the operands transposed, strided and offset."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ from cpu_testing import assert_matches_reference, compiled, requires_cpu
 import ember.numpy as jnp
 from ember import lax
 from ember.backends.cpu import toolchain
-from ember.backends.cpu.gemm_call import _split
+from ember.codegen.c_gemm import _split
 from ember.codegen.gemm import GemmPlan, Matrix
 from ember.config import config
 

@@ -9,7 +9,8 @@ from cpu_testing import requires_cpu
 import ember
 import ember.numpy as jnp
 from ember import lax
-from ember.backends.cpu import module, toolchain
+from ember.backends.cpu import toolchain
+from ember.codegen import c_module as module
 from ember.config import config
 from ember.errors import EmberValueError
 

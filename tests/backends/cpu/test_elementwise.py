@@ -113,7 +113,7 @@ def test_every_elementwise_op_matches_the_reference_in_x64(x64, name):
 
 def test_each_op_has_a_c_lowering():
     from ember.backends.cpu.backend import vector_math_functions
-    from ember.backends.cpu.policy import native
+    from ember.codegen.policy import native
     from ember.codegen.c import CRenderer
 
     renderer = CRenderer(1, vector_math_functions())

@@ -17,8 +17,8 @@ from cpu_testing import assert_same, requires_cpu
 import ember
 import ember.numpy as jnp
 from ember import lax
-from ember.backends.cpu import backend as cpu_backend
 from ember.backends.cpu import program_cache
+from ember.passes import pipeline as graph_pipeline
 from ember.config import config
 from ember.runtime.compile_cache import default_cache
 
@@ -45,15 +45,16 @@ def cache_dir(tmp_path, monkeypatch):
 
 @pytest.fixture
 def passes(monkeypatch):
-    """Counts the runs of the pass pipeline (each full compile runs it once)."""
+    """Counts the runs of the CPU's pass pipeline (each full compile runs it once)."""
     runs = []
-    optimize = cpu_backend.optimize
+    run_pipeline = graph_pipeline.run_pipeline
 
-    def counted(graph):
-        runs.append(graph)
-        return optimize(graph)
+    def counted(graph, backend_name, *args, **kwargs):
+        if backend_name == "cpu":
+            runs.append(graph)
+        return run_pipeline(graph, backend_name, *args, **kwargs)
 
-    monkeypatch.setattr(cpu_backend, "optimize", counted)
+    monkeypatch.setattr(graph_pipeline, "run_pipeline", counted)
     return runs
 
 
@@ -209,12 +210,12 @@ CHILD = """
 import json, sys
 import numpy as np
 import ember, ember.numpy as jnp
-from ember.backends.cpu import backend
+from ember.passes import pipeline
 
 if sys.argv[1] == "hit":
-    def no_passes(graph):
+    def no_passes(graph, *args, **kwargs):
         raise AssertionError("a program-cache hit runs no pass")
-    backend.optimize = no_passes
+    pipeline.run_pipeline = no_passes
 
 x = np.linspace(-2, 2, 24 * 40, dtype=np.float32).reshape(24, 40)
 w = np.linspace(1, -1, 40 * 40, dtype=np.float32).reshape(40, 40)

@@ -155,10 +155,13 @@ def test_a_stopped_compiler_is_an_error_but_no_bug_report(cache_dir, monkeypatch
     assert not (cache_dir / "failed").exists()
 
 
-def test_dump_dir_receives_every_unit(cache_dir, tmp_path):
-    with config.override(dump_dir=str(tmp_path / "dump")):
-        toolchain.compile_shared_library(UNITS, name="units")
-    assert [(tmp_path / "dump" / f"units.{n}.c").read_text() for n in (0, 1)] == UNITS
+def test_build_command_spells_out_the_compiler_calls():
+    lines = toolchain.build_command(UNITS, name="units").splitlines()
+    assert [line.split(" -o ")[1].split()[0] for line in lines] == ["units.0.o", "units.1.o",
+                                                                      "units.so"]
+    assert " -c units.0.c " in lines[0] and " units.0.o units.1.o " in lines[2]
+    single = toolchain.build_command(ADD_SOURCE, name="kernels/add")
+    assert " kernels_add.c -o kernels_add.so" in single and "\n" not in single
 
 
 def test_blas_is_located_without_importing_it():
@@ -229,12 +232,6 @@ def test_syntax_error_raises_compile_error_with_source_and_message(cache_dir):
     assert "error" in message and "expected" in message  # the compiler's diagnosis
     assert "return a + }" in message  # and its excerpt of the line
     assert default_cache().stats.disk_misses == 0  # nothing was cached
-
-
-def test_dump_dir_receives_the_source(cache_dir, tmp_path):
-    with config.override(dump_dir=str(tmp_path / "dump")):
-        toolchain.compile_shared_library(ADD_SOURCE, name="kernels/add")
-    assert (tmp_path / "dump" / "kernels_add.c").read_text() == ADD_SOURCE
 
 
 def test_compile_log(cache_dir, capsys):

@@ -17,12 +17,16 @@ from ember.codegen.cuda import CudaRenderer
 from ember.codegen.gpu import BLOCK, LaunchShape
 from ember.codegen.kernel_ir import Buffer, Kernel, Let, Load, Loop, Store
 from ember.codegen.opencl import OpenCLRenderer
-from ember.backends.gpu.program import build_program
+from ember.backends.base import Device
+from ember.backends.opencl.backend import OpenCLBackend
+from ember.compiler.pipeline import compile_program
 
 
 def program(fun, *args, renderer=None):
+    """The device program of ``fun`` (rendering needs no OpenCL device)."""
     graph = ember.jit(fun).lower(*args).graph
-    return build_program(graph, "opencl", renderer or OpenCLRenderer())
+    target = OpenCLBackend().target(Device("opencl"), renderer or OpenCLRenderer())
+    return compile_program(graph, "opencl", target, until="source").source
 
 
 def only_kernel(fun, *args, renderer=None):

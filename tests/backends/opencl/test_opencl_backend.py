@@ -107,13 +107,6 @@ def test_a_rejected_program_is_a_compile_error_with_the_source_saved(tmp_path):
     assert "-cl-no-such-option" in str(caught.value)
 
 
-def test_dump_writes_the_program_source(tmp_path):
-    with ember.config.override(dump_dir=str(tmp_path)):
-        ember.jit(lambda v: v * 3.0 + 1.0, backend="opencl")(np.ones(5, np.float32))
-    (dumped,) = tmp_path.glob("*.cl")
-    assert "__kernel" in dumped.read_text()
-
-
 def test_opencl_as_the_default_backend():
     import ember.numpy as enp
 

@@ -8,7 +8,7 @@
  * Generated code calls these instead of spelling out a parallel loop per GEMM: every
  * OpenMP region costs the C compiler about 30M instructions (it is outlined into a
  * function of its own), a call costs next to nothing, and the split is the same code
- * for every GEMM. How to split is decided when the code is generated (gemm_call.py):
+ * for every GEMM. How to split is decided when the code is generated (codegen/c_gemm.py):
  *
  *   split 0: threads take whole batch items; 1: every item by blocks of rows of C;
  *            2: every item by blocks of columns of C.

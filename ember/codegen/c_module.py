@@ -18,10 +18,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ember.backends.base import KernelInfo
-from ember.backends.cpu.gemm_call import gemm_parts, render_gemm
-from ember.backends.cpu.program import LoweredStep, call_name, kernel_info
-from ember.backends.cpu.sort_call import render_call
+from ember.codegen.kernel_ir import KernelInfo
+from ember.codegen.c_gemm import gemm_parts, render_gemm
+from ember.codegen.steps import LoweredStep, call_name, kernel_info
+from ember.codegen.c_sort import render_call
 from ember.codegen.c import CRenderer
 from ember.codegen.kernel_ir import Buffer
 from ember.ir.graph import Var
@@ -59,11 +59,6 @@ class Module:
     segments: list[list[int]]  # step indices of each native segment
     kernels: list[KernelInfo] = field(default_factory=list)
     uses_blas: bool = False
-
-    @property
-    def source(self) -> str:
-        """All units, in order (to show and to name the module)."""
-        return "\n".join(self.units)
 
 
 # The compile cost of a step, in characters of C: an OpenMP parallel region (outlined

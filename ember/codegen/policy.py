@@ -1,34 +1,28 @@
-"""What the CPU backend computes natively: the fusion policy.
+"""What a target computes natively: the facts every fusion policy is built from.
 
-An equation is native when the C tables cover its primitive for its dtypes (complex
-numbers and a few special functions are not covered yet: they run on the host). A
-``dot_general`` over float32 / float64 whose operands BLAS can read runs as a GEMM call
-once it is big enough to be worth the call; smaller or other dtypes become generated
-loops, fused like any reduction.
+An equation is native when the target renderer's tables cover its primitive for its
+dtypes (complex numbers and a few special functions are not covered yet: they run on
+the host). A ``dot_general`` over float32 / float64 whose operands BLAS can read runs as
+a GEMM call once it is big enough to be worth the call; smaller or other dtypes become
+generated loops, fused like any reduction. Every target asks the same questions, so
+every backend draws the same kernel boundaries.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ember.backends.cpu import sort_call, toolchain
 from ember.codegen import access
 from ember.codegen import indexing as ix
-from ember.codegen.c import CRenderer
+from ember.codegen.render import Renderer
 from ember.codegen.gather import SCATTER_COMBINE
 from ember.codegen.gemm import operand_matrix, operand_syms
 from ember.ir.graph import Eqn
-from ember.passes.fusion import FusionPolicy
 
 MIN_GEMM_FLOPS = 2 * 24 ** 3  # below this, a generated loop beats the BLAS call
 _BLAS_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-def cpu_policy(renderer: CRenderer) -> FusionPolicy:
-    return FusionPolicy(native=lambda eqn: native(renderer, eqn), library=library,
-                        call=sort_call.supported)
-
-
-def native(renderer: CRenderer, eqn: Eqn) -> bool:
+def native(renderer: Renderer, eqn: Eqn) -> bool:
     avals = [a.aval for a in eqn.inputs] + [v.aval for v in eqn.outputs]
     if any(a.dtype.name not in renderer.compute_types for a in avals):
         return False
@@ -47,11 +41,6 @@ def native(renderer: CRenderer, eqn: Eqn) -> bool:
     if name == "integer_pow" and eqn.params["y"] < 0 and operand.kind in "iub":
         return False
     return renderer.supports(name, operand)
-
-
-def library(eqn: Eqn) -> bool:
-    """Whether ``eqn`` runs as a BLAS GEMM call."""
-    return toolchain.blas() is not None and gemm_eligible(eqn)
 
 
 def gemm_eligible(eqn: Eqn) -> bool:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ember.backends.base import KernelInfo
+from ember.codegen.kernel_ir import KernelInfo
 from ember.codegen import indexing as ix
 from ember.codegen.gemm import GemmPlan, operand_matrix, plan_gemm
 from ember.codegen.kernel_ir import Buffer, Kernel, Let, Load, Store
+from ember.codegen.kernel_text import kernel_text
 from ember.codegen.lower import LoopGroup, lower_loop_group
 from ember.ir.graph import Eqn, Literal, Var
 from ember.passes.memory import Step
@@ -101,17 +102,17 @@ def _position(index, offset) -> tuple:
     return (index, offset.id if offset is not None else None)
 
 
-def lower_schedule(schedule: Schedule, threads: int, keep_rows: bool = True,
+def lower_schedule(schedule: Schedule, *, threads: int, keep_rows: bool = True,
                    grid: bool = False, fold_affine: bool = False) -> list[LoweredStep]:
     """Kernel IR and GEMM plans for every group (``keep_rows``, ``grid``: see
     ``lower_loop_group``; ``fold_affine``: fold affine GEMM epilogues into the call,
     ``AffineEpilogue``); a 'call' group keeps its equation for the target to render."""
     producer = {v: eqn for eqn in schedule.graph.eqns for v in eqn.outputs}
-    return [_lower_group(group, producer, threads, keep_rows, grid, fold_affine)
-            for group in schedule.groups]
+    return [_lower_group(group, producer, threads=threads, keep_rows=keep_rows, grid=grid,
+                         fold_affine=fold_affine) for group in schedule.groups]
 
 
-def _lower_group(group: Group, producer: dict[Var, Eqn], threads: int,
+def _lower_group(group: Group, producer: dict[Var, Eqn], *, threads: int,
                  keep_rows: bool, grid: bool, fold_affine: bool) -> LoweredStep:
     if group.kind in ("host", "call"):
         return LoweredStep(group, call=group.host if group.kind == "call" else None)
@@ -127,7 +128,8 @@ def _lower_group(group: Group, producer: dict[Var, Eqn], threads: int,
                          group.syms, group.outer_rank, producer)
         if loop.roots:
             name = f"{group.name}_epilogue" if group.library is not None else group.name
-            step.kernel, step.bindings = lower_loop_group(loop, name, threads, keep_rows, grid)
+            step.kernel, step.bindings = lower_loop_group(loop, name, threads,
+                                                          keep_rows=keep_rows, grid=grid)
     return step
 
 
@@ -142,68 +144,9 @@ def affine_epilogue(group: Group, plan: GemmPlan) -> AffineEpilogue | None:
     result = group.roots[0]
     if result.aval.shape != product.aval.shape or result.aval.dtype != product.aval.dtype:
         return None
-    producer = {v: e for e in group.members.values() for v in e.outputs}
-    visited: set[int] = set()
-
-    def affine(atom) -> _Affine | None:
-        if atom is product:
-            return _Affine(1.0, {})
-        if isinstance(atom, Literal) or not isinstance(atom, Var):
-            return None
-        eqn = producer.get(atom)
-        if eqn is None:  # a buffer: the addend
-            return _Affine(0.0, {(atom, "full"): 1.0}) if atom.aval == product.aval else None
-        visited.add(id(eqn))
-        name, args = eqn.prim.name, eqn.inputs
-        if name == "broadcast_in_dim":  # a row of n values down the product's rows
-            if (tuple(eqn.params["broadcast_dimensions"]) == (product.aval.ndim - 1,)
-                    and product.aval.shape[-1:] == (plan.n,)):
-                return row(args[0])
-            return None
-        if name == "neg":
-            return _scaled(affine(args[0]), -1.0)
-        if name == "mul":
-            for term, factor in (args, args[::-1]):
-                value = scalar(factor)
-                if value is not None:
-                    return _scaled(affine(term), value)
-            return None
-        if name in ("add", "sub"):
-            left, right = affine(args[0]), affine(args[1])
-            return _summed(left, _scaled(right, -1.0) if name == "sub" else right)
-        return None
-
-    def row(atom) -> _Affine | None:
-        """A vector of the product's columns: a buffer, scaled (``-3 * b``)."""
-        if not isinstance(atom, Var) or atom.aval.dtype != product.aval.dtype:
-            return None
-        eqn = producer.get(atom)
-        if eqn is None:
-            return _Affine(0.0, {(atom, "row"): 1.0})
-        visited.add(id(eqn))
-        if eqn.prim.name == "neg":
-            return _scaled(row(eqn.inputs[0]), -1.0)
-        if eqn.prim.name == "mul":
-            for term, factor in (eqn.inputs, eqn.inputs[::-1]):
-                value = scalar(factor)
-                if value is not None:
-                    return _scaled(row(term), value)
-        return None
-
-    def scalar(atom) -> float | None:
-        """The value of a float scalar literal, or of one broadcast by a member."""
-        eqn = producer.get(atom) if isinstance(atom, Var) else None
-        if eqn is not None and eqn.prim.name == "broadcast_in_dim":
-            value = scalar(eqn.inputs[0]) if eqn.inputs[0].aval.shape == () else None
-            if value is not None:
-                visited.add(id(eqn))
-            return value
-        if isinstance(atom, Literal) and atom.aval.shape == () and atom.aval.dtype.kind == "f":
-            return float(atom.value)
-        return None
-
-    found = affine(result)
-    if found is None or len(visited) != len(group.members) or found.alpha == 0.0:
+    reader = _EpilogueReader(group, plan.n)
+    found = reader.affine(result)
+    if found is None or len(reader.read) != len(group.members) or found.alpha == 0.0:
         return None
     by_kind: dict[str, tuple[Var, float]] = {}
     for (var, kind), scale in found.terms.items():
@@ -213,6 +156,79 @@ def affine_epilogue(group: Group, plan: GemmPlan) -> AffineEpilogue | None:
     addend, beta = by_kind.get("full", (None, 0.0))
     row_addend, row_scale = by_kind.get("row", (None, 0.0))
     return AffineEpilogue(result, found.alpha, beta, addend, row_scale, row_addend)
+
+
+class _EpilogueReader:
+    """Reads a library group's members as an affine function of its product; ``read``
+    collects the members it went through (all of them, for the epilogue to be one)."""
+
+    def __init__(self, group: Group, columns: int) -> None:
+        self.product = group.library.outputs[0]
+        self.columns = columns
+        self.producer = {v: e for e in group.members.values() for v in e.outputs}
+        self.read: set[int] = set()
+
+    def _member(self, atom) -> Eqn | None:
+        eqn = self.producer.get(atom) if isinstance(atom, Var) else None
+        if eqn is not None:
+            self.read.add(id(eqn))
+        return eqn
+
+    def affine(self, atom) -> _Affine | None:
+        product = self.product
+        if atom is product:
+            return _Affine(1.0, {})
+        if isinstance(atom, Literal) or not isinstance(atom, Var):
+            return None
+        eqn = self._member(atom)
+        if eqn is None:  # a buffer: the addend
+            return _Affine(0.0, {(atom, "full"): 1.0}) if atom.aval == product.aval else None
+        name, args = eqn.prim.name, eqn.inputs
+        if name == "broadcast_in_dim":  # a row of n values down the product's rows
+            if (tuple(eqn.params["broadcast_dimensions"]) == (product.aval.ndim - 1,)
+                    and product.aval.shape[-1:] == (self.columns,)):
+                return self.row(args[0])
+            return None
+        if name == "neg":
+            return _scaled(self.affine(args[0]), -1.0)
+        if name == "mul":
+            for term, factor in (args, args[::-1]):
+                value = self.scalar(factor)
+                if value is not None:
+                    return _scaled(self.affine(term), value)
+            return None
+        if name in ("add", "sub"):
+            left, right = self.affine(args[0]), self.affine(args[1])
+            return _summed(left, _scaled(right, -1.0) if name == "sub" else right)
+        return None
+
+    def row(self, atom) -> _Affine | None:
+        """A vector of the product's columns: a buffer, scaled (``-3 * b``)."""
+        if not isinstance(atom, Var) or atom.aval.dtype != self.product.aval.dtype:
+            return None
+        eqn = self._member(atom)
+        if eqn is None:
+            return _Affine(0.0, {(atom, "row"): 1.0})
+        if eqn.prim.name == "neg":
+            return _scaled(self.row(eqn.inputs[0]), -1.0)
+        if eqn.prim.name == "mul":
+            for term, factor in (eqn.inputs, eqn.inputs[::-1]):
+                value = self.scalar(factor)
+                if value is not None:
+                    return _scaled(self.row(term), value)
+        return None
+
+    def scalar(self, atom) -> float | None:
+        """The value of a float scalar literal, or of one broadcast by a member."""
+        eqn = self.producer.get(atom) if isinstance(atom, Var) else None
+        if eqn is not None and eqn.prim.name == "broadcast_in_dim":
+            value = self.scalar(eqn.inputs[0]) if eqn.inputs[0].aval.shape == () else None
+            if value is not None:
+                self.read.add(id(eqn))
+            return value
+        if isinstance(atom, Literal) and atom.aval.shape == () and atom.aval.dtype.kind == "f":
+            return float(atom.value)
+        return None
 
 
 @dataclass(frozen=True)
@@ -252,6 +268,22 @@ def _plan_library(group: Group) -> tuple[GemmPlan, tuple[Var, Var]]:
     if out is not None and out.transposed:  # the plan computes C^T = B^T A^T
         bases = bases[::-1]
     return plan_gemm(eqn, matrices[0], matrices[1], out), bases
+
+
+def steps_text(steps: list[LoweredStep]) -> str:
+    """The kernel IR of every step, in order (host calls, library calls and their plans
+    named where they run)."""
+    parts = []
+    for step in steps:
+        group = step.group
+        if step.host or step.call is not None:
+            parts.append(f"{group.name}: {group.kind} call of {group.host.prim.name}")
+        if step.gemm is not None:
+            folded = f", epilogue folded: {step.affine}" if step.affine is not None else ""
+            parts.append(f"{group.name}: {step.gemm}{folded}")
+        if step.kernel is not None:
+            parts.append(kernel_text(step.kernel))
+    return "\n\n".join(parts)
 
 
 def call_name(step: LoweredStep) -> str:
