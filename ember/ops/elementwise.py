@@ -15,7 +15,7 @@ from ember.core import dtypes
 from ember.core.abstract import ShapedArray
 from ember.core.primitive import Primitive
 from ember.errors import EmberTypeError, EmberValueError
-from ember.transforms import rules
+from ember.ops import rules
 
 __all__ = [
     "neg", "sign", "floor", "ceil", "round", "is_finite", "exp", "exp2", "log", "log1p",
@@ -503,7 +503,7 @@ def convert_element_type(x, new_dtype):
 # --- derivatives: one row per primitive (jvp; transpose where linear) ------------------
 #
 # defjvp rows give, per operand, the tangent contribution d(out) = f(t, *operands);
-# defjvp2 rows also see the output ``ans``. Rule makers live in ember.transforms.rules.
+# defjvp2 rows also see the output ``ans``. Rule makers live in ember.ops.rules.
 
 def _zeros_like(x):
     return rules.zeros_like_aval(ShapedArray(np.shape(x), x.dtype))

@@ -39,7 +39,7 @@ from ember.core.abstract import ShapedArray, aval_of
 from ember.core.primitive import Primitive
 from ember.errors import EmberTypeError, EmberValueError
 from ember.ops.structural import broadcast_in_dim, canonical_axis, iota
-from ember.transforms.rules import (
+from ember.ops.rules import (
     Zero, add_tangents, batch_size, def_linear_jvp, is_undefined_primal, move_batch_axis,
     zeros_like_aval)
 

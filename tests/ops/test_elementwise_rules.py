@@ -10,7 +10,7 @@ import ember
 from ember import lax
 from ember.ops import elementwise as ew
 from ember.test_util import check_grads
-from ember.transforms.rules import float0
+from ember.ops.rules import float0
 
 SHAPE = (2, 3)
 
