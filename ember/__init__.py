@@ -41,7 +41,7 @@ _LAZY = {
     "remat": "ember.transforms.remat",
 }
 _SUBMODULES = {"lax", "numpy", "random", "nn", "optim", "tree_util", "ad_checkpoint",
-               "dtypes", "errors", "distributed", "test_util", "bench"}
+               "dtypes", "errors", "test_util", "bench"}
 
 __all__ = ["Array", "config", "jit", *_LAZY, *sorted(_SUBMODULES)]
 
