@@ -330,10 +330,6 @@ def _population_count(x):
     return count.astype(x.dtype)
 
 
-def _nextafter(x, y):
-    return np.nextafter(x, y)
-
-
 def _integer_pow(x, y: int):
     if y == 0:
         return np.ones_like(x)
@@ -645,7 +641,7 @@ _OPS = [
         lambda t, x, y: mul(t, div(neg(x), add(square(x), square(y))))],
         expensive=True, math="atan2", numpy=("arctan2", "atan2"), promote="inexact"),
     # (half precision would need the next 16-bit value: not covered)
-    ElementwiseOp("nextafter", _nextafter, FLOAT, 2, expensive=True, templates={"c": {
+    ElementwiseOp("nextafter", np.nextafter, FLOAT, 2, expensive=True, templates={"c": {
         "float32": "{f_nextafter}({0}, {1})", "float64": "{f_nextafter}({0}, {1})"}},
         numpy=("nextafter",), promote="inexact"),
     ElementwiseOp("and", np.bitwise_and, INT_BOOL, 2, lax_name="bitwise_and",
