@@ -39,6 +39,7 @@ from ember.codegen.kernel_ir import (
 )
 from ember.ops.elementwise import ELEMENTWISE_OPS
 
+
 class OpTemplates(Mapping):
     """op -> template for one target language, read from each op's row in
     ``ember.ops.elementwise`` at lookup (so an op defined later renders too).

@@ -20,6 +20,7 @@ from ember.fuzz.generate import DTYPES, Builder, typecheck
 from ember.fuzz.program import dtype_source
 from ember.ops.elementwise import ELEMENTWISE_OPS
 
+
 def _fuzzed(nargs: int) -> list[str]:
     """The lax names of the elementwise ops of ``nargs`` operands the fuzzer draws (each
     op's row says whether it is drawn), in the rows' order."""

@@ -14,9 +14,9 @@ import numpy as np
 
 from ember import lax
 from ember.core import dtypes
-from ember.ops.elementwise import ELEMENTWISE_OPS
 from ember.numpy._promotion import ensure_array, promote_args, promote_args_inexact
 from ember.numpy._ufunc_objects import builtin, monoid, reduction, running, scatter
+from ember.ops.elementwise import ELEMENTWISE_OPS
 
 __all__ = [
     "exp", "exp2", "expm1", "log", "log1p", "sqrt", "cbrt", "sin", "cos", "tan", "arcsin",

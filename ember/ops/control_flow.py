@@ -310,8 +310,8 @@ def _to_front(values: Sequence[Any], dims: Sequence[int | None], size: int,
 
 def _cond_batch(values, dims, *, branches):
     from ember.ops.elementwise import select_n
-    from ember.ops.structural import broadcast_in_dim
     from ember.ops.rules import batch_size
+    from ember.ops.structural import broadcast_in_dim
 
     size = batch_size(values, dims)
     index, operands = values[0], _to_front(values[1:], dims[1:], size)
@@ -345,8 +345,8 @@ def _split(values: Sequence[Any], *sizes: int) -> list[list[Any]]:
 def _while_batch(values, dims, *, cond_graph, body_graph, cond_nconsts, body_nconsts):
     from ember.ops.elementwise import select_n
     from ember.ops.reductions import reduce_or
-    from ember.ops.structural import broadcast_in_dim
     from ember.ops.rules import batch_size
+    from ember.ops.structural import broadcast_in_dim
 
     size = batch_size(values, dims)
     cconsts, bconsts, carry = _split(values, cond_nconsts, body_nconsts)
@@ -398,8 +398,8 @@ scan_p.def_batch(_scan_batch)
 
 def _jvp_of(graph: Graph, num_primals: int) -> Callable:
     """A function (primals..., tangents...) -> (primal outs..., tangent outs...)."""
-    from ember.transforms.jvp import jvp_flat
     from ember.ops.rules import instantiate
+    from ember.transforms.jvp import jvp_flat
 
     def run(*args):
         primals_out, tangents_out = jvp_flat(lambda *a: _run(graph, a), args[:num_primals],

@@ -9,8 +9,8 @@ import pytest
 import ember
 from ember import lax
 from ember.ops import elementwise as ew
-from ember.test_util import check_grads
 from ember.ops.rules import float0
+from ember.test_util import check_grads
 
 SHAPE = (2, 3)
 
