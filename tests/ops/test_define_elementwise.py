@@ -1,6 +1,7 @@
 """An elementwise op is one row: defined here, in this file only, it runs on every
-backend present (the reference, the CPU's generated C, OpenCL; CUDA compile-only), under
-grad and vmap, through ember.lax and ember.numpy, and the fuzzer draws it."""
+backend present (the reference, the CPU's generated C, OpenCL, CUDA: compile-only
+without a GPU), under grad and vmap, through ember.lax and ember.numpy, and the fuzzer
+draws it."""
 from __future__ import annotations
 
 import numpy as np
@@ -45,7 +46,7 @@ def expected(x: np.ndarray) -> np.ndarray:
 
 
 X = np.array([-30.0, -3.5, -1.0, -0.25, 0.0, 0.5, 2.0, 9.0, 40.0], np.float32)
-NATIVE = [b for b in ("cpu", "opencl") if b in available_backends()]
+NATIVE = [b for b in ("cpu", "opencl", "cuda") if b in available_backends()]  # cuda: with a GPU
 
 
 def test_reference_eager_and_jit(smooth_relu):
