@@ -50,8 +50,8 @@ _LAZY = {
     "remat": "ember.transforms.remat",
 }
 _SUBMODULES = {"lax", "numpy", "random", "nn", "optim", "tree", "tree_util", "ad_checkpoint",
-               "custom_batching", "debug", "dtypes", "experimental", "errors", "distributed",
-               "test_util", "bench", "scipy"}
+               "custom_batching", "debug", "dtypes", "experimental", "errors", "test_util",
+               "bench", "scipy"}
 
 __all__ = ["Array", "config", "jit", *_LAZY, *sorted(_SUBMODULES)]
 

@@ -7,7 +7,7 @@ import numpy as np
 
 from ember.core import dtypes as _core
 from ember.numpy._dtypes import finfo, iinfo, issubdtype, promote_types, result_type  # noqa: F401
-from ember.transforms.rules import float0  # noqa: F401
+from ember.ops.rules import float0  # noqa: F401
 
 bfloat16 = _core.bfloat16
 

@@ -4,8 +4,9 @@
 The modules: workloads (the suite, written once in JAX style, with its sizes per
 platform), reference (the NumPy oracle), torch_impls (PyTorch versions), peers (how each
 framework runs a workload), target (CPU or GPU run), floors and gpu_floors (the CPU's and
-the card's memory and GEMM limits), harness (check, warm up, interleave, time), report
-(ratios and the table), machine (what it ran on), compile_probe (fresh-process child).
+the card's memory and GEMM limits), settings (how samples are taken), harness (check,
+warm up, interleave, time), report (ratios and the table), machine (what it ran on),
+compile_probe (fresh-process child).
 """
 from ember.bench.command import main
 from ember.bench.harness import run_bench

@@ -15,14 +15,12 @@ import os
 import statistics
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 import numpy as np
 
 from ember.bench.peers import Unavailable, describe_error, timed_calls
-
-if TYPE_CHECKING:
-    from ember.bench.harness import Settings
+from ember.bench.settings import Settings
 
 COPY_BYTES = 64 * 2**20
 QUICK_COPY_BYTES = 2**20

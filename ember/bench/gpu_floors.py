@@ -12,15 +12,13 @@ stand-in for the driver and for cuBLAS.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import numpy as np
 
 from ember.bench.floors import copy_result, gemm_rate_entry, settled_samples
 from ember.bench.peers import Unavailable, timed_calls
-
-if TYPE_CHECKING:
-    from ember.bench.harness import Settings
+from ember.bench.settings import Settings
 
 COPY_BYTES = {"quick": 2**20, "gpu": 2**30}
 GEMM_N = {"quick": 256, "gpu": 8192}

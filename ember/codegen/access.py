@@ -20,6 +20,7 @@ from ember.codegen import gather
 from ember.codegen import indexing as ix
 from ember.codegen.indexing import ZERO, Index, Sym
 from ember.ir.graph import Eqn, Literal
+from ember.ops.elementwise import ELEMENTWISE_OPS
 
 # name -> function(eqn, output index) -> index of operand 0
 _VIEWS: dict[str, Callable[[Eqn, Index], Index]] = {}
@@ -165,12 +166,11 @@ def elementwise_operand_index(atom, out: Index) -> Index | None:
     return () if atom.aval.shape == () else out
 
 
-# Elementwise primitives whose cost is many instructions (recomputing them is not free).
-EXPENSIVE = frozenset({
-    "exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan",
-    "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "cbrt", "erf",
-    "erfc", "erf_inv", "lgamma", "digamma", "pow", "atan2", "rem", "nextafter",
-})
+def is_expensive(name: str) -> bool:
+    """Whether the elementwise primitive ``name`` costs many instructions (its row in
+    ``ember.ops.elementwise`` says so): recomputing it is not free."""
+    op = ELEMENTWISE_OPS.get(name)
+    return op is not None and op.expensive
 
 
 def _reduction_names() -> frozenset[str]:

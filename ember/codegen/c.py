@@ -15,7 +15,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from ember.codegen.kernel_ir import Accumulator, Buffer, Kernel, Loop
-from ember.codegen.render import Renderer, dtype_class
+from ember.codegen.render import OpTemplates, Renderer, dtype_class
 
 _INT_TYPES = {f"{p}int{b}": f"{p}int{b}_t" for p in ("", "u") for b in (8, 16, 32, 64)}
 STORAGE_TYPES = {**_INT_TYPES, "bool": "uint8_t", "float32": "float", "float64": "double",
@@ -23,64 +23,10 @@ STORAGE_TYPES = {**_INT_TYPES, "bool": "uint8_t", "float32": "float", "float64":
 COMPUTE_TYPES = {**_INT_TYPES, "bool": "int", "float32": "float", "float64": "double",
                  "float16": "float", "bfloat16": "float"}
 
-_COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
-_SHIFT_OUT = "(uint64_t)(int64_t){1} >= {BITS}"
-
-OP_TEMPLATES = {
-    "neg": {"any": "(-{0})"},
-    "sign": {"float": "({0} != {0} ? {0} : ({T})(({0} > 0) - ({0} < 0)))",
-             "int": "(({T})(({0} > 0) - ({0} < 0)))", "uint": "(({T})({0} > 0))"},
-    "floor": {"float": "{f_floor}({0})"},
-    "ceil": {"float": "{f_ceil}({0})"},
-    "round": {"float": "{f_round}({0})"},
-    "round_even": {"float": "{f_rint}({0})"},
-    "is_finite": {"float": "(({0} - {0}) == 0)"},
-    "logistic": {"float": "{f_sigmoid}({0})"},
-    "rsqrt": {"float": "(({T})1 / {f_sqrt}({0}))"},
-    "lgamma": {"float": "({0} < 0 && {0} - {0} != 0 ? {0} : {f_lgamma}({0}))"},  # -inf: -inf
-    "real": {"float": "{0}"},
-    "imag": {"float": "(({T})0)"},
-    "conj": {"float": "{0}"},
-    "abs": {"float": "{f_fabs}({0})", "int": "({0} < 0 ? ({T})-{0} : {0})", "uint": "{0}"},
-    "not": {"bool": "(!{0})", "int": "(({T})~{0})", "uint": "(({T})~{0})"},
-    "square": {"any": "({0} * {0})"},
-    "population_count": {
-        "int": "(({T})__builtin_popcountll((uint64_t)({U}){0}))",
-        "uint": "(({T})__builtin_popcountll((uint64_t){0}))"},
-    "add": {"any": "({0} + {1})"},
-    "sub": {"any": "({0} - {1})"},
-    "mul": {"any": "({0} * {1})"},
-    "div": {"float": "({0} / {1})",
-            "int": "({1} == 0 ? ({T})-1 : {1} == -1 ? ({T})(0 - ({U}){0}) : ({T})({0} / {1}))",
-            "uint": "({1} == 0 ? {MAX} : ({T})({0} / {1}))"},
-    "rem": {"float": "{f_fmod}({0}, {1})",
-            "int": "({1} == 0 ? {0} : {1} == -1 ? ({T})0 : ({T})({0} % {1}))",
-            "uint": "({1} == 0 ? {0} : ({T})({0} % {1}))"},
-    "pow": {"float": "{f_pow}({0}, {1})",
-            "int": "(({T})ember_ipow((uint64_t){0}, (int64_t){1}))",
-            "uint": "(({T})ember_ipow((uint64_t){0}, (int64_t){1}))"},
-    "max": {"any": "(({0} >= {1} || {0} != {0}) ? {0} : {1})"},
-    "min": {"any": "(({0} <= {1} || {0} != {0}) ? {0} : {1})"},
-    "atan2": {"float": "{f_atan2}({0}, {1})"},
-    # (half precision would need the next 16-bit value: not covered)
-    "nextafter": {"float32": "{f_nextafter}({0}, {1})", "float64": "{f_nextafter}({0}, {1})"},
-    "and": {"bool": "({0} & {1})", "int": "({0} & {1})", "uint": "({0} & {1})"},
-    "or": {"bool": "({0} | {1})", "int": "({0} | {1})", "uint": "({0} | {1})"},
-    "xor": {"bool": "({0} ^ {1})", "int": "({0} ^ {1})", "uint": "({0} ^ {1})"},
-    "shift_left": {"int": f"({_SHIFT_OUT} ? ({{T}})0 : ({{T}})(({{U}}){{0}} << {{1}}))",
-                   "uint": f"({_SHIFT_OUT} ? ({{T}})0 : ({{T}})({{0}} << {{1}}))"},
-    "shift_right_logical": {
-        "int": f"({_SHIFT_OUT} ? ({{T}})0 : ({{T}})(({{U}}){{0}} >> {{1}}))",
-        "uint": f"({_SHIFT_OUT} ? ({{T}})0 : ({{T}})({{0}} >> {{1}}))"},
-    "shift_right_arithmetic": {
-        "int": "({0} >> ({1} < 0 ? 0 : {1} >= {BITS} ? {BITS} - 1 : {1}))",
-        "uint": "({1} >= {BITS} ? ({T})0 : ({T})({0} >> {1}))"},
-    **{name: {"any": f"({{0}} {symbol} {{1}})"} for name, symbol in _COMPARE.items()},
-}
-for _name in ("exp", "exp2", "log", "log1p", "expm1", "tanh", "sin", "cos", "tan", "asin",
-              "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "sqrt", "cbrt",
-              "erf", "erfc"):
-    OP_TEMPLATES[_name] = {"float": f"{{f_{_name}}}({{0}})"}
+# The op rows (``ember.ops.elementwise``) hold what computes each op; this renderer adds
+# round's half-to-even variant (rounding_method=1).
+RENDERER_ROWS = {"round_even": {"float": "{f_rint}({0})"}}
+OP_TEMPLATES = OpTemplates(("c",), RENDERER_ROWS)
 
 CONVERSIONS = {
     ("float", "int"): "({0} != {0} ? ({T})0 : {0} <= ({S}){MIN} ? {MIN} : "
@@ -97,13 +43,6 @@ LOADS = {"float16": "ember_f16_to_f32({0})", "bfloat16": "ember_bf16_to_f32({0})
 STORES = {"float16": "ember_f32_to_f16({0})", "bfloat16": "ember_f32_to_bf16({0})",
           "bool": "(uint8_t)({0} != 0)"}
 
-# Special functions of ``ember_special.h`` (C only: GPU dialects build their tables from
-# OP_TEMPLATES, so these stay host calls there).
-SPECIAL_TEMPLATES = {
-    "erf_inv": {"float64": "ember_erf_inv({0})", "float": "ember_erf_invf({0})"},
-    "digamma": {"float64": "ember_digamma({0})", "float": "ember_digammaf({0})"},
-}
-
 _REDUCTION_CLAUSE = {"sum": "+", "prod": "*", "max": "max", "min": "min", "and": "&",
                      "or": "|", "xor": "^"}
 
@@ -111,7 +50,7 @@ _REDUCTION_CLAUSE = {"sum": "+", "prod": "*", "max": "max", "min": "min", "and":
 class CRenderer(Renderer):
     storage_types = STORAGE_TYPES
     compute_types = COMPUTE_TYPES
-    op_templates = {**OP_TEMPLATES, **SPECIAL_TEMPLATES}
+    op_templates = OP_TEMPLATES
     conversions = CONVERSIONS
     load_templates = LOADS
     store_templates = STORES

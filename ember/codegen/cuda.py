@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.codegen.c import OP_TEMPLATES
-from ember.codegen.gpu import (BLOCK, INTEGER_POW_ROWS, THREAD, GpuRenderer,
-                              integer_power_function)
+from ember.codegen.c import RENDERER_ROWS
+from ember.codegen.gpu import BLOCK, THREAD, GpuRenderer, integer_power_function
 from ember.codegen.kernel_ir import Accumulator
+from ember.codegen.render import OpTemplates
 
 _PRELUDE = """\
 typedef signed char int8_t;
@@ -67,12 +67,7 @@ class CudaRenderer(GpuRenderer):
     shared_qualifier = "__shared__"
     restrict = "__restrict__"
     warp_size = WARP
-    op_templates = {
-        **OP_TEMPLATES,
-        **INTEGER_POW_ROWS,
-        "population_count": {"int": "(({T})__popcll((uint64_t)({U}){0}))",
-                             "uint": "(({T})__popcll((uint64_t){0}))"},
-    }
+    op_templates = OpTemplates(("cuda", "gpu", "c"), RENDERER_ROWS)
 
     def __init__(self) -> None:
         super().__init__()

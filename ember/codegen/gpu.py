@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ember.codegen import indexing as ix
-from ember.codegen.c import OP_TEMPLATES, CRenderer
+from ember.codegen.c import CRenderer
 from ember.codegen.gemm import GemmPlan, Matrix
 from ember.codegen.kernel_ir import (Accumulator, AccUpdate, Buffer, Kernel, Load, Loop, Node,
                                      Op, Stmt, Store, walk)
@@ -476,7 +476,7 @@ def _fits_int32(kernel: Kernel, max_blocks: int) -> bool:
 def integer_power_function(qualifier: str) -> str:
     """x ** y for integers, wrapping modulo 2^64 like NumPy: ``ember_ipow`` (what the C
     tables call; a negative y gives 0) and ``ember_upow`` (an unsigned y, which may be
-    2^63 or more: ``INTEGER_POW_ROWS``)."""
+    2^63 or more: the pow row's "gpu" template)."""
     parts = []
     for name, exponent_type, negative in (("ipow", "int64_t", "  if (exponent < 0) return 0;\n"),
                                           ("upow", "uint64_t", "")):
@@ -491,8 +491,3 @@ def integer_power_function(qualifier: str) -> str:
 }}
 """)
     return "".join(parts)
-
-
-# Rows every GPU op table replaces: an unsigned exponent is never negative.
-INTEGER_POW_ROWS = {"pow": {**OP_TEMPLATES["pow"],
-                            "uint": "(({T})ember_upow((uint64_t){0}, (uint64_t){1}))"}}

@@ -768,7 +768,7 @@ class _Emitter:
         stash = {}
         for node_id in phase_nodes & final_nodes:
             node = self._node[node_id]
-            if isinstance(node, Op) and node.op in access.EXPENSIVE:
+            if isinstance(node, Op) and access.is_expensive(node.op):
                 stash[node_id] = Buffer(f"s{len(stash)}", node.dtype, loop.extent,
                                         scratch=True)
         return stash

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.codegen.c import COMPUTE_TYPES, OP_TEMPLATES, STORAGE_TYPES
-from ember.codegen.gpu import INTEGER_POW_ROWS, GpuRenderer, integer_power_function
+from ember.codegen.c import COMPUTE_TYPES, RENDERER_ROWS, STORAGE_TYPES
+from ember.codegen.gpu import GpuRenderer, integer_power_function
+from ember.codegen.render import OpTemplates
 
 _TYPES = """\
 typedef char int8_t;
@@ -53,12 +54,7 @@ class OpenCLRenderer(GpuRenderer):
     global_qualifier = "__global "
     shared_qualifier = "__local"
     max_blocks = 1024  # a CPU device (PoCL) gains nothing from more work-groups
-    op_templates = {
-        **OP_TEMPLATES,
-        **INTEGER_POW_ROWS,
-        "population_count": {"int": "(({T})popcount((uint64_t)({U}){0}))",
-                             "uint": "(({T})popcount((uint64_t){0}))"},
-    }
+    op_templates = OpTemplates(("opencl", "gpu", "c"), RENDERER_ROWS)
 
     def __init__(self, fp64: bool = True) -> None:
         super().__init__()

@@ -9,7 +9,8 @@ from __future__ import annotations
 import copy
 
 import math
-from collections.abc import Mapping
+import string
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -38,14 +39,52 @@ from ember.codegen.kernel_ir import (
     Stmt,
     Store,
 )
+from ember.ops.elementwise import ELEMENTWISE_OPS
 
-# Math functions by generic name: the C name for double; float32 appends 'f'.
-MATH_FUNCTIONS = (
-    "exp", "exp2", "log", "log1p", "expm1", "tanh", "sin", "cos", "tan", "asin", "acos",
-    "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "sqrt", "cbrt", "erf", "erfc",
-    "lgamma", "floor", "ceil", "round", "rint", "fabs", "fmod", "pow", "atan2", "nextafter",
-    "sigmoid",
-)
+
+class OpTemplates(Mapping):
+    """op -> template for one target language, read from each op's row in
+    ``ember.ops.elementwise`` at lookup (so an op defined later renders too).
+    ``targets``: the row keys to try, most specific first (CUDA: cuda, gpu, c);
+    ``extra``: rows of the renderer's own (variants such as round's half-to-even)."""
+
+    def __init__(self, targets: tuple[str, ...], extra: Mapping[str, Any] | None = None) -> None:
+        self.targets = targets
+        self.extra = dict(extra or {})
+
+    def __getitem__(self, op: str) -> Any:
+        if op in self.extra:
+            return self.extra[op]
+        row = ELEMENTWISE_OPS.get(op)
+        template = row.template(self.targets) if row is not None else None
+        if template is None:
+            raise KeyError(op)
+        return template
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self.extra
+        yield from (op for op, row in ELEMENTWISE_OPS.items()
+                    if op not in self.extra and row.template(self.targets) is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+class _Fields(dict):
+    """Template fields; ``f_<name>`` (a math function for the dtype) is made on demand."""
+
+    def __init__(self, renderer: "Renderer", dtype: np.dtype, **fields: Any) -> None:
+        super().__init__(fields)
+        self.renderer = renderer
+        self.dtype = dtype
+
+    def __missing__(self, key: str) -> str:
+        if not key.startswith("f_") or dtype_class(self.dtype) != "float":
+            raise KeyError(key)
+        return self.renderer.math_function(key[2:], self.dtype)
+
+
+_FORMATTER = string.Formatter()
 
 
 def dtype_class(dtype: np.dtype) -> str:
@@ -244,17 +283,13 @@ class Renderer:
         return f"(({self.ctype(dtype)}){value}{suffix})"
 
     # operations
-    def template_fields(self, dtype: np.dtype) -> dict[str, Any]:
-        fields: dict[str, Any] = {"T": self.ctype(dtype), "BITS": dtype.itemsize * 8}
-        cls = dtype_class(dtype)
-        if cls in ("int", "uint"):
+    def template_fields(self, dtype: np.dtype, **extra: Any) -> dict[str, Any]:
+        fields = _Fields(self, dtype, T=self.ctype(dtype), BITS=dtype.itemsize * 8, **extra)
+        if dtype_class(dtype) in ("int", "uint"):
             fields["U"] = self.compute_types[f"uint{dtype.itemsize * 8}"]
             info = np.iinfo(dtype)
             fields["MIN"] = self.constant(info.min, dtype)
             fields["MAX"] = self.constant(info.max, dtype)
-        if cls == "float":
-            for name in MATH_FUNCTIONS:
-                fields[f"f_{name}"] = self.math_function(name, dtype)
         return fields
 
     def lookup(self, table: Mapping[str, Any], key: str, dtype: np.dtype) -> str:
@@ -282,7 +317,7 @@ class Renderer:
 
     def apply(self, op: str, args: list[str], dtype: np.dtype) -> str:
         template = self.lookup(self.op_templates, op, dtype)
-        return template.format(*args, **self.template_fields(dtype))
+        return _FORMATTER.vformat(template, args, self.template_fields(dtype))
 
     def supports(self, op: str, dtype: np.dtype) -> bool:
         """Whether ``op`` on operands of ``dtype`` has a row in the tables."""
@@ -298,8 +333,8 @@ class Renderer:
     def conversion(self, value: str, source: np.dtype, target: np.dtype) -> str:
         key = (dtype_class(source), dtype_class(target))
         template = self.conversions.get(key, "(({T}){0})")
-        text = template.format(value, **self.template_fields(target),
-                               S=self.ctype(source))
+        text = _FORMATTER.vformat(template, [value],
+                                  self.template_fields(target, S=self.ctype(source)))
         rounding = self.store_templates.get(target.name)
         if rounding and source.name != target.name and dtype_class(target) == "float":
             return self.round_to_storage(text, target)

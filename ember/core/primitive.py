@@ -2,7 +2,7 @@
 
 A primitive is the unit every transformation and backend understands. Each is defined
 in one place (a module under ``ember/ops``) by creating a ``Primitive`` and attaching
-its rules with the decorators below. ``tests/ops/test_registry.py`` walks ``REGISTRY``
+its rules with the decorators below. ``tests/ops/test_rules.py`` walks ``REGISTRY``
 and fails if a rule is missing and not explicitly waived.
 
 Rule signatures:

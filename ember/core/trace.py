@@ -9,7 +9,7 @@ Level 0 is eager evaluation. Staging a function into a Graph (jit) installs a
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from ember.core.abstract import ShapedArray
 from ember.core.array_ops import ArrayOps
@@ -124,9 +124,17 @@ class EvalTrace(Trace):
     lift = pure
 
     def process_primitive(self, prim: Primitive, values: list, params: dict) -> Any:
-        from ember.runtime.dispatch import apply_primitive
+        return _eager_apply(prim, values, params)
 
-        return apply_primitive(prim, values, params)
+
+# How level 0 applies a primitive to concrete values (on their device): the runtime, a
+# layer above, hands its dispatch function in (``ember.runtime.dispatch``).
+_eager_apply: Callable[[Primitive, list, dict], Any]
+
+
+def set_eager_apply(apply: Callable[[Primitive, list, dict], Any]) -> None:
+    global _eager_apply
+    _eager_apply = apply
 
 
 _trace_stack: list[MainTrace] = [MainTrace(0, EvalTrace)]

@@ -18,24 +18,24 @@ from ember.core.abstract import ShapedArray
 from ember.fuzz.choices import chance, permutation, pick, subset
 from ember.fuzz.generate import DTYPES, Builder, typecheck
 from ember.fuzz.program import dtype_source
+from ember.ops.elementwise import ELEMENTWISE_OPS
 
-UNARY = (
-    "neg", "abs", "sign", "square", "exp", "log", "sqrt", "tanh", "logistic", "sin", "cos",
-    "floor", "ceil", "round", "is_finite", "exp2", "log1p", "expm1", "tan", "asin", "acos",
-    "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "rsqrt", "cbrt", "erf", "erfc",
-    "erf_inv", "lgamma", "digamma", "bitwise_not", "population_count",
-)
-UNARY_TEMPLATES = (
-    *(f"lax.{name}({{0}})" for name in UNARY),
-    "lax.integer_pow({0}, 2)", "lax.integer_pow({0}, 3)", "lax.integer_pow({0}, -1)",
-    "lax.round({0}, 1)", "lax.clamp(-2, {0}, 3)", "lax.mul({0}, 2)", "lax.add({0}, -1)",
-)
-BINARY = (
-    "add", "sub", "mul", "max", "min", "div", "rem", "pow", "atan2", "nextafter",
-    "bitwise_and", "bitwise_or", "bitwise_xor", "shift_left", "shift_right_logical",
-    "shift_right_arithmetic", "eq", "ne", "lt", "le", "gt", "ge",
-)
-BINARY_TEMPLATES = tuple(f"lax.{name}({{0}}, {{1}})" for name in BINARY)
+
+def _fuzzed(nargs: int) -> list[str]:
+    """The lax names of the elementwise ops of ``nargs`` operands the fuzzer draws (each
+    op's row says whether it is drawn), in the rows' order."""
+    return [op.lax_function_name for op in ELEMENTWISE_OPS.values()
+            if op.fuzzed and op.nargs == nargs]
+
+
+def unary_templates() -> tuple[str, ...]:
+    return (*(f"lax.{name}({{0}})" for name in _fuzzed(1)),
+            "lax.integer_pow({0}, 2)", "lax.integer_pow({0}, 3)", "lax.integer_pow({0}, -1)",
+            "lax.round({0}, 1)", "lax.clamp(-2, {0}, 3)", "lax.mul({0}, 2)", "lax.add({0}, -1)")
+
+
+def binary_templates() -> tuple[str, ...]:
+    return tuple(f"lax.{name}({{0}}, {{1}})" for name in _fuzzed(2))
 
 
 def accepted(templates: Sequence[str], avals: Sequence[ShapedArray],
@@ -67,10 +67,10 @@ def body_text(b: Builder, aval: ShapedArray, var: str, captured: str | None) -> 
     """A shape- and dtype-preserving expression of ``var`` (for loop and branch bodies),
     possibly combining it with the closed-over value ``captured``."""
     if captured is not None and chance(b.choices, 50):
-        options = accepted(BINARY_TEMPLATES, (aval, aval), same_type=True)
+        options = accepted(binary_templates(), (aval, aval), same_type=True)
         if options:
             return pick(b.choices, options).format(var, captured)
-    options = accepted(UNARY_TEMPLATES, (aval,), same_type=True) or ["{0}"]
+    options = accepted(unary_templates(), (aval,), same_type=True) or ["{0}"]
     return pick(b.choices, options).format(var)
 
 
@@ -93,7 +93,7 @@ def _numeric(aval: ShapedArray) -> bool:
 
 
 def unary(b: Builder, x: str) -> str | None:
-    options = accepted(UNARY_TEMPLATES, (b.aval(x),))
+    options = accepted(unary_templates(), (b.aval(x),))
     return b.emit(pick(b.choices, options), (x,)) if options else None
 
 
@@ -128,7 +128,7 @@ def binary(b: Builder, x: str) -> str | None:
         x, y = y, x
     sx, sy = b.aval(x).shape, b.aval(y).shape
     out = tuple(np.broadcast_shapes(sx, sy))
-    options = accepted(BINARY_TEMPLATES, (b.aval(x).update(shape=out), b.aval(y).update(shape=out)))
+    options = accepted(binary_templates(), (b.aval(x).update(shape=out), b.aval(y).update(shape=out)))
     if not options:
         return None
     template = pick(b.choices, options)
@@ -361,7 +361,7 @@ def scan(b: Builder, x: str) -> str | None:
     aval = b.aval(x)
     carry_aval = aval.update(shape=aval.shape[1:])
     init = b.value_of(carry_aval)
-    carry_options = accepted(BINARY_TEMPLATES, (carry_aval, carry_aval), same_type=True)
+    carry_options = accepted(binary_templates(), (carry_aval, carry_aval), same_type=True)
     if not carry_options:
         return None
     carry = pick(b.choices, carry_options).format("c", "a")

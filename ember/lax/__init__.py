@@ -26,3 +26,14 @@ def stop_gradient(x):
 from ember.errors import wrap_public_functions as _wrap  # noqa: E402
 
 _wrap(globals())
+
+
+def __getattr__(name: str):
+    """The function of an elementwise op defined after import (``define_elementwise``)."""
+    from ember.errors import user_errors
+    from ember.ops.elementwise import ELEMENTWISE_OPS, lax_function
+
+    for op in ELEMENTWISE_OPS.values():
+        if op.lax_function_name == name:
+            return user_errors(lax_function(op.name))
+    raise AttributeError(f"module 'ember.lax' has no attribute {name!r}")

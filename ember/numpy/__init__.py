@@ -65,8 +65,20 @@ newaxis = None
 euler_gamma = 0.5772156649015329
 
 # Errors raised anywhere below a public function name the user's line.
+from ember.errors import user_errors as _user_errors  # noqa: E402
 from ember.errors import wrap_public_functions as _wrap  # noqa: E402
 
 _wrap(globals())
 _wrap(fft.__dict__)
 _wrap(linalg.__dict__)
+
+
+def __getattr__(name: str):
+    """The ufunc of an elementwise op defined after import (``define_elementwise``)."""
+    from ember.numpy._ufuncs import row_ufunc
+    from ember.ops.elementwise import ELEMENTWISE_OPS
+
+    for op in ELEMENTWISE_OPS.values():
+        if name in op.numpy:
+            return _user_errors(row_ufunc(op.name))
+    raise AttributeError(f"module 'ember.numpy' has no attribute {name!r}")

@@ -18,6 +18,7 @@ from ember.core import dtypes
 from ember.numpy import _complex_special_cases as annex_g
 from ember.numpy._promotion import ensure_array, promote_args, promote_args_inexact
 from ember.numpy._ufunc_objects import builtin, monoid, reduction, running, scatter
+from ember.ops.elementwise import ELEMENTWISE_OPS
 
 __all__ = [
     "exp", "exp2", "expm1", "log", "log1p", "sqrt", "cbrt", "sin", "cos", "tan", "arcsin",
@@ -58,6 +59,16 @@ def _ufunc(name: str, lax_fn: Callable, promote: Callable[..., list[Any]]) -> Ca
     return fn
 
 
+_PROMOTIONS = {"same": _same, "inexact": _inexact}
+
+
+def row_ufunc(name: str) -> Callable:
+    """The ufunc of the elementwise op ``name`` as its row says (``ElementwiseOp``: its
+    first numpy name, its lax function, its promotion)."""
+    op = ELEMENTWISE_OPS[name]
+    return _ufunc(op.numpy[0], getattr(lax, op.lax_function_name), _PROMOTIONS[op.promote])
+
+
 def _bool_as(bool_fn: Callable, number_fn: Callable) -> Callable:
     """NumPy's arithmetic on bools is logic: add is or, multiply is and."""
     def fn(x, y):
@@ -73,35 +84,22 @@ def _right_shift(x, y):
     return lax.shift_right_logical(x, y)
 
 
-exp = _ufunc("exp", lax.exp, _inexact)
-exp2 = _ufunc("exp2", lax.exp2, _inexact)
+# The ufuncs an op's row names (``ElementwiseOp.numpy``, first name; aliases below).
+(exp, exp2, log, log1p, sqrt, cbrt, sin, cos, tan, arcsin, arccos, arctan, sinh, cosh,
+ tanh, arcsinh, arccosh, arctanh, arctan2, nextafter, square, invert, left_shift) = map(
+    row_ufunc, ("exp", "exp2", "log", "log1p", "sqrt", "cbrt", "sin", "cos", "tan",
+                "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
+                "atan2", "nextafter", "square", "not", "shift_left"))
+asin, acos, atan, asinh, acosh, atanh = arcsin, arccos, arctan, arcsinh, arccosh, arctanh
+atan2, bitwise_not, bitwise_invert, bitwise_left_shift = arctan2, invert, invert, left_shift
+# Complex expm1 keeps the standard's special cases at infinities and NaN (Annex G).
 expm1 = _ufunc("expm1", annex_g.expm1, _inexact)
-log = _ufunc("log", lax.log, _inexact)
-log1p = _ufunc("log1p", lax.log1p, _inexact)
-sqrt = _ufunc("sqrt", lax.sqrt, _inexact)
-cbrt = _ufunc("cbrt", lax.cbrt, _inexact)
-sin = _ufunc("sin", lax.sin, _inexact)
-cos = _ufunc("cos", lax.cos, _inexact)
-tan = _ufunc("tan", lax.tan, _inexact)
-arcsin = asin = _ufunc("arcsin", lax.asin, _inexact)
-arccos = acos = _ufunc("arccos", lax.acos, _inexact)
-arctan = atan = _ufunc("arctan", lax.atan, _inexact)
-sinh = _ufunc("sinh", lax.sinh, _inexact)
-cosh = _ufunc("cosh", lax.cosh, _inexact)
-tanh = _ufunc("tanh", lax.tanh, _inexact)
-arcsinh = asinh = _ufunc("arcsinh", lax.asinh, _inexact)
-arccosh = acosh = _ufunc("arccosh", lax.acosh, _inexact)
-arctanh = atanh = _ufunc("arctanh", lax.atanh, _inexact)
-arctan2 = atan2 = _ufunc("arctan2", lax.atan2, _inexact)
-nextafter = _ufunc("nextafter", lax.nextafter, _inexact)
 
 negative = builtin(_ufunc("negative", lax.neg, _same), 1)
-square = _ufunc("square", lax.square, _same)
 conjugate = conj = _ufunc("conjugate", lambda x: lax.conj(x) if dtypes.is_complex(x.dtype)
                           else x, _same)
 absolute = abs = _ufunc("absolute", lambda x: x if dtypes.is_unsigned(x.dtype)
                         or dtypes.is_bool(x.dtype) else lax.abs(x), _same)
-invert = bitwise_not = bitwise_invert = _ufunc("invert", lax.bitwise_not, _same)
 bitwise_count = _ufunc("bitwise_count", lambda x: lax.convert_element_type(
     lax.population_count(lax.abs(x) if dtypes.is_signed(x.dtype) else x), np.uint8), _same)
 
@@ -123,7 +121,6 @@ bitwise_or = builtin(_ufunc("bitwise_or", lax.bitwise_or, _same), 2, 0,
                      reduce=monoid(lax.reduce_or, lax.bitwise_or, 0, boolean=False))
 bitwise_xor = builtin(_ufunc("bitwise_xor", lax.bitwise_xor, _same), 2, 0,
                       reduce=monoid(lax.reduce_xor, lax.bitwise_xor, 0, boolean=False))
-left_shift = bitwise_left_shift = _ufunc("left_shift", lax.shift_left, _same)
 right_shift = bitwise_right_shift = _ufunc("right_shift", _right_shift, _same)
 equal = _ufunc("equal", lax.eq, _same)
 not_equal = _ufunc("not_equal", lax.ne, _same)

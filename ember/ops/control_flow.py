@@ -323,7 +323,7 @@ def _vmapped(graph: Graph, in_axes: Sequence[int | None], size: int) -> Callable
 def _to_front(values: Sequence[Any], dims: Sequence[int | None], size: int,
               force: bool = False) -> list[Any]:
     """Batch axes moved to 0; with ``force`` unbatched values are broadcast too."""
-    from ember.transforms.rules import move_batch_axis
+    from ember.ops.rules import move_batch_axis
 
     return [move_batch_axis(v, d, 0, size) if (d is not None or force) else v
             for v, d in zip(values, dims)]
@@ -331,8 +331,8 @@ def _to_front(values: Sequence[Any], dims: Sequence[int | None], size: int,
 
 def _cond_batch(values, dims, *, branches):
     from ember.ops.elementwise import select_n
+    from ember.ops.rules import batch_size
     from ember.ops.structural import broadcast_in_dim
-    from ember.transforms.rules import batch_size
 
     size = batch_size(values, dims)
     index, operands = values[0], _to_front(values[1:], dims[1:], size)
@@ -366,8 +366,8 @@ def _split(values: Sequence[Any], *sizes: int) -> list[list[Any]]:
 def _while_batch(values, dims, *, cond_graph, body_graph, cond_nconsts, body_nconsts):
     from ember.ops.elementwise import select_n
     from ember.ops.reductions import reduce_or
+    from ember.ops.rules import batch_size
     from ember.ops.structural import broadcast_in_dim
-    from ember.transforms.rules import batch_size
 
     size = batch_size(values, dims)
     cconsts, bconsts, carry = _split(values, cond_nconsts, body_nconsts)
@@ -395,7 +395,7 @@ while_p.def_batch(_while_batch)
 
 
 def _scan_batch(values, dims, *, body, num_consts, num_carry, length, reverse, unroll):
-    from ember.transforms.rules import batch_size, move_batch_axis
+    from ember.ops.rules import batch_size, move_batch_axis
 
     size = batch_size(values, dims)
     consts, carry, xs = _split(values, num_consts, num_carry)
@@ -419,8 +419,8 @@ scan_p.def_batch(_scan_batch)
 
 def _jvp_of(graph: Graph, num_primals: int) -> Callable:
     """A function (primals..., tangents...) -> (primal outs..., tangent outs...)."""
+    from ember.ops.rules import instantiate
     from ember.transforms.jvp import jvp_flat
-    from ember.transforms.rules import instantiate
 
     def run(*args):
         primals_out, tangents_out = jvp_flat(lambda *a: _run(graph, a), args[:num_primals],
@@ -543,7 +543,7 @@ def _cond_partial_eval(trace, tracers, *, branches):
 
 
 def _cond_transpose(cts, index, *operands, branches):
-    from ember.transforms.rules import instantiate, is_undefined_primal
+    from ember.ops.rules import instantiate, is_undefined_primal
     from ember.transforms.transpose import backward_pass
 
     linear = [is_undefined_primal(o) for o in operands]
@@ -624,7 +624,7 @@ def _scan_partial_eval(trace, tracers, *, body, num_consts, num_carry, length, r
 
 
 def _scan_transpose(cts, *operands, body, num_consts, num_carry, length, reverse, unroll):
-    from ember.transforms.rules import UndefinedPrimal, instantiate, is_undefined_primal
+    from ember.ops.rules import UndefinedPrimal, instantiate, is_undefined_primal
     from ember.transforms.transpose import backward_pass
 
     consts, carry, xs = _split(operands, num_consts, num_carry)

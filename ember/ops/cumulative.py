@@ -22,7 +22,7 @@ from ember.ops import elementwise as ew
 from ember.ops.reductions import MONOIDS, Monoid, accumulator_dtype, check_axes, normalize_axis
 from ember.ops.structural import (
     broadcast_in_dim, concatenate, expand_dims, pad, reshape, rev, slice_in_dim)
-from ember.transforms.rules import UndefinedPrimal, Zero, deflinear
+from ember.ops.rules import UndefinedPrimal, Zero, deflinear
 
 __all__ = ["cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp", "associative_scan"]
 

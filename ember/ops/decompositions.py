@@ -21,7 +21,7 @@ from ember.ops import elementwise as ew
 from ember.ops.linalg import batch_matmul
 from ember.ops.reductions import reduce_sum
 from ember.ops.structural import broadcast_in_dim, broadcasted_iota, transpose
-from ember.transforms.rules import (
+from ember.ops.rules import (
     Zero, batch_size, defjvp2, defjvp_zero, is_undefined_primal, move_batch_axis)
 
 __all__ = ["cholesky", "lu", "lu_pivots_to_permutation", "triangular_solve", "qr", "eigh",

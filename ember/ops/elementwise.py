@@ -1,13 +1,20 @@
 """Elementwise primitives: math, comparisons, integer and bitwise ops, select, casts.
 
 At this (lax) level operands must already agree in shape and dtype; ``ember.numpy``
-broadcasts and promotes before binding. Each primitive is a row in a table: its name,
-NumPy reference, which dtypes it accepts and its derivative.
+broadcasts and promotes before binding. Each primitive is one ``ElementwiseOp`` row
+(the table at the end): its name, NumPy reference, accepted dtypes, derivative, cost,
+the C-family template that computes it, its ``ember.numpy`` wrapper and whether the
+fuzzer draws it. Everything else reads the row: the renderers' op tables
+(``ember.codegen.render.OpTemplates``), fusion's cost model, ``ember.lax``,
+``ember.numpy`` and the fuzzer, so a new op is one ``define_elementwise`` call.
+select_n, clamp and convert_element_type take parameters or mixed operands and are
+defined by hand below the table.
 """
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -15,7 +22,7 @@ from ember.core import dtypes
 from ember.core.abstract import ShapedArray
 from ember.core.primitive import Primitive
 from ember.errors import EmberTypeError, EmberValueError
-from ember.transforms import rules
+from ember.ops import rules
 
 __all__ = [
     "neg", "sign", "floor", "ceil", "round", "is_finite", "exp", "exp2", "log", "log1p",
@@ -38,6 +45,63 @@ NUMBER = "number"    # ints, floats, complex (not bool)
 INT = "int"          # integers
 INT_BOOL = "intbool" # integers or bool
 ANY = "any"
+
+# ElementwiseOp.jvp values besides one derivative per operand
+ZERO = "zero"      # piecewise constant or integer-valued: the derivative is zero
+LINEAR = "linear"  # linear: the tangent is the op of the tangents; needs a transpose
+
+
+@dataclass(frozen=True)
+class ElementwiseOp:
+    """One elementwise primitive, defined whole (register it with ``define_elementwise``).
+
+    ``jvp``: ``ZERO``, ``LINEAR`` or one derivative per operand, ``f(t, *operands)`` giving
+    that operand's tangent contribution (``f(t, ans, *operands)`` with
+    ``jvp_uses_output``), as ``jax.interpreters.ad.defjvp``. ``transpose``: the rule of an
+    op linear in some operands (see ``ember.ops.rules``).
+
+    ``templates``: what computes the op in generated code, keyed by target: ``"c"`` for
+    every C dialect, ``"gpu"`` / ``"cuda"`` / ``"opencl"`` where a target differs; ``None``
+    means the target lacks it (it runs as a host call). A template is a string, or
+    {dtype name or class ('float', 'int', 'uint', 'bool', 'any'): string}; the fields
+    are those of ``ember.codegen.render.Renderer.template_fields``. Without a "c" entry,
+    ``math`` names the library function that computes the op on floats (``{f_<math>}``).
+    """
+
+    name: str
+    reference: Callable[..., Any]  # the NumPy implementation: the reference backend
+    accepts: str  # dtype class of the operands (FLOAT, INEXACT, NUMBER, ...)
+    nargs: int = 1
+    out_dtype: Callable[[np.dtype], np.dtype] | None = None  # None: the operands' dtype
+    jvp: str | Sequence[Callable] = ZERO
+    jvp_uses_output: bool = False
+    transpose: Callable | None = None
+    expensive: bool = False  # many instructions: fusion does not recompute it freely
+    math: str | None = None
+    templates: Mapping[str, Any] = field(default_factory=dict)
+    lax_name: str = ""  # the ember.lax function (default: ``name``)
+    numpy: tuple[str, ...] = ()  # ember.numpy names of its ufunc (promoted, broadcast)
+    promote: str = "same"  # ember.numpy promotion: "same" dtype, or "inexact" (ints -> float)
+    fuzzed: bool = True  # the fuzzer draws it (``ember.fuzz.ops``)
+
+    @property
+    def lax_function_name(self) -> str:
+        return self.lax_name or self.name
+
+    def template(self, targets: Sequence[str]) -> Any:
+        """The template of the first of ``targets`` the row names (most specific first),
+        else the ``math`` call; None where the target lacks the op."""
+        for target in targets:
+            if target in self.templates:
+                return self.templates[target]
+        if self.math is None:
+            return None
+        operands = ", ".join(f"{{{i}}}" for i in range(self.nargs))
+        return {"float": f"{{f_{self.math}}}({operands})"}
+
+
+# Every op defined by a row, by primitive name.
+ELEMENTWISE_OPS: dict[str, ElementwiseOp] = {}
 
 
 def _accepts(kind: str, dtype: np.dtype) -> bool:
@@ -67,10 +131,13 @@ def _check_same(name: str, avals: tuple[ShapedArray, ...]) -> None:
                 "with .astype(...) (ember.numpy promotes for you)")
 
 
-def _elementwise(name: str, numpy_fn: Callable, kind: str, nargs: int,
-                 out_dtype: Callable[[np.dtype], np.dtype] | None = None) -> Primitive:
-    prim = Primitive(name)
-    ELEMENTWISE[name] = prim
+def define_elementwise(op: ElementwiseOp) -> Primitive:
+    """Register ``op``: its primitive with abstract eval, reference impl, batching and
+    derivative rules. Codegen, ember.lax, ember.numpy and the fuzzer read the row."""
+    if op.name in ELEMENTWISE:
+        raise EmberValueError(f"an elementwise primitive named {op.name!r} exists already")
+    prim = Primitive(op.name)
+    name, nargs, out_dtype = op.name, op.nargs, op.out_dtype
 
     @prim.def_abstract_eval
     def _abstract(*avals: ShapedArray, **params: Any) -> ShapedArray:
@@ -78,18 +145,33 @@ def _elementwise(name: str, numpy_fn: Callable, kind: str, nargs: int,
             raise EmberTypeError(f"{name} takes {nargs} operands, got {len(avals)}")
         _check_same(name, avals)
         dtype = avals[0].dtype
-        if not _accepts(kind, dtype):
-            raise EmberTypeError(f"{name} does not accept dtype {dtype} (needs {kind} dtypes)")
+        if not _accepts(op.accepts, dtype):
+            raise EmberTypeError(f"{name} does not accept dtype {dtype} "
+                                 f"(needs {op.accepts} dtypes)")
         return ShapedArray(avals[0].shape, out_dtype(dtype) if out_dtype else dtype)
 
     @prim.def_impl
     def _impl(*args: np.ndarray, **params: Any) -> np.ndarray:
         with np.errstate(all="ignore"):
-            out = numpy_fn(*args, **params)
+            out = op.reference(*args, **params)
         dtype = out_dtype(np.asarray(args[0]).dtype) if out_dtype else np.asarray(args[0]).dtype
         return np.asarray(out, dtype=dtype)
 
     rules.def_elementwise_batch(prim)
+    if op.jvp == ZERO:
+        rules.defjvp_zero(prim)
+    elif op.jvp == LINEAR:
+        rules.deflinear(prim, op.transpose)
+    elif op.jvp_uses_output:
+        rules.defjvp2(prim, *op.jvp)
+    else:
+        rules.defjvp(prim, *op.jvp)
+    if op.transpose is None:
+        prim.waive("transpose", "not linear in its operands")
+    elif op.jvp != LINEAR:
+        prim.def_transpose(op.transpose)
+    ELEMENTWISE[name] = prim
+    ELEMENTWISE_OPS[name] = op
     return prim
 
 
@@ -248,10 +330,6 @@ def _population_count(x):
     return count.astype(x.dtype)
 
 
-def _nextafter(x, y):
-    return np.nextafter(x, y)
-
-
 def _integer_pow(x, y: int):
     if y == 0:
         return np.ones_like(x)
@@ -267,72 +345,333 @@ def _pow(x, y):
     return np.power(x, y)
 
 
+# --- derivatives the rows name ----------------------------------------------------------
+
+def _zeros_like(x):
+    return rules.zeros_like_aval(ShapedArray(np.shape(x), x.dtype))
+
+
+def _where(pred, on_true, on_false):
+    return select_n(pred, on_false, on_true)
+
+
+def _bcast_to(t, like):
+    """A scalar clamp bound's tangent, broadcast to the operand's shape."""
+    from ember.ops.structural import broadcast_in_dim
+
+    return broadcast_in_dim(t, np.shape(like), ()) if np.shape(t) != np.shape(like) else t
+
+
+def _trigamma_positive(x):
+    """polygamma(1, x) for x > 0: six steps of the recurrence psi1(x) = psi1(x+1) + 1/x^2,
+    then the asymptotic series at x + 6 (error below 1e-9)."""
+    total = _zeros_like(x)
+    for k in range(6):
+        total = add(total, integer_pow(add(x, float(k)), -2))
+    z = add(x, 6.0)
+    inv = div(add(_zeros_like(z), 1.0), z)
+    inv2 = square(inv)
+    series = mul(inv2, sub(1.0 / 6.0, mul(inv2, sub(1.0 / 30.0, mul(inv2, sub(
+        1.0 / 42.0, mul(inv2, 1.0 / 30.0)))))))
+    return add(total, mul(inv, add(add(series, mul(inv, 0.5)), 1.0)))
+
+
+def _trigamma(x):
+    """polygamma(1, x), with the reflection formula for x < 0.5. Each branch gets inputs
+    where it is finite, so the unused one puts no NaN into derivatives."""
+    small = lt(x, 0.5)
+    x_small = _where(small, x, add(_zeros_like(x), 0.25))
+    x_large = _where(small, add(_zeros_like(x), 1.0), x)
+    reflected = sub(div(add(_zeros_like(x), math.pi ** 2), square(sin(mul(x_small, math.pi)))),
+                    _trigamma_positive(sub(1.0, x_small)))
+    return _where(small, reflected, _trigamma_positive(x_large))
+
+
+def _abs_jvp(t, x):
+    if dtypes.is_complex(x.dtype):  # d|z| = Re(conj(z) dz) / |z|
+        return div(real(mul(conj(x), t)), abs(x))
+    return mul(t, sign(x))
+
+
+def _integer_pow_jvp(t, x, *, y):
+    if y == 0:
+        return _zeros_like(x)
+    return mul(t, mul(integer_pow(x, y - 1), float(y)))
+
+
+def _pow_jvp_base(t, x, y):
+    # y * x**(y-1), defined as 0 where y == 0 (so x = 0, y = 0 gives no NaN)
+    slope = mul(y, pow(x, sub(y, 1.0)))
+    return mul(t, _where(eq(y, 0.0), _zeros_like(x), slope))
+
+
+def _pow_jvp_exponent(t, ans, x, y):
+    # log(x) * x**y, defined as 0 where x == 0
+    safe_x = _where(eq(x, 0.0), add(_zeros_like(x), 1.0), x)
+    return mul(t, _where(eq(x, 0.0), _zeros_like(x), mul(log(safe_x), ans)))
+
+
+def _balanced(x, y, pick):
+    """1 where ``x`` is picked, 0.5 where x == y (max/min split the tangent)."""
+    one = add(_zeros_like(x), 1.0)
+    half = add(_zeros_like(x), 0.5)
+    return _where(pick(x, y), one, _where(eq(x, y), half, _zeros_like(x)))
+
+
+def _linear_in(x, ct):
+    return ct if rules.is_undefined_primal(x) else None
+
+
+def _mul_transpose(ct, x, y):
+    if rules.is_undefined_primal(x) and rules.is_undefined_primal(y):
+        raise EmberTypeError("mul of two linear values is not linear: cannot transpose it")
+    if rules.is_undefined_primal(x):
+        return [mul(ct, y), None]
+    return [None, mul(x, ct)]
+
+
+def _div_transpose(ct, x, y):
+    if rules.is_undefined_primal(y):
+        raise EmberTypeError("div is not linear in its divisor: cannot transpose it")
+    return [div(ct, y), None]
+
+
+def _select_n_transpose(ct, which, *cases):
+    if rules.is_undefined_primal(which):
+        raise EmberTypeError("select_n is not linear in its predicate: cannot transpose it")
+    zeros = _zeros_like(ct)
+    return [None] + [
+        select_n(which, *[ct if j == i else zeros for j in range(len(cases))])
+        if rules.is_undefined_primal(case) else None
+        for i, case in enumerate(cases)]
+
+
+def _select_n_jvp(primals, tangents):
+    which, *cases = primals
+    out = select_n(which, *cases)
+    if all(isinstance(t, rules.Zero) for t in tangents[1:]):
+        return out, rules.Zero.like(out)
+    return out, select_n(which, *[rules.instantiate(t) for t in tangents[1:]])
+
+
+def _clamp_jvp_lo(t, lo, x, hi):
+    return _where(bitwise_and(gt(_bcast_to(lo, x), x), lt(_bcast_to(lo, x), _bcast_to(hi, x))),
+                  _bcast_to(t, x), _zeros_like(x))
+
+
+def _clamp_jvp_x(t, lo, x, hi):
+    return _where(bitwise_and(gt(x, _bcast_to(lo, x)), lt(x, _bcast_to(hi, x))), t,
+                  _zeros_like(x))
+
+
+def _clamp_jvp_hi(t, lo, x, hi):
+    return _where(lt(_bcast_to(hi, x), x), _bcast_to(t, x), _zeros_like(x))
+
+
 # --- the table ------------------------------------------------------------------------
 
-neg_p = _elementwise("neg", np.negative, NUMBER, 1)
-sign_p = _elementwise("sign", np.sign, NUMBER, 1)
-floor_p = _elementwise("floor", np.floor, FLOAT, 1)
-ceil_p = _elementwise("ceil", np.ceil, FLOAT, 1)
-round_p = _elementwise("round", _round_half_away, FLOAT, 1)
-is_finite_p = _elementwise("is_finite", np.isfinite, FLOAT, 1, _to_bool)
-exp_p = _elementwise("exp", np.exp, INEXACT, 1)
-exp2_p = _elementwise("exp2", np.exp2, INEXACT, 1)
-log_p = _elementwise("log", np.log, INEXACT, 1)
-log1p_p = _elementwise("log1p", np.log1p, INEXACT, 1)
-expm1_p = _elementwise("expm1", np.expm1, INEXACT, 1)
-tanh_p = _elementwise("tanh", np.tanh, INEXACT, 1)
-logistic_p = _elementwise("logistic", _logistic, FLOAT, 1)
-sin_p = _elementwise("sin", np.sin, INEXACT, 1)
-cos_p = _elementwise("cos", np.cos, INEXACT, 1)
-tan_p = _elementwise("tan", np.tan, INEXACT, 1)
-asin_p = _elementwise("asin", np.arcsin, INEXACT, 1)
-acos_p = _elementwise("acos", np.arccos, INEXACT, 1)
-atan_p = _elementwise("atan", np.arctan, INEXACT, 1)
-sinh_p = _elementwise("sinh", np.sinh, INEXACT, 1)
-cosh_p = _elementwise("cosh", np.cosh, INEXACT, 1)
-asinh_p = _elementwise("asinh", np.arcsinh, INEXACT, 1)
-acosh_p = _elementwise("acosh", np.arccosh, INEXACT, 1)
-atanh_p = _elementwise("atanh", np.arctanh, INEXACT, 1)
-sqrt_p = _elementwise("sqrt", np.sqrt, INEXACT, 1)
-rsqrt_p = _elementwise("rsqrt", lambda x: 1 / np.sqrt(x), INEXACT, 1)
-cbrt_p = _elementwise("cbrt", np.cbrt, FLOAT, 1)
-erf_p = _elementwise("erf", _erf, FLOAT, 1)
-erfc_p = _elementwise("erfc", _erfc, FLOAT, 1)
-erf_inv_p = _elementwise("erf_inv", _erfinv, FLOAT, 1)
-lgamma_p = _elementwise("lgamma", _lgamma, FLOAT, 1)
-digamma_p = _elementwise("digamma", _digamma, FLOAT, 1)
-abs_p = _elementwise("abs", np.abs, NUMBER, 1, _real_of)
-not_p = _elementwise("not", np.invert, INT_BOOL, 1)
-real_p = _elementwise("real", np.real, INEXACT, 1, _real_of)
-imag_p = _elementwise("imag", np.imag, INEXACT, 1, _real_of)
-conj_p = _elementwise("conj", np.conj, INEXACT, 1)
-integer_pow_p = _elementwise("integer_pow", _integer_pow, NUMBER, 1)
-population_count_p = _elementwise("population_count", _population_count, INT, 1)
-square_p = _elementwise("square", np.square, NUMBER, 1)
+_SHIFT_OUT = "(uint64_t)(int64_t){1} >= {BITS}"
 
-add_p = _elementwise("add", np.add, NUMBER, 2)
-sub_p = _elementwise("sub", np.subtract, NUMBER, 2)
-mul_p = _elementwise("mul", np.multiply, NUMBER, 2)
-div_p = _elementwise("div", _c_div, NUMBER, 2)
-rem_p = _elementwise("rem", _c_rem, NUMBER, 2)
-pow_p = _elementwise("pow", _pow, NUMBER, 2)
-max_p = _elementwise("max", np.maximum, ANY, 2)
-min_p = _elementwise("min", np.minimum, ANY, 2)
-atan2_p = _elementwise("atan2", np.arctan2, FLOAT, 2)
-nextafter_p = _elementwise("nextafter", _nextafter, FLOAT, 2)
-and_p = _elementwise("and", np.bitwise_and, INT_BOOL, 2)
-or_p = _elementwise("or", np.bitwise_or, INT_BOOL, 2)
-xor_p = _elementwise("xor", np.bitwise_xor, INT_BOOL, 2)
-shift_left_p = _elementwise("shift_left", _shift_left, INT, 2)
-shift_right_logical_p = _elementwise("shift_right_logical", _shift_right_logical, INT, 2)
-shift_right_arithmetic_p = _elementwise("shift_right_arithmetic", _shift_right_arithmetic, INT, 2)
-eq_p = _elementwise("eq", np.equal, ANY, 2, _to_bool)
-ne_p = _elementwise("ne", np.not_equal, ANY, 2, _to_bool)
-lt_p = _elementwise("lt", np.less, ANY, 2, _to_bool)
-le_p = _elementwise("le", np.less_equal, ANY, 2, _to_bool)
-gt_p = _elementwise("gt", np.greater, ANY, 2, _to_bool)
-ge_p = _elementwise("ge", np.greater_equal, ANY, 2, _to_bool)
 
+def _bitwise(symbol: str) -> dict[str, str]:
+    return {cls: f"({{0}} {symbol} {{1}})" for cls in ("bool", "int", "uint")}
+
+
+def _compare(name: str, reference: Callable, symbol: str) -> ElementwiseOp:
+    return ElementwiseOp(name, reference, ANY, 2, _to_bool,
+                         templates={"c": {"any": f"({{0}} {symbol} {{1}})"}})
+
+
+# Unary ops (in the order the fuzzer draws them), then binary ones.
+_OPS = [
+    ElementwiseOp("neg", np.negative, NUMBER, jvp=LINEAR, transpose=lambda ct, x: [neg(ct)],
+                  templates={"c": {"any": "(-{0})"}}),
+    ElementwiseOp("abs", np.abs, NUMBER, out_dtype=_real_of, jvp=[_abs_jvp],
+                  templates={"c": {"float": "{f_fabs}({0})", "int": "({0} < 0 ? ({T})-{0} : {0})",
+                                   "uint": "{0}"}}),
+    ElementwiseOp("sign", np.sign, NUMBER, templates={"c": {
+        "float": "({0} != {0} ? {0} : ({T})(({0} > 0) - ({0} < 0)))",
+        "int": "(({T})(({0} > 0) - ({0} < 0)))", "uint": "(({T})({0} > 0))"}}),
+    ElementwiseOp("square", np.square, NUMBER, jvp=[lambda t, x: mul(t, mul(x, 2.0))],
+                  templates={"c": {"any": "({0} * {0})"}}, numpy=("square",)),
+    ElementwiseOp("exp", np.exp, INEXACT, jvp=[lambda t, ans, x: mul(t, ans)],
+                  jvp_uses_output=True, expensive=True, math="exp", numpy=("exp",),
+                  promote="inexact"),
+    ElementwiseOp("log", np.log, INEXACT, jvp=[lambda t, x: div(t, x)], expensive=True,
+                  math="log", numpy=("log",), promote="inexact"),
+    ElementwiseOp("sqrt", np.sqrt, INEXACT, jvp=[lambda t, ans, x: div(mul(t, 0.5), ans)],
+                  jvp_uses_output=True, math="sqrt", numpy=("sqrt",), promote="inexact"),
+    ElementwiseOp("tanh", np.tanh, INEXACT,
+                  jvp=[lambda t, ans, x: mul(t, sub(1.0, square(ans)))], jvp_uses_output=True,
+                  expensive=True, math="tanh", numpy=("tanh",), promote="inexact"),
+    ElementwiseOp("logistic", _logistic, FLOAT,
+                  jvp=[lambda t, ans, x: mul(t, mul(ans, sub(1.0, ans)))], jvp_uses_output=True,
+                  expensive=True, math="sigmoid"),
+    ElementwiseOp("sin", np.sin, INEXACT, jvp=[lambda t, x: mul(t, cos(x))], expensive=True,
+                  math="sin", numpy=("sin",), promote="inexact"),
+    ElementwiseOp("cos", np.cos, INEXACT, jvp=[lambda t, x: neg(mul(t, sin(x)))],
+                  expensive=True, math="cos", numpy=("cos",), promote="inexact"),
+    ElementwiseOp("floor", np.floor, FLOAT, math="floor"),
+    ElementwiseOp("ceil", np.ceil, FLOAT, math="ceil"),
+    # rounding_method 1 (half to even) renders as the renderers' own "round_even" row
+    ElementwiseOp("round", _round_half_away, FLOAT, math="round"),
+    ElementwiseOp("is_finite", np.isfinite, FLOAT, out_dtype=_to_bool,
+                  templates={"c": {"float": "(({0} - {0}) == 0)"}}),
+    ElementwiseOp("exp2", np.exp2, INEXACT,
+                  jvp=[lambda t, ans, x: mul(t, mul(ans, math.log(2.0)))], jvp_uses_output=True,
+                  expensive=True, math="exp2", numpy=("exp2",), promote="inexact"),
+    ElementwiseOp("log1p", np.log1p, INEXACT, jvp=[lambda t, x: div(t, add(x, 1.0))],
+                  expensive=True, math="log1p", numpy=("log1p",), promote="inexact"),
+    ElementwiseOp("expm1", np.expm1, INEXACT, jvp=[lambda t, ans, x: mul(t, add(ans, 1.0))],
+                  jvp_uses_output=True, expensive=True, math="expm1", numpy=("expm1",),
+                  promote="inexact"),
+    ElementwiseOp("tan", np.tan, INEXACT,
+                  jvp=[lambda t, ans, x: mul(t, add(1.0, square(ans)))], jvp_uses_output=True,
+                  expensive=True, math="tan", numpy=("tan",), promote="inexact"),
+    ElementwiseOp("asin", np.arcsin, INEXACT,
+                  jvp=[lambda t, x: mul(t, rsqrt(sub(1.0, square(x))))], expensive=True,
+                  math="asin", numpy=("arcsin", "asin"), promote="inexact"),
+    ElementwiseOp("acos", np.arccos, INEXACT,
+                  jvp=[lambda t, x: neg(mul(t, rsqrt(sub(1.0, square(x)))))], expensive=True,
+                  math="acos", numpy=("arccos", "acos"), promote="inexact"),
+    ElementwiseOp("atan", np.arctan, INEXACT, jvp=[lambda t, x: div(t, add(1.0, square(x)))],
+                  expensive=True, math="atan", numpy=("arctan", "atan"), promote="inexact"),
+    ElementwiseOp("sinh", np.sinh, INEXACT, jvp=[lambda t, x: mul(t, cosh(x))],
+                  expensive=True, math="sinh", numpy=("sinh",), promote="inexact"),
+    ElementwiseOp("cosh", np.cosh, INEXACT, jvp=[lambda t, x: mul(t, sinh(x))],
+                  expensive=True, math="cosh", numpy=("cosh",), promote="inexact"),
+    ElementwiseOp("asinh", np.arcsinh, INEXACT,
+                  jvp=[lambda t, x: mul(t, rsqrt(add(square(x), 1.0)))], expensive=True,
+                  math="asinh", numpy=("arcsinh", "asinh"), promote="inexact"),
+    ElementwiseOp("acosh", np.arccosh, INEXACT,
+                  jvp=[lambda t, x: mul(t, rsqrt(mul(sub(x, 1.0), add(x, 1.0))))],
+                  expensive=True, math="acosh", numpy=("arccosh", "acosh"), promote="inexact"),
+    ElementwiseOp("atanh", np.arctanh, INEXACT, jvp=[lambda t, x: div(t, sub(1.0, square(x)))],
+                  expensive=True, math="atanh", numpy=("arctanh", "atanh"), promote="inexact"),
+    ElementwiseOp("rsqrt", lambda x: 1 / np.sqrt(x), INEXACT,
+                  jvp=[lambda t, ans, x: mul(t, div(mul(ans, -0.5), x))], jvp_uses_output=True,
+                  templates={"c": {"float": "(({T})1 / {f_sqrt}({0}))"}}),
+    ElementwiseOp("cbrt", np.cbrt, FLOAT,
+                  jvp=[lambda t, ans, x: mul(t, div(integer_pow(ans, -2), 3.0))],
+                  jvp_uses_output=True, expensive=True, math="cbrt", numpy=("cbrt",),
+                  promote="inexact"),
+    ElementwiseOp("erf", _erf, FLOAT,
+                  jvp=[lambda t, x: mul(t, mul(2.0 / math.sqrt(math.pi), exp(neg(square(x)))))],
+                  expensive=True, math="erf"),
+    ElementwiseOp("erfc", _erfc, FLOAT,
+                  jvp=[lambda t, x: mul(t, mul(-2.0 / math.sqrt(math.pi), exp(neg(square(x)))))],
+                  expensive=True, math="erfc"),
+    # erf_inv and digamma: ember_special.h on the CPU; host calls on GPUs
+    ElementwiseOp("erf_inv", _erfinv, FLOAT,
+                  jvp=[lambda t, ans, x: mul(t, mul(math.sqrt(math.pi) / 2.0, exp(square(ans))))],
+                  jvp_uses_output=True, expensive=True, templates={
+                      "c": {"float64": "ember_erf_inv({0})", "float": "ember_erf_invf({0})"},
+                      "gpu": None}),
+    ElementwiseOp("lgamma", _lgamma, FLOAT, jvp=[lambda t, x: mul(t, digamma(x))],
+                  expensive=True, templates={"c": {  # lgamma(-inf) is -inf, not inf
+                      "float": "({0} < 0 && {0} - {0} != 0 ? {0} : {f_lgamma}({0}))"}}),
+    ElementwiseOp("digamma", _digamma, FLOAT, jvp=[lambda t, x: mul(t, _trigamma(x))],
+                  expensive=True, templates={
+                      "c": {"float64": "ember_digamma({0})", "float": "ember_digammaf({0})"},
+                      "gpu": None}),
+    ElementwiseOp("not", np.invert, INT_BOOL, lax_name="bitwise_not", templates={"c": {
+        "bool": "(!{0})", "int": "(({T})~{0})", "uint": "(({T})~{0})"}},
+        numpy=("invert", "bitwise_not", "bitwise_invert")),
+    ElementwiseOp("population_count", _population_count, INT, templates={
+        "c": {"int": "(({T})__builtin_popcountll((uint64_t)({U}){0}))",
+              "uint": "(({T})__builtin_popcountll((uint64_t){0}))"},
+        "cuda": {"int": "(({T})__popcll((uint64_t)({U}){0}))",
+                 "uint": "(({T})__popcll((uint64_t){0}))"},
+        "opencl": {"int": "(({T})popcount((uint64_t)({U}){0}))",
+                   "uint": "(({T})popcount((uint64_t){0}))"}}),
+    ElementwiseOp("real", np.real, INEXACT, out_dtype=_real_of, jvp=LINEAR,
+                  transpose=lambda ct, x: [convert_element_type(ct, x.dtype)],
+                  templates={"c": {"float": "{0}"}}, fuzzed=False),
+    ElementwiseOp("imag", np.imag, INEXACT, out_dtype=_real_of, jvp=LINEAR,
+                  transpose=lambda ct, x: [mul(convert_element_type(neg(ct), x.dtype), 1j)],
+                  templates={"c": {"float": "(({T})0)"}}, fuzzed=False),
+    ElementwiseOp("conj", np.conj, INEXACT, jvp=LINEAR, transpose=lambda ct, x: [conj(ct)],
+                  templates={"c": {"float": "{0}"}}, fuzzed=False),
+    # rendered by the renderers' integer_power (repeated squaring of the parameter y)
+    ElementwiseOp("integer_pow", _integer_pow, NUMBER, jvp=[_integer_pow_jvp], fuzzed=False),
+
+    ElementwiseOp("add", np.add, NUMBER, 2, jvp=[lambda t, x, y: t, lambda t, x, y: t],
+                  transpose=lambda ct, x, y: [_linear_in(x, ct), _linear_in(y, ct)],
+                  templates={"c": {"any": "({0} + {1})"}}),
+    ElementwiseOp("sub", np.subtract, NUMBER, 2,
+                  jvp=[lambda t, x, y: t, lambda t, x, y: neg(t)],
+                  transpose=lambda ct, x, y: [
+                      _linear_in(x, ct), neg(ct) if rules.is_undefined_primal(y) else None],
+                  templates={"c": {"any": "({0} - {1})"}}),
+    ElementwiseOp("mul", np.multiply, NUMBER, 2,
+                  jvp=[lambda t, x, y: mul(t, y), lambda t, x, y: mul(x, t)],
+                  transpose=_mul_transpose, templates={"c": {"any": "({0} * {1})"}}),
+    ElementwiseOp("max", np.maximum, ANY, 2, jvp=[lambda t, x, y: mul(t, _balanced(x, y, gt)),
+                                                 lambda t, x, y: mul(t, _balanced(y, x, gt))],
+                  templates={"c": {"any": "(({0} >= {1} || {0} != {0}) ? {0} : {1})"}}),
+    ElementwiseOp("min", np.minimum, ANY, 2, jvp=[lambda t, x, y: mul(t, _balanced(x, y, lt)),
+                                                 lambda t, x, y: mul(t, _balanced(y, x, lt))],
+                  templates={"c": {"any": "(({0} <= {1} || {0} != {0}) ? {0} : {1})"}}),
+    ElementwiseOp("div", _c_div, NUMBER, 2,
+                  jvp=[lambda t, x, y: div(t, y), lambda t, x, y: div(mul(neg(t), x), square(y))],
+                  transpose=_div_transpose, templates={"c": {
+                      "float": "({0} / {1})",
+                      "int": "({1} == 0 ? ({T})-1 : {1} == -1 ? ({T})(0 - ({U}){0}) : "
+                             "({T})({0} / {1}))",
+                      "uint": "({1} == 0 ? {MAX} : ({T})({0} / {1}))"}}),
+    ElementwiseOp("rem", _c_rem, NUMBER, 2, jvp=[
+        lambda t, x, y: t,
+        lambda t, x, y: mul(neg(t), mul(sign(div(x, y)), floor(abs(div(x, y)))))],
+        expensive=True, templates={"c": {
+            "float": "{f_fmod}({0}, {1})",
+            "int": "({1} == 0 ? {0} : {1} == -1 ? ({T})0 : ({T})({0} % {1}))",
+            "uint": "({1} == 0 ? {0} : ({T})({0} % {1}))"}}),
+    # GPUs: an unsigned exponent may be 2^63 or more (ember_upow, see codegen.gpu)
+    ElementwiseOp("pow", _pow, NUMBER, 2, jvp=[
+        lambda t, ans, x, y: _pow_jvp_base(t, x, y), _pow_jvp_exponent], jvp_uses_output=True,
+        expensive=True, templates={
+            "c": {"float": "{f_pow}({0}, {1})",
+                  "int": "(({T})ember_ipow((uint64_t){0}, (int64_t){1}))",
+                  "uint": "(({T})ember_ipow((uint64_t){0}, (int64_t){1}))"},
+            "gpu": {"float": "{f_pow}({0}, {1})",
+                    "int": "(({T})ember_ipow((uint64_t){0}, (int64_t){1}))",
+                    "uint": "(({T})ember_upow((uint64_t){0}, (uint64_t){1}))"}}),
+    ElementwiseOp("atan2", np.arctan2, FLOAT, 2, jvp=[
+        lambda t, x, y: mul(t, div(y, add(square(x), square(y)))),
+        lambda t, x, y: mul(t, div(neg(x), add(square(x), square(y))))],
+        expensive=True, math="atan2", numpy=("arctan2", "atan2"), promote="inexact"),
+    # (half precision would need the next 16-bit value: not covered)
+    ElementwiseOp("nextafter", np.nextafter, FLOAT, 2, expensive=True, templates={"c": {
+        "float32": "{f_nextafter}({0}, {1})", "float64": "{f_nextafter}({0}, {1})"}},
+        numpy=("nextafter",), promote="inexact"),
+    ElementwiseOp("and", np.bitwise_and, INT_BOOL, 2, lax_name="bitwise_and",
+                  templates={"c": _bitwise("&")}),
+    ElementwiseOp("or", np.bitwise_or, INT_BOOL, 2, lax_name="bitwise_or",
+                  templates={"c": _bitwise("|")}),
+    ElementwiseOp("xor", np.bitwise_xor, INT_BOOL, 2, lax_name="bitwise_xor",
+                  templates={"c": _bitwise("^")}),
+    ElementwiseOp("shift_left", _shift_left, INT, 2, templates={"c": {
+        "int": f"({_SHIFT_OUT} ? ({{T}})0 : ({{T}})(({{U}}){{0}} << {{1}}))",
+        "uint": f"({_SHIFT_OUT} ? ({{T}})0 : ({{T}})({{0}} << {{1}}))"}},
+        numpy=("left_shift", "bitwise_left_shift")),
+    ElementwiseOp("shift_right_logical", _shift_right_logical, INT, 2, templates={"c": {
+        "int": f"({_SHIFT_OUT} ? ({{T}})0 : ({{T}})(({{U}}){{0}} >> {{1}}))",
+        "uint": f"({_SHIFT_OUT} ? ({{T}})0 : ({{T}})({{0}} >> {{1}}))"}}),
+    ElementwiseOp("shift_right_arithmetic", _shift_right_arithmetic, INT, 2, templates={"c": {
+        "int": "({0} >> ({1} < 0 ? 0 : {1} >= {BITS} ? {BITS} - 1 : {1}))",
+        "uint": "({1} >= {BITS} ? ({T})0 : ({T})({0} >> {1}))"}}),
+    _compare("eq", np.equal, "=="),
+    _compare("ne", np.not_equal, "!="),
+    _compare("lt", np.less, "<"),
+    _compare("le", np.less_equal, "<="),
+    _compare("gt", np.greater, ">"),
+    _compare("ge", np.greater_equal, ">="),
+]
+for _op in _OPS:
+    define_elementwise(_op)
+
+
+# --- primitives with parameters or mixed operands ------------------------------------
 
 # select_n(which, *cases): which is bool (2 cases) or int32 (any number of cases).
 select_n_p = Primitive("select_n")
@@ -366,6 +705,8 @@ def _select_n_impl(which: np.ndarray, *cases: np.ndarray) -> np.ndarray:
 
 
 rules.def_elementwise_batch(select_n_p)
+select_n_p.def_jvp(rules.accepts_symbolic_zeros(_select_n_jvp))
+select_n_p.def_transpose(_select_n_transpose)
 
 clamp_p = Primitive("clamp")  # clamp(lo, x, hi)
 ELEMENTWISE["clamp"] = clamp_p
@@ -387,6 +728,8 @@ def _clamp_impl(lo, x, hi):
 
 
 rules.def_elementwise_batch(clamp_p)
+rules.defjvp(clamp_p, _clamp_jvp_lo, _clamp_jvp_x, _clamp_jvp_hi)
+clamp_p.waive("transpose", "not linear in its operands")
 
 convert_element_type_p = Primitive("convert_element_type")
 ELEMENTWISE["convert_element_type"] = convert_element_type_p
@@ -416,27 +759,29 @@ def _convert_impl(x: np.ndarray, *, new_dtype: np.dtype) -> np.ndarray:
 
 
 rules.def_elementwise_batch(convert_element_type_p)
+rules.deflinear(convert_element_type_p,
+                lambda ct, x, *, new_dtype: [convert_element_type(ct, x.dtype)])
 
 
 # --- lax-level functions (what ember.lax exports) --------------------------------------
 
-def _unary(prim: Primitive) -> Callable:
-    def fn(x):
-        return prim.bind(x)
+def lax_function(name: str) -> Callable:
+    """The ember.lax function of the row-defined op ``name``."""
+    prim = ELEMENTWISE[name]
+    if ELEMENTWISE_OPS[name].nargs == 1:
+        def fn(x):
+            return prim.bind(x)
 
-    fn.__name__ = prim.name
-    fn.__doc__ = f"Elementwise ``{prim.name}`` (lax level: no broadcasting or promotion)."
+        fn.__doc__ = f"Elementwise ``{name}`` (lax level: no broadcasting or promotion)."
+    else:
+        def fn(x, y):
+            x, y = _match_scalars(x, y)
+            return prim.bind(x, y)
+
+        fn.__doc__ = f"Elementwise ``{name}``; operands must have equal shapes and dtypes."
+    fn.__name__ = name
     return fn
 
-
-def _binary(prim: Primitive) -> Callable:
-    def fn(x, y):
-        x, y = _match_scalars(x, y)
-        return prim.bind(x, y)
-
-    fn.__name__ = prim.name
-    fn.__doc__ = f"Elementwise ``{prim.name}``; operands must have equal shapes and dtypes."
-    return fn
 
 
 def _match_scalars(x: Any, y: Any) -> tuple[Any, Any]:
@@ -457,30 +802,28 @@ def _full_like_scalar(scalar: Any, like: Any) -> Any:
     return value if aval.shape == () else broadcast_in_dim(value, aval.shape, ())
 
 
-neg, sign, floor, ceil, is_finite = map(_unary, (neg_p, sign_p, floor_p, ceil_p, is_finite_p))
-exp, exp2, log, log1p, expm1 = map(_unary, (exp_p, exp2_p, log_p, log1p_p, expm1_p))
-tanh, logistic, sin, cos, tan = map(_unary, (tanh_p, logistic_p, sin_p, cos_p, tan_p))
-asin, acos, atan, sinh, cosh = map(_unary, (asin_p, acos_p, atan_p, sinh_p, cosh_p))
-asinh, acosh, atanh, sqrt, rsqrt = map(_unary, (asinh_p, acosh_p, atanh_p, sqrt_p, rsqrt_p))
-cbrt, erf, erfc, erf_inv, lgamma = map(_unary, (cbrt_p, erf_p, erfc_p, erf_inv_p, lgamma_p))
-digamma, abs, bitwise_not, real, imag = map(_unary, (digamma_p, abs_p, not_p, real_p, imag_p))
-conj, population_count, square = map(_unary, (conj_p, population_count_p, square_p))
-
-add, sub, mul, div, rem = map(_binary, (add_p, sub_p, mul_p, div_p, rem_p))
-pow, max, min, atan2, nextafter = map(_binary, (pow_p, max_p, min_p, atan2_p, nextafter_p))
-bitwise_and, bitwise_or, bitwise_xor = map(_binary, (and_p, or_p, xor_p))
-shift_left, shift_right_logical = map(_binary, (shift_left_p, shift_right_logical_p))
-shift_right_arithmetic = _binary(shift_right_arithmetic_p)
-eq, ne, lt, le, gt, ge = map(_binary, (eq_p, ne_p, lt_p, le_p, gt_p, ge_p))
+(neg, sign, floor, ceil, is_finite, exp, exp2, log, log1p, expm1, tanh, logistic, sin, cos,
+ tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh, sqrt, rsqrt, cbrt, erf, erfc,
+ erf_inv, lgamma, digamma, abs, bitwise_not, real, imag, conj, population_count, square,
+ add, sub, mul, div, rem, pow, max, min, atan2, nextafter, bitwise_and, bitwise_or,
+ bitwise_xor, shift_left, shift_right_logical, shift_right_arithmetic, eq, ne, lt, le, gt,
+ ge) = map(lax_function, (
+    "neg", "sign", "floor", "ceil", "is_finite", "exp", "exp2", "log", "log1p", "expm1",
+    "tanh", "logistic", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
+    "asinh", "acosh", "atanh", "sqrt", "rsqrt", "cbrt", "erf", "erfc", "erf_inv", "lgamma",
+    "digamma", "abs", "not", "real", "imag", "conj", "population_count", "square", "add",
+    "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "nextafter", "and", "or",
+    "xor", "shift_left", "shift_right_logical", "shift_right_arithmetic", "eq", "ne", "lt",
+    "le", "gt", "ge"))
 
 
 def round(x, rounding_method: int = 0):
     """Round to integral values: 0 = half away from zero (default), 1 = half to even."""
-    return round_p.bind(x, rounding_method=int(rounding_method))
+    return ELEMENTWISE["round"].bind(x, rounding_method=int(rounding_method))
 
 
 def integer_pow(x, y: int):
-    return integer_pow_p.bind(x, y=int(y))
+    return ELEMENTWISE["integer_pow"].bind(x, y=int(y))
 
 
 def select_n(which, *cases):
@@ -498,217 +841,3 @@ def convert_element_type(x, new_dtype):
     if getattr(x, "dtype", None) == new_dtype:
         return x
     return convert_element_type_p.bind(x, new_dtype=new_dtype)
-
-
-# --- derivatives: one row per primitive (jvp; transpose where linear) ------------------
-#
-# defjvp rows give, per operand, the tangent contribution d(out) = f(t, *operands);
-# defjvp2 rows also see the output ``ans``. Rule makers live in ember.transforms.rules.
-
-def _zeros_like(x):
-    return rules.zeros_like_aval(ShapedArray(np.shape(x), x.dtype))
-
-
-def _where(pred, on_true, on_false):
-    return select_n(pred, on_false, on_true)
-
-
-def _bcast_to(t, like):
-    """A scalar clamp bound's tangent, broadcast to the operand's shape."""
-    from ember.ops.structural import broadcast_in_dim
-
-    return broadcast_in_dim(t, np.shape(like), ()) if np.shape(t) != np.shape(like) else t
-
-
-_PIECEWISE_CONSTANT = (sign_p, floor_p, ceil_p, round_p, is_finite_p, not_p,
-                       population_count_p, nextafter_p, and_p, or_p, xor_p, shift_left_p,
-                       shift_right_logical_p, shift_right_arithmetic_p, eq_p, ne_p, lt_p,
-                       le_p, gt_p, ge_p)
-for _prim in _PIECEWISE_CONSTANT:
-    rules.defjvp_zero(_prim)
-
-rules.defjvp2(exp_p, lambda t, ans, x: mul(t, ans))
-rules.defjvp2(exp2_p, lambda t, ans, x: mul(t, mul(ans, math.log(2.0))))
-rules.defjvp(log_p, lambda t, x: div(t, x))
-rules.defjvp(log1p_p, lambda t, x: div(t, add(x, 1.0)))
-rules.defjvp2(expm1_p, lambda t, ans, x: mul(t, add(ans, 1.0)))
-rules.defjvp2(tanh_p, lambda t, ans, x: mul(t, sub(1.0, square(ans))))
-rules.defjvp2(logistic_p, lambda t, ans, x: mul(t, mul(ans, sub(1.0, ans))))
-rules.defjvp(sin_p, lambda t, x: mul(t, cos(x)))
-rules.defjvp(cos_p, lambda t, x: neg(mul(t, sin(x))))
-rules.defjvp2(tan_p, lambda t, ans, x: mul(t, add(1.0, square(ans))))
-rules.defjvp(asin_p, lambda t, x: mul(t, rsqrt(sub(1.0, square(x)))))
-rules.defjvp(acos_p, lambda t, x: neg(mul(t, rsqrt(sub(1.0, square(x))))))
-rules.defjvp(atan_p, lambda t, x: div(t, add(1.0, square(x))))
-rules.defjvp(sinh_p, lambda t, x: mul(t, cosh(x)))
-rules.defjvp(cosh_p, lambda t, x: mul(t, sinh(x)))
-rules.defjvp(asinh_p, lambda t, x: mul(t, rsqrt(add(square(x), 1.0))))
-rules.defjvp(acosh_p, lambda t, x: mul(t, rsqrt(mul(sub(x, 1.0), add(x, 1.0)))))
-rules.defjvp(atanh_p, lambda t, x: div(t, sub(1.0, square(x))))
-rules.defjvp2(sqrt_p, lambda t, ans, x: div(mul(t, 0.5), ans))
-rules.defjvp2(rsqrt_p, lambda t, ans, x: mul(t, div(mul(ans, -0.5), x)))
-rules.defjvp2(cbrt_p, lambda t, ans, x: mul(t, div(integer_pow(ans, -2), 3.0)))
-rules.defjvp(erf_p, lambda t, x: mul(t, mul(2.0 / math.sqrt(math.pi), exp(neg(square(x))))))
-rules.defjvp(erfc_p, lambda t, x: mul(t, mul(-2.0 / math.sqrt(math.pi), exp(neg(square(x))))))
-rules.defjvp2(erf_inv_p, lambda t, ans, x: mul(t, mul(math.sqrt(math.pi) / 2.0, exp(square(ans)))))
-rules.defjvp(lgamma_p, lambda t, x: mul(t, digamma(x)))
-
-
-def _trigamma_positive(x):
-    """polygamma(1, x) for x > 0: six steps of the recurrence psi1(x) = psi1(x+1) + 1/x^2,
-    then the asymptotic series at x + 6 (error below 1e-9)."""
-    total = _zeros_like(x)
-    for k in range(6):
-        total = add(total, integer_pow(add(x, float(k)), -2))
-    z = add(x, 6.0)
-    inv = div(add(_zeros_like(z), 1.0), z)
-    inv2 = square(inv)
-    series = mul(inv2, sub(1.0 / 6.0, mul(inv2, sub(1.0 / 30.0, mul(inv2, sub(
-        1.0 / 42.0, mul(inv2, 1.0 / 30.0)))))))
-    return add(total, mul(inv, add(add(series, mul(inv, 0.5)), 1.0)))
-
-
-def _trigamma(x):
-    """polygamma(1, x), with the reflection formula for x < 0.5. Each branch gets inputs
-    where it is finite, so the unused one puts no NaN into derivatives."""
-    small = lt(x, 0.5)
-    x_small = _where(small, x, add(_zeros_like(x), 0.25))
-    x_large = _where(small, add(_zeros_like(x), 1.0), x)
-    reflected = sub(div(add(_zeros_like(x), math.pi ** 2), square(sin(mul(x_small, math.pi)))),
-                    _trigamma_positive(sub(1.0, x_small)))
-    return _where(small, reflected, _trigamma_positive(x_large))
-
-
-rules.defjvp(digamma_p, lambda t, x: mul(t, _trigamma(x)))
-rules.defjvp(square_p, lambda t, x: mul(t, mul(x, 2.0)))
-
-
-def _abs_jvp(t, x):
-    if dtypes.is_complex(x.dtype):  # d|z| = Re(conj(z) dz) / |z|
-        return div(real(mul(conj(x), t)), abs(x))
-    return mul(t, sign(x))
-
-
-rules.defjvp(abs_p, _abs_jvp)
-
-
-def _integer_pow_jvp(t, x, *, y):
-    if y == 0:
-        return _zeros_like(x)
-    return mul(t, mul(integer_pow(x, y - 1), float(y)))
-
-
-rules.defjvp(integer_pow_p, _integer_pow_jvp)
-
-
-def _pow_jvp_base(t, x, y):
-    # y * x**(y-1), defined as 0 where y == 0 (so x = 0, y = 0 gives no NaN)
-    slope = mul(y, pow(x, sub(y, 1.0)))
-    return mul(t, _where(eq(y, 0.0), _zeros_like(x), slope))
-
-
-def _pow_jvp_exponent(t, ans, x, y):
-    # log(x) * x**y, defined as 0 where x == 0
-    safe_x = _where(eq(x, 0.0), add(_zeros_like(x), 1.0), x)
-    return mul(t, _where(eq(x, 0.0), _zeros_like(x), mul(log(safe_x), ans)))
-
-
-rules.defjvp2(pow_p, lambda t, ans, x, y: _pow_jvp_base(t, x, y), _pow_jvp_exponent)
-
-
-def _balanced(x, y, pick):
-    """1 where ``x`` is picked, 0.5 where x == y (max/min split the tangent)."""
-    one = add(_zeros_like(x), 1.0)
-    half = add(_zeros_like(x), 0.5)
-    return _where(pick(x, y), one, _where(eq(x, y), half, _zeros_like(x)))
-
-
-rules.defjvp(max_p, lambda t, x, y: mul(t, _balanced(x, y, gt)),
-             lambda t, x, y: mul(t, _balanced(y, x, gt)))
-rules.defjvp(min_p, lambda t, x, y: mul(t, _balanced(x, y, lt)),
-             lambda t, x, y: mul(t, _balanced(y, x, lt)))
-rules.defjvp(atan2_p, lambda t, x, y: mul(t, div(y, add(square(x), square(y)))),
-             lambda t, x, y: mul(t, div(neg(x), add(square(x), square(y)))))
-rules.defjvp(rem_p, lambda t, x, y: t,
-             lambda t, x, y: mul(neg(t), mul(sign(div(x, y)), floor(abs(div(x, y))))))
-
-# Linear primitives: jvp applies the op to the tangents; transpose sends cotangents back.
-rules.defjvp(add_p, lambda t, x, y: t, lambda t, x, y: t)
-rules.defjvp(sub_p, lambda t, x, y: t, lambda t, x, y: neg(t))
-rules.defjvp(mul_p, lambda t, x, y: mul(t, y), lambda t, x, y: mul(x, t))
-rules.defjvp(div_p, lambda t, x, y: div(t, y),
-             lambda t, x, y: div(mul(neg(t), x), square(y)))
-
-
-def _linear_in(x, ct):
-    return ct if rules.is_undefined_primal(x) else None
-
-
-def _mul_transpose(ct, x, y):
-    if rules.is_undefined_primal(x) and rules.is_undefined_primal(y):
-        raise EmberTypeError("mul of two linear values is not linear: cannot transpose it")
-    if rules.is_undefined_primal(x):
-        return [mul(ct, y), None]
-    return [None, mul(x, ct)]
-
-
-def _div_transpose(ct, x, y):
-    if rules.is_undefined_primal(y):
-        raise EmberTypeError("div is not linear in its divisor: cannot transpose it")
-    return [div(ct, y), None]
-
-
-add_p.def_transpose(lambda ct, x, y: [_linear_in(x, ct), _linear_in(y, ct)])
-sub_p.def_transpose(lambda ct, x, y: [_linear_in(x, ct),
-                                      neg(ct) if rules.is_undefined_primal(y) else None])
-mul_p.def_transpose(_mul_transpose)
-div_p.def_transpose(_div_transpose)
-rules.deflinear(neg_p, lambda ct, x: [neg(ct)])
-rules.deflinear(conj_p, lambda ct, x: [conj(ct)])
-rules.deflinear(real_p, lambda ct, x: [convert_element_type(ct, x.dtype)])
-rules.deflinear(imag_p, lambda ct, x: [mul(convert_element_type(neg(ct), x.dtype), 1j)])
-rules.deflinear(convert_element_type_p,
-                lambda ct, x, *, new_dtype: [convert_element_type(ct, x.dtype)])
-
-
-def _select_n_transpose(ct, which, *cases):
-    if rules.is_undefined_primal(which):
-        raise EmberTypeError("select_n is not linear in its predicate: cannot transpose it")
-    zeros = _zeros_like(ct)
-    return [None] + [
-        select_n(which, *[ct if j == i else zeros for j in range(len(cases))])
-        if rules.is_undefined_primal(case) else None
-        for i, case in enumerate(cases)]
-
-
-def _select_n_jvp(primals, tangents):
-    which, *cases = primals
-    out = select_n(which, *cases)
-    if all(isinstance(t, rules.Zero) for t in tangents[1:]):
-        return out, rules.Zero.like(out)
-    return out, select_n(which, *[rules.instantiate(t) for t in tangents[1:]])
-
-
-select_n_p.def_jvp(rules.accepts_symbolic_zeros(_select_n_jvp))
-select_n_p.def_transpose(_select_n_transpose)
-
-
-def _clamp_jvp_lo(t, lo, x, hi):
-    return _where(bitwise_and(gt(_bcast_to(lo, x), x), lt(_bcast_to(lo, x), _bcast_to(hi, x))),
-                  _bcast_to(t, x), _zeros_like(x))
-
-
-def _clamp_jvp_x(t, lo, x, hi):
-    return _where(bitwise_and(gt(x, _bcast_to(lo, x)), lt(x, _bcast_to(hi, x))), t,
-                  _zeros_like(x))
-
-
-def _clamp_jvp_hi(t, lo, x, hi):
-    return _where(lt(_bcast_to(hi, x), x), _bcast_to(t, x), _zeros_like(x))
-
-
-rules.defjvp(clamp_p, _clamp_jvp_lo, _clamp_jvp_x, _clamp_jvp_hi)
-
-_NONLINEAR = [p for p in ELEMENTWISE.values() if p.transpose_rule is None]
-for _prim in _NONLINEAR:
-    _prim.waive("transpose", "not linear in its operands")

@@ -12,8 +12,8 @@ from ember.core.abstract import ShapedArray
 from ember.core.primitive import Primitive
 from ember.errors import EmberTypeError, EmberValueError
 from ember.ops.elementwise import conj, mul, real
+from ember.ops.rules import UndefinedPrimal, deflinear, move_batch_axis
 from ember.ops.structural import broadcast_in_dim, pad
-from ember.transforms.rules import UndefinedPrimal, deflinear, move_batch_axis
 
 __all__ = ["fft", "FftType"]
 

@@ -39,7 +39,7 @@ from ember.core.abstract import ShapedArray, aval_of
 from ember.core.primitive import Primitive
 from ember.errors import EmberTypeError, EmberValueError
 from ember.ops.structural import broadcast_in_dim, canonical_axis, iota
-from ember.transforms.rules import (
+from ember.ops.rules import (
     Zero, add_tangents, batch_size, def_linear_jvp, is_undefined_primal, move_batch_axis,
     zeros_like_aval)
 
@@ -514,7 +514,7 @@ def _scatter_extremum_jvp(prim: Primitive) -> Callable:
     (the operand or several updates equal to the result) share it equally."""
 
     def rule(primals, tangents, **params):
-        from ember.ops.elementwise import and_p, convert_element_type, div, eq, select_n
+        from ember.ops.elementwise import bitwise_and, convert_element_type, div, eq, select_n
 
         (operand, indices, updates), (t_operand, _, t_updates) = primals, tangents
         out = prim.bind(operand, indices, updates, **params)
@@ -524,7 +524,7 @@ def _scatter_extremum_jvp(prim: Primitive) -> Callable:
         if params["mode"] != CLIP:  # a dropped update never wins
             landed = _gather_of_scatter(_full_like(out, True, dtypes.bool_), indices,
                                         updates.shape, **{**params, "fill_value": False})
-            update_won = and_p.bind(update_won, landed)
+            update_won = bitwise_and(update_won, landed)
         zeros_out, zeros_updates = _full_like(out, 0), _full_like(updates, 0)
         winners = scatter_add_p.bind(convert_element_type(operand_won, out.dtype), indices,
                                      convert_element_type(update_won, out.dtype), **params)

@@ -22,7 +22,7 @@ from ember.errors import EmberIndexError, EmberTypeError, EmberValueError
 from ember.ops.elementwise import convert_element_type
 from ember.ops.reductions import accumulator_dtype
 from ember.ops.structural import reshape, rev, transpose
-from ember.transforms.rules import (
+from ember.ops.rules import (
     UndefinedPrimal, batch_size, defjvp, is_undefined_primal, move_batch_axis)
 
 __all__ = [

@@ -19,7 +19,7 @@ from ember.core import dtypes
 from ember.core.abstract import ShapedArray
 from ember.core.primitive import Primitive
 from ember.errors import EmberTypeError, EmberValueError
-from ember.transforms.rules import batch_size, move_batch_axis
+from ember.ops.rules import batch_size, move_batch_axis
 
 __all__ = ["threefry2x32"]
 

@@ -21,7 +21,7 @@ from ember.errors import EmberIndexError, EmberTypeError, EmberValueError
 from ember.ops.elementwise import convert_element_type, div, eq, mul
 from ember.ops.structural import (
     broadcast_in_dim, concatenate, reshape, slice_in_dim, transpose)
-from ember.transforms.rules import (
+from ember.ops.rules import (
     UndefinedPrimal, Zero, deflinear, defjvp_zero, zeros_like_aval)
 
 __all__ = [

@@ -21,8 +21,8 @@ from ember.core.abstract import ShapedArray, aval_of
 from ember.core.primitive import Primitive
 from ember.errors import EmberTypeError, EmberValueError
 from ember.ops.indexing import take_along_axis
+from ember.ops.rules import batch_size, move_batch_axis
 from ember.ops.structural import broadcasted_iota, canonical_axis, transpose
-from ember.transforms.rules import batch_size, move_batch_axis
 
 __all__ = ["sort", "sort_key_val", "top_k"]
 

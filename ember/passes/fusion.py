@@ -38,8 +38,6 @@ from ember.codegen.indexing import Index, Sym
 from ember.ir.graph import Eqn, Graph, Literal, Var, has_effects
 from ember.passes.schedule import Group, Schedule
 
-# Elementwise primitives worth storing rather than recomputing in several kernels.
-EXPENSIVE = access.EXPENSIVE
 MAX_DUPLICATES = 4  # a cheap value is recomputed in at most this many kernels
 
 
@@ -348,7 +346,7 @@ class _Fuser:
             if kind == "reduction":
                 return f"{name} result is used by {len(demands)} kernels (never recomputed)"
             free = all(not isinstance(a, Var) for a in eqn.inputs)  # e.g. a broadcast 0.0
-            if name in EXPENSIVE or (len(demands) > MAX_DUPLICATES and not free):
+            if access.is_expensive(name) or (len(demands) > MAX_DUPLICATES and not free):
                 return (f"{name} is used by {len(demands)} kernels; storing it once is "
                         "cheaper than recomputing it in each")
         for group, index_set in list(demands.items()):
@@ -359,7 +357,7 @@ class _Fuser:
         name = eqn.prim.name
         if kind == "reduction":
             return self._reduction_illegal(name, group, index_set)
-        if name in EXPENSIVE:
+        if access.is_expensive(name):
             # Recomputing inside a row-wise kernel's reduction loops is intended (the row
             # is in cache); needing it at several output positions is not.
             outside = {i for i in index_set if not any(

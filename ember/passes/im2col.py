@@ -21,8 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from ember import lax
 from ember.ir.graph import Eqn, Graph
+from ember.ops import structural
+from ember.ops.linalg import dot_general
 from ember.passes.rewrite import Expansion, expand_equations
 
 MAX_SLICES = 64  # more slices make the patch kernel's C code (and its compile) too big
@@ -68,30 +69,31 @@ def _im2col_conv(lhs: Any, rhs: Any, params: dict[str, Any],
                  spatial: tuple[int, ...]) -> Any:
     """The convolution of ``lhs`` and ``rhs`` with ``spatial`` output positions."""
     lhs_spec, rhs_spec, out_spec = params["dimension_numbers"]
-    x, w = lax.transpose(lhs, tuple(lhs_spec)), lax.transpose(rhs, tuple(rhs_spec))
+    x, w = structural.transpose(lhs, tuple(lhs_spec)), structural.transpose(rhs, tuple(rhs_spec))
     config = [(0, 0, 0)] * 2 + [(lo, hi, d - 1) for (lo, hi), d in
                                  zip(params["padding"], params["lhs_dilation"])]
-    x = lax.pad(x, 0.0, config)
+    x = structural.pad(x, 0.0, config)
     (n, c), (o, i), taps = x.shape[:2], w.shape[:2], w.shape[2:]
     patches = _patches(x, taps, spatial, params)  # (N, P, C, T)
     t, p = int(np.prod(taps)), int(np.prod(spatial))
     b, g = params["batch_group_count"], params["feature_group_count"]
     if b == g == 1:
-        kernel = lax.reshape(w, (o, c, t))
-        out = lax.dot_general(patches, kernel, (((2, 3), (1, 2)), ((), ())))
+        kernel = structural.reshape(w, (o, c, t))
+        out = dot_general(patches, kernel, (((2, 3), (1, 2)), ((), ())))
     else:
         # Groups (as the reference): batch N = (B, N/B), channels C = (G, I), outputs
         # O = (B, G, O/(B G)); each (batch group, feature group) is one product.
-        patches = lax.reshape(patches, (b, n // b, p, g, i, t))
-        kernel = lax.reshape(w, (b, g, o // (b * g), i, t))
-        out = lax.dot_general(patches, kernel, (((4, 5), (3, 4)), ((0, 3), (0, 1))))
-        out = lax.reshape(lax.transpose(out, (2, 3, 0, 1, 4)), (n // b, p, o))  # (B G Nb P J)
+        patches = structural.reshape(patches, (b, n // b, p, g, i, t))
+        kernel = structural.reshape(w, (b, g, o // (b * g), i, t))
+        out = dot_general(patches, kernel, (((4, 5), (3, 4)), ((0, 3), (0, 1))))
+        out = structural.transpose(out, (2, 3, 0, 1, 4))  # (B G Nb P J)
+        out = structural.reshape(out, (n // b, p, o))
         n //= b
-    out = lax.reshape(out, (n, *spatial, o))
+    out = structural.reshape(out, (n, *spatial, o))
     # Our axes hold the canonical dims (N, S..., O); the output's axis a holds canonical
     # dim argsort(out_spec)[a].
     ours = {0: 0, 1: len(spatial) + 1, **{2 + i: 1 + i for i in range(len(spatial))}}
-    return lax.transpose(out, tuple(ours[int(d)] for d in np.argsort(out_spec)))
+    return structural.transpose(out, tuple(ours[int(d)] for d in np.argsort(out_spec)))
 
 
 def _patches(x: Any, taps: tuple[int, ...], spatial: tuple[int, ...],
@@ -110,13 +112,14 @@ def _patches(x: Any, taps: tuple[int, ...], spatial: tuple[int, ...],
     for index in itertools.product(*(range(e) for e in outer)):
         starts = [i * s for i, s in zip(index, start_step)]
         limits = [a + (m - 1) * s + 1 for a, m, s in zip(starts, length, step)]
-        piece = lax.slice(x, (0, 0, *starts), (n, c, *limits), (1, 1, *step))
+        piece = structural.slice(x, (0, 0, *starts), (n, c, *limits), (1, 1, *step))
         if by_tap:  # (N, C, S...) -> (N, P, C, 1)
             ndim = len(spatial) + 2
-            piece = lax.reshape(lax.transpose(piece, (0, *range(2, ndim), 1)), (n, p, c, 1))
+            piece = structural.transpose(piece, (0, *range(2, ndim), 1))
+            piece = structural.reshape(piece, (n, p, c, 1))
         else:  # (N, C, K...) -> (N, 1, C, T)
-            piece = lax.reshape(piece, (n, 1, c, t))
+            piece = structural.reshape(piece, (n, 1, c, t))
         pieces.append(piece)
     if len(pieces) == 1:
         return pieces[0]
-    return lax.concatenate(pieces, 3 if by_tap else 1)
+    return structural.concatenate(pieces, 3 if by_tap else 1)

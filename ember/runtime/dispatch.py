@@ -7,7 +7,7 @@ import numpy as np
 
 from ember.backends.base import Device
 from ember.config import config
-from ember.core import dtypes
+from ember.core import dtypes, trace
 from ember.core.abstract import ShapedArray, aval_of
 from ember.core.primitive import Primitive
 from ember.core.source_info import user_frame
@@ -106,3 +106,6 @@ def device_put(value: Any, device: Device | str | None = None) -> Any:
         return from_host(canonical_host(leaf), target, committed)
 
     return tree_map(put, value)
+
+
+trace.set_eager_apply(apply_primitive)

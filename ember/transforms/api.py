@@ -20,7 +20,7 @@ from ember.transforms.arguments import (argnums_tuple, as_value, check_grad_inpu
                                         split_args, split_outputs)
 from ember.transforms.jacobians import hessian, jacfwd, jacobian, jacrev
 from ember.transforms.jvp import has_tangent, jvp_flat, stop_gradient, zero_tangent_value
-from ember.transforms.rules import Zero, float0, instantiate
+from ember.ops.rules import Zero, float0, instantiate
 from ember.transforms.vjp import linearize_flat
 from ember.transforms.vmap import vmap
 

@@ -20,11 +20,11 @@ from ember.core.primitive import Primitive
 from ember.core.pytree import PyTreeDef, tree_flatten, tree_unflatten
 from ember.core.trace import find_top_trace, is_tracing
 from ember.errors import EmberTypeError
-from ember.transforms import rules
+from ember.ops import rules
+from ember.ops.rules import Zero, float0, instantiate
 from ember.transforms.calls import call_primitive, stage_call
 from ember.transforms.jvp import has_tangent
 from ember.transforms.partial_eval import PartialEvalTrace
-from ember.transforms.rules import Zero, float0, instantiate
 from ember.transforms.vmap import batch_graph, vmap_flat
 
 __all__ = ["custom_jvp", "custom_vjp"]

@@ -14,7 +14,7 @@ from ember.errors import EmberTypeError
 from ember.transforms.arguments import (argnums_tuple, as_value, check_grad_inputs, flat_fun,
                                         split_args, split_outputs)
 from ember.transforms.jvp import jvp_flat
-from ember.transforms.rules import Zero, instantiate, move_batch_axis
+from ember.ops.rules import Zero, instantiate, move_batch_axis
 from ember.transforms.vjp import linearize_flat
 from ember.transforms.vmap import vmap_flat
 

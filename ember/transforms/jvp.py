@@ -1,7 +1,7 @@
 """Forward-mode differentiation: the JVP interpreter.
 
 A ``JVPTracer`` carries a primal value and its tangent; the tangent may be a symbolic
-``Zero`` (see ``ember.transforms.rules``), so work on values that do not depend on the
+``Zero`` (see ``ember.ops.rules``), so work on values that do not depend on the
 differentiated inputs costs nothing. Each primitive's ``jvp`` rule says how tangents
 flow through it. ``stop_gradient`` is the primitive whose tangent is always zero.
 """
@@ -17,7 +17,7 @@ from ember.core.primitive import Primitive
 from ember.core.pytree import tree_map
 from ember.core.trace import Trace, Tracer, full_lower, new_main
 from ember.errors import EmberTypeError
-from ember.transforms.rules import Zero, defjvp_zero, instantiate
+from ember.ops.rules import Zero, defjvp_zero, instantiate
 
 __all__ = ["JVPTrace", "JVPTracer", "jvp_flat", "stop_gradient", "stop_gradient_p",
            "not_differentiable"]
@@ -111,7 +111,7 @@ def jvp_flat(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],
 
 def zero_tangent_value(aval: ShapedArray) -> Any:
     """What users see for a zero tangent: zeros, or a float0 array for integer values."""
-    from ember.transforms.rules import float0
+    from ember.ops.rules import float0
 
     if has_tangent(aval):
         return instantiate(Zero(aval))

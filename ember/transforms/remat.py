@@ -19,12 +19,12 @@ from ember.core.pytree import tree_flatten, tree_map, tree_unflatten
 from ember.core.trace import is_tracing
 from ember.ir.graph import Graph
 from ember.ir.interpreter import bind_equation, eval_graph
-from ember.transforms import rules
+from ember.ops import rules
 from ember.transforms.calls import IDENTITY_PRIMITIVES, call_primitive, stage_call
 from ember.transforms.jvp import has_tangent, jvp_flat
 from ember.transforms.partial_eval import (PartialEvalTrace, Saveable, partial_eval_rules,
                                            trace_partial_graph)
-from ember.transforms.rules import Zero, instantiate, is_undefined_primal
+from ember.ops.rules import Zero, instantiate, is_undefined_primal
 from ember.transforms.transpose import backward_pass
 from ember.transforms.vmap import batch_graph
 

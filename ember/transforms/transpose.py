@@ -14,7 +14,7 @@ from ember.core.abstract import aval_of
 from ember.core.source_info import source_override
 from ember.errors import EmberTypeError, EmberValueError
 from ember.ir.graph import Eqn, Graph, Literal, Var
-from ember.transforms.rules import UndefinedPrimal, Zero, add_tangents, instantiate
+from ember.ops.rules import UndefinedPrimal, Zero, add_tangents, instantiate
 
 __all__ = ["backward_pass"]
 

@@ -8,9 +8,9 @@ from typing import Any, Callable, Sequence
 from ember.core.abstract import ShapedArray, aval_of
 from ember.ir.graph import Graph
 from ember.ir.interpreter import bind_equation, eval_graph
+from ember.ops.rules import UndefinedPrimal, Zero
 from ember.transforms.jvp import has_tangent, jvp_flat
 from ember.transforms.partial_eval import trace_partial
-from ember.transforms.rules import UndefinedPrimal, Zero
 from ember.transforms.transpose import backward_pass
 
 __all__ = ["Linearized", "linearize_flat", "vjp_flat"]

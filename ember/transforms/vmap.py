@@ -19,7 +19,7 @@ from ember.core.trace import Trace, Tracer, full_lower, new_main
 from ember.errors import EmberTypeError, EmberValueError
 from ember.ir.graph import Graph
 from ember.ir.interpreter import bind_equation, eval_graph
-from ember.transforms.rules import move_batch_axis
+from ember.ops.rules import move_batch_axis
 
 __all__ = ["BatchTrace", "BatchTracer", "vmap", "vmap_flat", "batch_graph"]
 

@@ -9,8 +9,8 @@ import pytest
 import ember
 from ember import lax
 from ember.ops import elementwise as ew
+from ember.ops.rules import float0
 from ember.test_util import check_grads
-from ember.transforms.rules import float0
 
 SHAPE = (2, 3)
 

@@ -6,8 +6,8 @@ import pytest
 
 import ember
 import ember.numpy as jnp
+from ember.ops.rules import float0
 from ember.test_util import check_grads
-from ember.transforms.rules import float0
 
 
 def test_vjp_matches_the_jacobian_transpose(x64):

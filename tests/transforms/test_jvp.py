@@ -6,7 +6,7 @@ import pytest
 
 import ember
 import ember.numpy as jnp
-from ember.transforms.rules import float0
+from ember.ops.rules import float0
 
 
 def test_jvp_of_a_composite_function(x64):

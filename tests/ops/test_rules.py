@@ -14,9 +14,10 @@ from ember.core.primitive import REGISTRY, Primitive
 from ember.core.staging import trace_to_graph
 from ember.ir.interpreter import eval_graph
 from ember.test_util import check_grads
-from ember.transforms import custom, remat, rules  # noqa: F401  (register primitives)
+from ember.ops import rules
+from ember.transforms import custom, remat  # noqa: F401  (register primitives)
 from ember.transforms.partial_eval import partial_eval_graph
-from ember.transforms.rules import UndefinedPrimal, Zero
+from ember.ops.rules import UndefinedPrimal, Zero
 from ember.transforms.transpose import backward_pass
 
 

@@ -114,13 +114,13 @@ def instantiate(value: Any) -> Any:
 
 def add_tangents(x: Any, y: Any) -> Any:
     """Sum of two (co)tangents, either of which may be a symbolic ``Zero`` or None."""
-    from ember.ops.elementwise import add_p
+    from ember.ops.elementwise import ELEMENTWISE
 
     if x is None or isinstance(x, Zero):
         return y
     if y is None or isinstance(y, Zero):
         return x
-    return add_p.bind(x, y)
+    return ELEMENTWISE["add"].bind(x, y)
 
 
 # --- jvp rule makers ------------------------------------------------------------------
