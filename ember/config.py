@@ -11,7 +11,7 @@ import itertools
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 
 def _parse_bool(text: str) -> bool:
@@ -103,6 +103,11 @@ def _ember_flag(name: str) -> str:
     return JAX_NAMES.get(name, name)
 
 
+# The backends present, as the runtime finds them: handed over by ``ember.runtime.devices``
+# when it loads (config sits below every layer and imports none of them).
+backends_present: Callable[[], Sequence[str]] = lambda: ()
+
+
 def _platform_backend(value: Any) -> str | None:
     """A JAX platforms value ('cpu', 'cuda,cpu') as an Ember backend: the first listed
     one present here (the first listed when none is)."""
@@ -113,9 +118,7 @@ def _platform_backend(value: Any) -> str | None:
     if unknown:
         raise ValueError(f"unknown platform {unknown[0]!r} in jax_platforms={value!r}; "
                          f"Ember knows {sorted(_JAX_PLATFORMS)}")
-    from ember.runtime.devices import available_backends
-
-    present = available_backends()
+    present = backends_present()
     backends = [_JAX_PLATFORMS[n] for n in names]
     return next((b for b in backends if b in present), backends[0])
 

@@ -22,9 +22,9 @@ The stages after fusion (``ember.passes.fusion``; the whole list is in
 - ``gemm.py``: ``dot_general`` as (batched) GEMM plans over strided operands.
 - ``kernel_text.py``: the kernel IR as text (what ``EMBER_DUMP`` writes).
 - ``render.py``: ``Renderer``, all rendering logic, driven by tables.
-- ``c.py``: ``CRenderer``, the C11 + OpenMP tables (the CPU backend); ``c_module.py``
-  the whole C module of a program (kernels, ``c_gemm.py``'s BLAS calls, ``c_sort.py``'s
-  sorts, the entry point).
+- ``c.py``: ``CRenderer``, the C11 + OpenMP tables (the CPU backend); ``c_gemm.py`` its
+  BLAS calls and ``c_sort.py`` its sorts, which ``ember.compiler.c_module`` puts into one
+  C module with the kernels and the entry point.
 - ``gpu.py``: ``GpuRenderer``, loops mapped onto threads and a tiled GEMM kernel, shared
   by ``cuda.py`` (CUDA C) and ``opencl.py`` (OpenCL C).
 

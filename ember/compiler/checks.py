@@ -4,7 +4,7 @@ suite turns it on): the invariants the next stage relies on. A failed check rais
 from __future__ import annotations
 
 from ember.codegen.kernel_ir import Let, Load, Scratch, Store
-from ember.codegen.steps import LoweredStep
+from ember.compiler.steps import LoweredStep
 from ember.ir.graph import Var
 from ember.ir.verifier import VerificationError, verify
 from ember.passes.memory import BufferPlan

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ember.compiler import checks
-from ember.codegen.steps import LoweredStep, lower_schedule, steps_text
+from ember.compiler.steps import LoweredStep, lower_schedule, steps_text
 from ember.config import config
 from ember.ir.dump import Dump
 from ember.ir.graph import Graph, Var

@@ -11,7 +11,7 @@ from ember.ops.random_bits import *  # noqa: F401,F403
 from ember.ops.reductions import *  # noqa: F401,F403
 from ember.ops.sorting import *  # noqa: F401,F403
 from ember.ops.structural import *  # noqa: F401,F403
-from ember.ops.user_reductions import *  # noqa: F401,F403
+from ember.lax.windowed import *  # noqa: F401,F403
 from ember.lax.shorthands import *  # noqa: F401,F403,E402
 
 

@@ -24,7 +24,7 @@ from ember.core.abstract import ShapedArray
 from ember.core.primitive import Primitive
 from ember.core.pytree import PyTreeDef, tree_flatten, tree_leaves, tree_unflatten
 from ember.errors import EmberTypeError, EmberValueError
-from ember.transforms.rules import batch_size, move_batch_axis
+from ember.ops.rules import batch_size, move_batch_axis
 
 VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all",
                 "legacy_vectorized")

@@ -6,6 +6,7 @@ import importlib
 import warnings
 
 from ember.backends.base import Backend, Device
+from ember import config as config_module
 from ember.config import config
 from ember.errors import BackendUnavailableError
 
@@ -52,6 +53,9 @@ def available_backends() -> list[str]:
     """Backends with at least one device here (a backend that can only compile, such as
     'cuda' without a GPU, is not listed but still works through ``get_backend``)."""
     return [name for name in _BACKENDS if _load(name) is not None and _load(name).devices()]
+
+
+config_module.backends_present = available_backends  # for jax_platforms' "cuda,cpu"
 
 
 @functools.cache

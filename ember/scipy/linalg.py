@@ -305,6 +305,6 @@ def expm(A: Any, *, upper_triangular: bool = False, max_squarings: int = 16) -> 
 
 
 # Errors raised anywhere below a public function name the user's line.
-from ember.errors import wrap_public_functions as _wrap
+from ember.errors import wrap_public_functions as _wrap  # noqa: E402
 
 _wrap(globals())

@@ -93,6 +93,6 @@ def correlate(in1: Any, in2: Any, mode: str = "full", method: str = "auto",
 
 
 # Errors raised anywhere below a public function name the user's line.
-from ember.errors import wrap_public_functions as _wrap
+from ember.errors import wrap_public_functions as _wrap  # noqa: E402
 
 _wrap(globals())

@@ -242,6 +242,6 @@ def ndtri(p: Any) -> Any:
 
 
 # Errors raised anywhere below a public function name the user's line.
-from ember.errors import wrap_public_functions as _wrap
+from ember.errors import wrap_public_functions as _wrap  # noqa: E402
 
 _wrap(globals())

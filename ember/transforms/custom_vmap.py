@@ -17,7 +17,7 @@ from ember.core.pytree import PyTreeDef, flatten_up_to, tree_flatten, tree_map, 
 from ember.core.trace import is_tracing
 from ember.errors import EmberTypeError, EmberValueError
 from ember.ir.interpreter import bind_equation, eval_graph
-from ember.transforms import rules
+from ember.ops import rules
 from ember.transforms.calls import call_primitive, stage_call
 from ember.transforms.jvp import jvp_flat
 
@@ -133,7 +133,7 @@ custom_vmap_call_p.waive("transpose", "not linear (its body is differentiated in
 def sequential_vmap(fun: Callable) -> custom_vmap:
     """``fun`` batched by a loop over the batch (``ember.lax.map``), as JAX's: for code
     that cannot be vectorized, such as a host callback."""
-    from ember.lax import map as lax_map
+    from ember.ops.control_flow import map as lax_map
 
     f = custom_vmap(fun)
 

@@ -49,7 +49,7 @@ def test_every_statement_of_a_scatter_and_a_scan_reads_as_text():
     import ember
     import ember.numpy as jnp
     from ember.backends.cpu.backend import CpuTarget
-    from ember.codegen.steps import steps_text
+    from ember.compiler.steps import steps_text
     from ember.compiler.pipeline import compile_program
 
     def fun(x, i):

@@ -9,7 +9,7 @@ import ember
 import ember.numpy as jnp
 from ember import lax, nn
 from ember.backends.cpu.backend import cpu_policy
-from ember.codegen.steps import lower_schedule
+from ember.compiler.steps import lower_schedule
 from ember.codegen.c import CRenderer
 from ember.passes.fusion import FusionPolicy, fuse
 from ember.passes.pipeline import run_pipeline

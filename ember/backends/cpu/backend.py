@@ -1,6 +1,6 @@
 """The native CPU backend: the compiler pipeline (``ember.compiler.pipeline``) optimizes,
 fuses and lowers the graph, renders it as one C module (kernels, BLAS calls, an entry
-point; ``ember.codegen.c_module``) and compiles that with the system C compiler through
+point; ``ember.compiler.c_module``) and compiles that with the system C compiler through
 the persistent compile cache; ``CpuTarget`` is what is particular to C. A program
 compiled before, in this process or another, is found by its graph in the program
 cache (``program_cache``) before any of that runs.
@@ -26,8 +26,8 @@ from ember.backends.cpu.executable import CpuExecutable, HostCall, entry_point
 from ember.backends.cpu.launcher import start_launcher
 from ember.codegen import c_sort
 from ember.codegen.c import CRenderer
-from ember.codegen.c_module import Layout, Module, build_module
-from ember.codegen.steps import LoweredStep
+from ember.compiler.c_module import Layout, Module, build_module
+from ember.compiler.steps import LoweredStep
 from ember.compiler.pipeline import Compilation, compile_program, schedule_text, source_name
 from ember.codegen.policy import gemm_eligible, native
 from ember.config import config

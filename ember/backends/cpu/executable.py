@@ -14,7 +14,7 @@ import numpy as np
 
 from ember.backends.base import Executable
 from ember.backends.cpu.launcher import ready_launcher
-from ember.codegen.c_module import Layout
+from ember.compiler.c_module import Layout
 from ember.backends.cpu.pool import POOL
 from ember.errors import EmberValueError
 from ember.ir.graph import Eqn, Var

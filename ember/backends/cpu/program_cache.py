@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ember.codegen.c_module import Layout
+from ember.compiler.c_module import Layout
 from ember.core import dtypes
 from ember.core.abstract import ShapedArray
 from ember.errors import EmberTypeError

@@ -16,7 +16,7 @@ from ember.codegen.kernel_ir import KernelInfo
 from ember.codegen.gemm import GemmPlan
 from ember.codegen.gpu import GpuRenderer, LaunchShape
 from ember.codegen.kernel_ir import split_at_barriers
-from ember.codegen.steps import LoweredStep, kernel_info
+from ember.compiler.steps import LoweredStep, kernel_info
 from ember.ir.graph import Eqn, Graph, Var
 from ember.passes.analysis import StepUse, liveness_peak
 from ember.passes.schedule import Schedule

@@ -51,6 +51,6 @@ def minimize(fun: Callable[..., Any], x0: Any, args: tuple = (), *, method: str,
 
 
 # Errors raised anywhere below a public function name the user's line.
-from ember.errors import wrap_public_functions as _wrap
+from ember.errors import wrap_public_functions as _wrap  # noqa: E402
 
 _wrap(globals())

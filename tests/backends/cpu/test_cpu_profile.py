@@ -10,7 +10,7 @@ import ember
 import ember.numpy as jnp
 from ember import lax
 from ember.backends.cpu import toolchain
-from ember.codegen import c_module as module
+from ember.compiler import c_module as module
 from ember.config import config
 from ember.errors import EmberValueError
 

@@ -9,7 +9,7 @@ from cpu_testing import assert_same, requires_cpu
 import ember
 import ember.numpy as jnp
 from ember.backends.cpu import toolchain
-from ember.codegen import c_module as module
+from ember.compiler import c_module as module
 from ember.config import config
 
 pytestmark = requires_cpu
