@@ -37,10 +37,13 @@ class EmberSupport(OperatorSupport):
 
 
 def unsupported_nodes(graph_module: torch.fx.GraphModule) -> list[torch.fx.Node]:
+    """The ATen ops of ``graph_module`` Ember cannot lower (not the ``getitem`` nodes that
+    take apart their tuples)."""
     support = EmberSupport()
     modules = dict(graph_module.named_modules())
     return [node for node in graph_module.graph.nodes
-            if node.op == "call_function" and not support.is_node_supported(modules, node)]
+            if node.op == "call_function" and node.target is not operator.getitem
+            and not support.is_node_supported(modules, node)]
 
 
 class _CompiledPart(torch.nn.Module):
