@@ -13,7 +13,7 @@ import torch._dynamo
 from ember.torch.backend import ember_backend, strict_backend
 from ember.torch.explain import Explanation, Fallback, explain
 
-__all__ = ["compile", "ember_backend", "strict_backend", "explain", "Explanation", "Fallback"]
+__all__ = ["Explanation", "Fallback", "compile", "ember_backend", "explain", "strict_backend"]
 
 
 def compile(model: Any, *, fallback: bool = True, **options: Any) -> Any:

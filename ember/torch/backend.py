@@ -3,7 +3,8 @@ backward graphs, functionalized, decomposed to core ATen by PyTorch's own tables
 each graph is compiled by Ember, with the ops Ember has no lowering for left to PyTorch."""
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 import torch.fx

@@ -26,8 +26,9 @@ class Explanation:
     fallbacks: list[Fallback] = field(default_factory=list)
 
     def __str__(self) -> str:
-        lines = [f"{self.graphs} graph(s), {self.ops} ATen op(s), "
-                 f"{len(self.fallbacks)} run by PyTorch"]
+        summary = (f"{self.graphs} graph(s), {self.ops} ATen op(s), "
+                   f"{len(self.fallbacks)} run by PyTorch")
+        lines = [summary]
         lines += [f"  {f.op}" + (f"  at {f.source}" if f.source else "") for f in self.fallbacks]
         return "\n".join(lines)
 

@@ -2,7 +2,8 @@
 ``ember.jit`` captures it as Ember's Graph and runs the whole pipeline on it."""
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 import torch.fx

@@ -6,16 +6,18 @@ An op missing here is not an error: the partitioner leaves it to PyTorch.
 """
 from __future__ import annotations
 
+import itertools
 import math
 import operator
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
 
 import ember
-import ember.lax as lax
 import ember.numpy as jnp
+from ember import lax
 from ember.torch.exchange import numpy_dtype
 from ember.torch.promotion import Kind, default_dtype, is_array, promote
 
@@ -41,11 +43,13 @@ def _cast(value: Any, dtype: np.dtype) -> Any:
 
 def _dims(dim: Any, ndim: int) -> tuple[int, ...]:
     """ATen's reduction dims: None or [] mean every dim; negative dims count from the end."""
+    if ndim == 0:  # (a 0-d tensor reduces over dim 0 or -1 as over nothing)
+        return ()
     if dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0):
         return tuple(range(ndim))
     if isinstance(dim, int):
         dim = [dim]
-    return tuple(d % max(ndim, 1) for d in dim)
+    return tuple(d % ndim for d in dim)
 
 
 def _dim(dim: int, ndim: int) -> int:
@@ -178,6 +182,21 @@ def _gelu(x: Any, *, approximate: str = "none") -> Any:
         inner = math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)
         return 0.5 * x * (1 + jnp.tanh(inner))
     return 0.5 * x * (1 + lax.erf(x * (1 / math.sqrt(2))))
+
+
+@lowers(aten.leaky_relu.default)
+def _leaky_relu(x: Any, negative_slope: float = 0.01) -> Any:
+    return jnp.where(x > 0, x, x * negative_slope)
+
+
+@lowers(aten.elu.default)
+def _elu(x: Any, alpha: float = 1.0, scale: float = 1.0, input_scale: float = 1.0) -> Any:
+    return jnp.where(x > 0, x * scale, jnp.expm1(x * input_scale) * (alpha * scale))
+
+
+@lowers(aten.hardtanh.default)
+def _hardtanh(x: Any, min_val: float = -1.0, max_val: float = 1.0) -> Any:
+    return _clamp(x, min_val, max_val)
 
 
 @lowers(aten.where.self)
@@ -327,7 +346,7 @@ def _cat(tensors: Sequence[Any], dim: int = 0) -> Any:
 def _split_with_sizes(x: Any, split_sizes: Sequence[int], dim: int = 0) -> list[Any]:
     dim = _dim(dim, x.ndim)
     offsets = np.cumsum([0, *split_sizes])
-    return [lax.slice_in_dim(x, int(a), int(b), axis=dim) for a, b in zip(offsets, offsets[1:])]
+    return [lax.slice_in_dim(x, int(a), int(b), axis=dim) for a, b in itertools.pairwise(offsets)]
 
 
 @lowers(aten.split.Tensor)
@@ -359,6 +378,8 @@ def _index(x: Any, indices: Sequence[Any]) -> Any:
 
 @lowers(aten.index_select.default)
 def _index_select(x: Any, dim: int, index: Any) -> Any:
+    if x.ndim == 0:
+        return x
     return jnp.take(x, index, axis=_dim(dim, x.ndim))
 
 

@@ -3,7 +3,8 @@ the rest that PyTorch runs, by ``torch.fx``'s capability-based partitioner."""
 from __future__ import annotations
 
 import operator
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import torch
 import torch.fx

@@ -8,9 +8,9 @@ import inspect
 import pytest
 
 torch = pytest.importorskip("torch")
-import torch.nn as nn  # noqa: E402
+from torch import nn
 
-import ember.torch  # noqa: E402
+import ember.torch
 
 
 class SortsInTheMiddle(nn.Module):

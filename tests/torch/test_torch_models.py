@@ -7,10 +7,10 @@ import copy
 import pytest
 
 torch = pytest.importorskip("torch")
-import torch.nn as nn  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
+import torch.nn.functional as F
+from torch import nn
 
-import ember.torch  # noqa: E402
+import ember.torch
 
 STEPS = 20
 
