@@ -729,6 +729,55 @@ def _max_pool2d_with_indices_backward(grad_output: Any, x: Any, kernel_size: Any
     return jnp.reshape(grad_x, x.shape)
 
 
+def _attention(query: Any, key: Any, value: Any, is_causal: bool, attn_mask: Any,
+               scale: float | None) -> tuple[Any, Any]:
+    """Scaled dot-product attention over (..., L, E) queries: the output and the
+    logsumexp of each query's scores."""
+    scale = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
+    scores = jnp.matmul(query, jnp.swapaxes(key, -1, -2)) * scale
+    if is_causal:
+        keep = np.tril(np.ones(scores.shape[-2:], dtype=bool))
+        scores = jnp.where(keep, scores, -np.inf)
+    if attn_mask is not None:
+        scores = jnp.where(attn_mask, scores, -np.inf) if attn_mask.dtype == np.bool_ \
+            else scores + attn_mask
+    peak = lax.stop_gradient(jnp.max(scores, axis=-1, keepdims=True))
+    weights = jnp.exp(scores - peak)
+    total = jnp.sum(weights, axis=-1, keepdims=True)
+    out = jnp.matmul(weights / total, value)
+    return out, (jnp.log(total) + peak)[..., 0]
+
+
+def _no_dropout(dropout_p: float) -> None:
+    if dropout_p:
+        raise NotImplementedError("attention dropout runs in PyTorch only; set dropout_p=0 "
+                                  "(model.eval()) to compile attention with Ember")
+
+
+@lowers(aten._scaled_dot_product_flash_attention_for_cpu.default)
+def _flash_attention(query: Any, key: Any, value: Any, dropout_p: float = 0.0,
+                     is_causal: bool = False, *, attn_mask: Any = None,
+                     scale: float | None = None) -> tuple[Any, Any]:
+    _no_dropout(dropout_p)
+    return _attention(query, key, value, is_causal, attn_mask, scale)
+
+
+@lowers(aten._scaled_dot_product_flash_attention_for_cpu_backward.default)
+def _flash_attention_backward(grad_out: Any, query: Any, key: Any, value: Any, out: Any,
+                              logsumexp: Any, dropout_p: float, is_causal: bool, *,
+                              attn_mask: Any = None, scale: float | None = None
+                              ) -> tuple[Any, Any, Any]:
+    """The gradients by Ember's vjp of the attention (recomputed, as flash attention's
+    backward does)."""
+    _no_dropout(dropout_p)
+
+    def forward(q: Any, k: Any, v: Any) -> Any:
+        return _attention(q, k, v, is_causal, attn_mask, scale)[0]
+
+    _, pullback = ember.vjp(forward, query, key, value)
+    return pullback(grad_out)
+
+
 # --- Python's own ops in FX graphs ----------------------------------------------------
 
 LOWERINGS[operator.getitem] = operator.getitem

@@ -120,3 +120,48 @@ def test_a_new_shape_recompiles_with_static_shapes():
     for batch in (3, 7, 3):
         x = torch.randn(batch, 12)
         torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-6)
+
+
+class GPTBlock(nn.Module):
+    """A pre-norm transformer block with causal scaled_dot_product_attention."""
+
+    def __init__(self, width: int = 32, heads: int = 4) -> None:
+        super().__init__()
+        self.heads = heads
+        self.norm1, self.norm2 = nn.LayerNorm(width), nn.LayerNorm(width)
+        # (no qkv bias: the key's bias cancels in the softmax, and Adam would amplify the
+        # rounding noise of its zero gradient)
+        self.qkv = nn.Linear(width, 3 * width, bias=False)
+        self.proj = nn.Linear(width, width)
+        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width))
+        self.head = nn.Linear(width, 7)
+
+    def forward(self, x):
+        batch, length, width = x.shape
+        q, k, v = self.qkv(self.norm1(x)).split(width, dim=2)
+        q, k, v = (t.view(batch, length, self.heads, -1).transpose(1, 2) for t in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(y.transpose(1, 2).reshape(batch, length, width))
+        x = x + self.mlp(self.norm2(x))
+        return self.head(x.mean(dim=1))
+
+
+def test_gpt_block_with_scaled_dot_product_attention_trains_like_eager():
+    x, y = torch.randn(4, 6, 32), torch.randint(0, 7, (4,))
+    _assert_trains_like_eager(GPTBlock(), x, y)
+
+
+def test_multihead_attention_trains_like_eager():
+    class Attention(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            # (no bias: the key's cancels in the softmax, as in GPTBlock)
+            self.attention = nn.MultiheadAttention(16, 2, batch_first=True, bias=False)
+            self.head = nn.Linear(16, 3)
+
+        def forward(self, x):
+            y, _ = self.attention(x, x, x, need_weights=False)
+            return self.head(y.mean(dim=1))
+
+    x, y = torch.randn(4, 5, 16), torch.randint(0, 3, (4,))
+    _assert_trains_like_eager(Attention(), x, y)
