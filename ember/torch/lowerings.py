@@ -161,7 +161,8 @@ def _div_mode(x: Any, y: Any, *, rounding_mode: str | None = None) -> Any:
     compute, result = promote(x, y)
     x, y = _cast(x, compute), _cast(y, compute)
     if np.issubdtype(compute, np.integer):
-        quotient = jnp.floor_divide(x, y) if rounding_mode == "floor" else lax.div(x, y)
+        quotient = jnp.floor_divide(x, y) if rounding_mode == "floor" \
+            else lax.div(*jnp.broadcast_arrays(x, y))  # (C's truncating division)
     else:
         quotient = jnp.floor(x / y) if rounding_mode == "floor" else jnp.trunc(x / y)
     return _cast(quotient, result)
