@@ -34,7 +34,7 @@ def ember_graph_compiler(fallback: bool = True) -> GraphCompiler:
         _static_inputs(example_inputs)
         unsupported = unsupported_nodes(graph_module)
         if not unsupported:
-            return make_boxed_func(compile_graph(graph_module, example_inputs))
+            return make_boxed_func(compile_graph(graph_module))
         if not fallback:
             first = unsupported[0]
             where = node_source(first)
@@ -42,7 +42,7 @@ def ember_graph_compiler(fallback: bool = True) -> GraphCompiler:
                 f"Ember has no lowering for {first.target}{' (' + where + ')' if where else ''}"
                 f" and fallback is off; {len(unsupported)} op(s) unsupported: "
                 f"{sorted({str(n.target) for n in unsupported})}")
-        split = split_for_ember(graph_module, lambda part: compile_graph(part, ()))
+        split = split_for_ember(graph_module, compile_graph)
         return make_boxed_func(split.forward)
     return compile_aten
 

@@ -2,7 +2,7 @@
 ``ember.jit`` captures it as Ember's Graph and runs the whole pipeline on it."""
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -81,7 +81,7 @@ def _results(outputs: Any) -> Any:
     return to_torch(outputs)
 
 
-def compile_graph(graph_module: torch.fx.GraphModule,
-                  example_inputs: Sequence[Any]) -> Callable[..., Any]:
-    """The unboxed callable of a graph whose every op has a lowering."""
+def compile_graph(graph_module: torch.fx.GraphModule) -> Callable[..., Any]:
+    """The unboxed callable of a graph whose every op has a lowering (traced and compiled
+    on its first call, by ``ember.jit``, for the shapes it is called with)."""
     return EmberGraphModule(graph_module)

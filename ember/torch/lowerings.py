@@ -394,6 +394,8 @@ def _embedding(weight: Any, indices: Any, padding_idx: int = -1, scale_grad_by_f
 def _gather(x: Any, dim: int, index: Any, *, sparse_grad: bool = False) -> Any:
     if x.ndim == 0:
         return x
+    if index.size == 0:
+        return jnp.zeros(index.shape, x.dtype)
     dim = _dim(dim, x.ndim)
     limits = [s if d == dim else index.shape[d] for d, s in enumerate(x.shape)]
     return jnp.take_along_axis(lax.slice(x, [0] * x.ndim, limits), index, axis=dim)
@@ -529,10 +531,17 @@ def _addmm(bias: Any, x: Any, y: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:
     return product + (bias if beta == 1 else bias * beta)
 
 
+def _per_spatial_dim(values: Sequence[int], spatial: int) -> list[int]:
+    """ATen's convolution parameters: one value stands for every spatial dim."""
+    return list(values) * spatial if len(values) == 1 else list(values)
+
+
 def _conv(x: Any, weight: Any, stride: Sequence[int], padding: Sequence[int],
           dilation: Sequence[int], transposed: bool, output_padding: Sequence[int],
           groups: int) -> Any:
     spatial = x.ndim - 2
+    stride, padding, dilation, output_padding = (
+        _per_spatial_dim(v, spatial) for v in (stride, padding, dilation, output_padding))
     names = "DHW"[-spatial:] if spatial else ""
     numbers = lax.conv_dimension_numbers(x.shape, weight.shape,
                                          ("NC" + names, "OI" + names, "NC" + names))
