@@ -393,7 +393,7 @@ def _embedding(weight: Any, indices: Any, padding_idx: int = -1, scale_grad_by_f
 @lowers(aten.gather.default)
 def _gather(x: Any, dim: int, index: Any, *, sparse_grad: bool = False) -> Any:
     if x.ndim == 0:
-        return x
+        return jnp.broadcast_to(x, index.shape)
     if index.size == 0:
         return jnp.zeros(index.shape, x.dtype)
     dim = _dim(dim, x.ndim)
@@ -592,18 +592,23 @@ def _convolution_backward(grad_output: Any, x: Any, weight: Any, bias_sizes: Any
 
 # --- neural-network ops -----------------------------------------------------------------
 
+def _row_max(x: Any, axis: tuple[int, ...]) -> Any:
+    """The max along ``axis``, kept (-inf over an empty axis, whose rows are empty anyway)."""
+    return jnp.max(x, axis=axis, keepdims=True, initial=-np.inf)
+
+
 @lowers(aten._softmax.default)
 def _softmax(x: Any, dim: int, half_to_float: bool = False) -> Any:
-    axis = _dim(dim, x.ndim)
-    shifted = x - lax.stop_gradient(jnp.max(x, axis=axis, keepdims=True))
+    axis = _dims(dim, x.ndim)  # (none for a 0-d tensor)
+    shifted = x - lax.stop_gradient(_row_max(x, axis))
     e = jnp.exp(shifted)
     return e / jnp.sum(e, axis=axis, keepdims=True)
 
 
 @lowers(aten._log_softmax.default)
 def _log_softmax(x: Any, dim: int, half_to_float: bool = False) -> Any:
-    axis = _dim(dim, x.ndim)
-    shifted = x - lax.stop_gradient(jnp.max(x, axis=axis, keepdims=True))
+    axis = _dims(dim, x.ndim)
+    shifted = x - lax.stop_gradient(_row_max(x, axis))
     return shifted - jnp.log(jnp.sum(jnp.exp(shifted), axis=axis, keepdims=True))
 
 
