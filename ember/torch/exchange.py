@@ -50,9 +50,10 @@ def to_ember(tensor: torch.Tensor) -> Any:
 
 
 def to_torch(array: Any) -> torch.Tensor:
-    """An Ember result as a tensor over the same memory where it is writable host memory
-    (PyTorch may later update a result in place, e.g. accumulate a gradient)."""
+    """An Ember result as a tensor over the same memory where that is writable and
+    C-contiguous host memory (PyTorch may update a result in place, e.g. accumulate a
+    gradient into it, and takes no negative strides); otherwise over a copy."""
     host = np.asarray(array)
-    if not host.flags.writeable:
-        host = host.copy()
+    if not (host.flags.writeable and host.flags.c_contiguous):
+        host = host.copy(order="C")
     return torch.from_dlpack(host)

@@ -242,6 +242,14 @@ def _full_like(x: Any, fill_value: Any, *, dtype: torch.dtype | None = None,
     return jnp.full(x.shape, fill_value, dtype=dtype)
 
 
+@lowers(aten.empty.memory_format, aten.empty_permuted.default)
+def _empty(size: Sequence[int], *layout: Any, dtype: torch.dtype | None = None,
+           **_placement: Any) -> Any:
+    """Zeros: an empty tensor's values are unspecified, and any will do."""
+    dtype = numpy_dtype(dtype) if dtype is not None else numpy_dtype(torch.get_default_dtype())
+    return jnp.zeros(tuple(size), dtype=dtype)
+
+
 @lowers(aten.arange.start_step, aten.arange.start, aten.arange.default)
 def _arange(start: Any, end: Any = None, step: Any = 1, *, dtype: torch.dtype | None = None,
             **_placement: Any) -> Any:
@@ -375,6 +383,13 @@ def _flip(x: Any, dims: Sequence[int]) -> Any:
 @lowers(aten.index.Tensor)
 def _index(x: Any, indices: Sequence[Any]) -> Any:
     return x[tuple(slice(None) if i is None else i for i in indices)]
+
+
+@lowers(aten.index_put.default)
+def _index_put(x: Any, indices: Sequence[Any], values: Any, accumulate: bool = False) -> Any:
+    where = x.at[tuple(slice(None) if i is None else i for i in indices)]
+    values = _cast(values, x.dtype)
+    return where.add(values) if accumulate else where.set(values)
 
 
 @lowers(aten.index_select.default)
@@ -512,6 +527,13 @@ def _cumsum(x: Any, dim: int, *, dtype: torch.dtype | None = None) -> Any:
     if x.ndim == 0:
         return _cast(x, _sum_dtype(x, dtype))
     return jnp.cumsum(_cast(x, _sum_dtype(x, dtype)), axis=_dim(dim, x.ndim))
+
+
+@lowers(aten.cumprod.default)
+def _cumprod(x: Any, dim: int, *, dtype: torch.dtype | None = None) -> Any:
+    if x.ndim == 0:
+        return _cast(x, _sum_dtype(x, dtype))
+    return jnp.cumprod(_cast(x, _sum_dtype(x, dtype)), axis=_dim(dim, x.ndim))
 
 
 # --- linear algebra ---------------------------------------------------------------------

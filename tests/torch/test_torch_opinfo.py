@@ -50,9 +50,9 @@ OPS = [op for op in op_db if op.name in SWEPT and not op.variant_test_name
 class _Case:
     """One op's first samples, as a function of their tensors."""
 
-    def __init__(self, op) -> None:
+    def __init__(self, op, requires_grad: bool = False) -> None:
         self.op = op
-        samples = list(op.sample_inputs("cpu", torch.float32, requires_grad=False))
+        samples = list(op.sample_inputs("cpu", torch.float32, requires_grad=requires_grad))
         self.flat = [pytree.tree_flatten((s.input, s.args, s.kwargs))
                      for s in samples[:SAMPLES_PER_OP]]
         self.tensors = [leaf for leaves, _ in self.flat for leaf in leaves
@@ -68,8 +68,9 @@ class _Case:
         return outs
 
 
-def _on_ember(cases: list[_Case]) -> list:
-    """Every case's outputs from one program compiled by Ember."""
+def _on_ember(cases: list[_Case], tensors: list | None = None) -> list:
+    """Every case's outputs from one program compiled by Ember (on ``tensors``, by
+    default the cases' own)."""
     counts = [len(case.tensors) for case in cases]
 
     def run_all(*tensors):
@@ -82,8 +83,10 @@ def _on_ember(cases: list[_Case]) -> list:
     torch._dynamo.reset()
     compiled = torch.compile(run_all, backend=ember.torch.strict_backend, fullgraph=True,
                              dynamic=False)
+    if tensors is None:
+        tensors = [t for case in cases for t in case.tensors]
     with ember.config.override(backend="reference"):
-        return compiled(*[t for case in cases for t in case.tensors])
+        return compiled(*tensors)
 
 
 def _mismatch(actual, case: _Case) -> str | None:
@@ -122,4 +125,69 @@ def test_opinfo_sweep_float32_forward(capsys):
         for name, why in sorted(failures.items()):
             print(f"  {name}: {why}")
     assert len(OPS) == len(SWEPT)  # every op named is in this torch's op_db
+    assert not failures, sorted(failures)
+
+
+GRADIENT_OPS = [op for op in OPS if op.supports_autograd]
+
+
+def _weighted_sum(outputs) -> torch.Tensor:
+    """A loss whose gradient differs per element (a plain sum would make softmax's zero)."""
+    total = torch.zeros(())
+    for out in pytree.tree_leaves(outputs):
+        if isinstance(out, torch.Tensor) and out.requires_grad:
+            weights = torch.cos(torch.arange(out.numel(), dtype=out.dtype)).reshape(out.shape)
+            total = total + (out * weights).sum()
+    return total
+
+
+def _gradients(cases: list[_Case], on_ember: bool) -> list:
+    """Each case's gradients of the weighted sum of its outputs, taken by eager autograd
+    over the outputs of the compiled forward (so through Ember's backward graph)."""
+    leaves = [t.detach().clone().requires_grad_(t.requires_grad)
+              for case in cases for t in case.tensors]
+    if on_ember:
+        outputs = _on_ember(cases, leaves)
+        with ember.config.override(backend="reference"):
+            _weighted_sum(outputs).backward()
+    else:
+        start = 0
+        for case in cases:
+            _weighted_sum(case.run(leaves[start:start + len(case.tensors)])).backward()
+            start += len(case.tensors)
+    grads, start = [], 0
+    for case in cases:
+        grads.append([t.grad for t in leaves[start:start + len(case.tensors)]])
+        start += len(case.tensors)
+    return grads
+
+
+def test_opinfo_sweep_float32_gradients(capsys):
+    cases = [_Case(op, requires_grad=True) for op in GRADIENT_OPS]
+    expected = _gradients(cases, on_ember=False)
+    try:
+        actual = _gradients(cases, on_ember=True)
+    except Exception:  # some op does not build: take each alone to name it
+        actual = []
+        for case in cases:
+            try:
+                actual.append(_gradients([case], on_ember=True)[0])
+            except Exception as error:
+                actual.append(error)
+    failures = {}
+    for case, got, want in zip(cases, actual, expected):
+        if isinstance(got, Exception):
+            failures[case.op.name] = f"{type(got).__name__}: {str(got).splitlines()[:3]}"
+            continue
+        try:
+            # (atol 1e-4: layer_norm over one element has a zero gradient, which eager's
+            # rounding makes 2.4e-5 through rstd = 1 / sqrt(eps))
+            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4, equal_nan=True)
+        except AssertionError as error:
+            failures[case.op.name] = str(error).splitlines()[0][:200]
+    with capsys.disabled():
+        print(f"\nOpInfo float32 gradients: {len(cases) - len(failures)} of {len(cases)} "
+              f"ops ({SAMPLES_PER_OP} samples each) match eager on Ember")
+        for name, why in sorted(failures.items()):
+            print(f"  {name}: {why}")
     assert not failures, sorted(failures)
