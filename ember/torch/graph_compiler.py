@@ -18,7 +18,8 @@ from ember.torch.lowerings import LOWERINGS
 def node_source(node: torch.fx.Node) -> str:
     """The user's line that made ``node`` (the last frame of its stack trace), if known."""
     trace = node.meta.get("stack_trace") or ""
-    frames = [line.strip() for line in trace.strip().splitlines() if line.strip().startswith("File")]
+    lines = [line.strip() for line in trace.strip().splitlines()]
+    frames = [line for line in lines if line.startswith("File")]
     return frames[-1] if frames else ""
 
 

@@ -451,19 +451,22 @@ def _sum_dtype(x: Any, dtype: torch.dtype | None) -> np.dtype:
 
 
 @lowers(aten.sum.dim_IntList, aten.sum.default)
-def _sum(x: Any, dim: Any = None, keepdim: bool = False, *, dtype: torch.dtype | None = None) -> Any:
+def _sum(x: Any, dim: Any = None, keepdim: bool = False, *,
+         dtype: torch.dtype | None = None) -> Any:
     out = _sum_dtype(x, dtype)
     return jnp.sum(_cast(x, out), axis=_dims(dim, x.ndim), keepdims=keepdim)
 
 
 @lowers(aten.prod.default, aten.prod.dim_int)
-def _prod(x: Any, dim: Any = None, keepdim: bool = False, *, dtype: torch.dtype | None = None) -> Any:
+def _prod(x: Any, dim: Any = None, keepdim: bool = False, *,
+          dtype: torch.dtype | None = None) -> Any:
     out = _sum_dtype(x, dtype)
     return jnp.prod(_cast(x, out), axis=_dims(dim, x.ndim), keepdims=keepdim)
 
 
 @lowers(aten.mean.dim, aten.mean.default)
-def _mean(x: Any, dim: Any = None, keepdim: bool = False, *, dtype: torch.dtype | None = None) -> Any:
+def _mean(x: Any, dim: Any = None, keepdim: bool = False, *,
+          dtype: torch.dtype | None = None) -> Any:
     out = numpy_dtype(dtype) if dtype is not None else x.dtype
     return jnp.mean(_cast(x, out), axis=_dims(dim, x.ndim), keepdims=keepdim)
 
@@ -719,7 +722,8 @@ def _max_pool2d_with_indices(x: Any, kernel_size: Any, stride: Any = (), padding
     if squeeze:
         x = x[None]
     kernel = _pair(kernel_size, ())
-    strides, pads, dilations = _pair(stride, kernel), _pair(padding, (0, 0)), _pair(dilation, (1, 1))
+    strides, pads = _pair(stride, kernel), _pair(padding, (0, 0))
+    dilations = _pair(dilation, (1, 1))
     height, width = x.shape[2:]
     (out_h, right_h), (out_w, right_w) = (
         _pool_geometry(s, k, st, p, d, ceil_mode)

@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
+pytest.importorskip("torch.fx")  # (not "torch": without it, this folder imports as "torch")
+import torch
 import torch.nn.functional as F
 
 import ember.torch

@@ -7,7 +7,8 @@ import inspect
 
 import pytest
 
-torch = pytest.importorskip("torch")
+pytest.importorskip("torch.fx")  # (not "torch": without it, this folder imports as "torch")
+import torch
 from torch import nn
 
 import ember.torch

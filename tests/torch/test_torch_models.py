@@ -6,7 +6,8 @@ import copy
 
 import pytest
 
-torch = pytest.importorskip("torch")
+pytest.importorskip("torch.fx")  # (not "torch": without it, this folder imports as "torch")
+import torch
 import torch.nn.functional as F
 from torch import nn
 
@@ -133,7 +134,8 @@ class GPTBlock(nn.Module):
         # rounding noise of its zero gradient)
         self.qkv = nn.Linear(width, 3 * width, bias=False)
         self.proj = nn.Linear(width, width)
-        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width))
+        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(),
+                                 nn.Linear(4 * width, width))
         self.head = nn.Linear(width, 7)
 
     def forward(self, x):

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-torch = pytest.importorskip("torch")
+pytest.importorskip("torch.fx")  # (not "torch": without it, this folder imports as "torch")
+import torch
 pytest.importorskip("expecttest")  # (op_db needs it)
 from torch.testing._internal.common_methods_invocations import op_db
 from torch.utils import _pytree as pytree
