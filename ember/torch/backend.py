@@ -1,0 +1,62 @@
+"""The ``torch.compile`` backend: Dynamo's graph goes through AOTAutograd (forward and
+backward graphs, functionalized, decomposed to core ATen by PyTorch's own tables), and
+each graph is compiled by Ember, with the ops Ember has no lowering for left to PyTorch."""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+import torch.fx
+from torch._decomp import core_aten_decompositions
+from torch._functorch.aot_autograd import aot_module_simplified, make_boxed_func
+
+from ember.errors import EmberTypeError
+from ember.torch.graph_compiler import compile_graph, node_source
+from ember.torch.partition import split_for_ember, unsupported_nodes
+
+GraphCompiler = Callable[[torch.fx.GraphModule, Sequence[Any]], Callable[..., Any]]
+
+
+def _static_inputs(example_inputs: Sequence[Any]) -> None:
+    for value in example_inputs:
+        shape = value.shape if isinstance(value, torch.Tensor) else ()
+        if isinstance(value, torch.SymInt) or any(isinstance(s, torch.SymInt) for s in shape):
+            raise EmberTypeError(
+                "Ember's torch.compile backend compiles static shapes; this graph has "
+                "symbolic ones. Compile with torch.compile(model, backend='ember', "
+                "dynamic=False), or use ember.torch.compile(model).")
+
+
+def ember_graph_compiler(fallback: bool = True) -> GraphCompiler:
+    """The forward / backward compiler AOTAutograd calls with each ATen graph."""
+    def compile_aten(graph_module: torch.fx.GraphModule, example_inputs: Sequence[Any]):
+        _static_inputs(example_inputs)
+        unsupported = unsupported_nodes(graph_module)
+        if not unsupported:
+            return make_boxed_func(compile_graph(graph_module))
+        if not fallback:
+            first = unsupported[0]
+            where = node_source(first)
+            raise EmberTypeError(
+                f"Ember has no lowering for {first.target}{' (' + where + ')' if where else ''}"
+                f" and fallback is off; {len(unsupported)} op(s) unsupported: "
+                f"{sorted({str(n.target) for n in unsupported})}")
+        split = split_for_ember(graph_module, compile_graph)
+        return make_boxed_func(split.forward)
+    return compile_aten
+
+
+def make_backend(graph_compiler: GraphCompiler) -> Callable[..., Any]:
+    """A Dynamo backend that hands AOTAutograd's graphs to ``graph_compiler``."""
+    def backend(graph_module: torch.fx.GraphModule, example_inputs: list[Any], **_options: Any):
+        return aot_module_simplified(graph_module, example_inputs,
+                                     fw_compiler=graph_compiler, bw_compiler=graph_compiler,
+                                     decompositions=core_aten_decompositions())
+    return backend
+
+
+ember_backend = make_backend(ember_graph_compiler(fallback=True))
+ember_backend.__doc__ = "``torch.compile(model, backend='ember')``: Ember compiles the graphs."
+strict_backend = make_backend(ember_graph_compiler(fallback=False))
+strict_backend.__doc__ = "Like ``ember_backend``, but an op Ember cannot lower is an error."

@@ -1,0 +1,59 @@
+"""Tensors across the bridge: torch dtypes as NumPy dtypes, and tensors to and from Ember
+arrays by DLPack, sharing memory on the CPU."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from ember.errors import EmberTypeError
+
+_NUMPY_DTYPES: dict[torch.dtype, np.dtype] = {
+    torch.bool: np.dtype(np.bool_),
+    torch.uint8: np.dtype(np.uint8),
+    torch.int8: np.dtype(np.int8),
+    torch.int16: np.dtype(np.int16),
+    torch.int32: np.dtype(np.int32),
+    torch.int64: np.dtype(np.int64),
+    torch.float16: np.dtype(np.float16),
+    torch.float32: np.dtype(np.float32),
+    torch.float64: np.dtype(np.float64),
+    torch.complex64: np.dtype(np.complex64),
+    torch.complex128: np.dtype(np.complex128),
+}
+
+
+def is_supported_dtype(dtype: torch.dtype) -> bool:
+    return dtype in _NUMPY_DTYPES
+
+
+def numpy_dtype(dtype: torch.dtype) -> np.dtype:
+    """The NumPy (and so Ember) dtype of a torch dtype."""
+    try:
+        return _NUMPY_DTYPES[dtype]
+    except KeyError:
+        raise EmberTypeError(f"Ember's PyTorch bridge does not support {dtype} tensors yet; "
+                             f"supported: {', '.join(map(str, _NUMPY_DTYPES))}") from None
+
+
+def to_ember(tensor: torch.Tensor) -> Any:
+    """A CPU tensor as a NumPy array over the same memory (Ember's jit reads such arrays
+    in place, without a copy)."""
+    if tensor.device.type != "cpu":
+        raise EmberTypeError(f"Ember's PyTorch bridge runs CPU tensors; got one on "
+                             f"{tensor.device}: move it with .cpu() first")
+    numpy_dtype(tensor.dtype)  # the error for an unsupported dtype
+    if tensor.is_conj() or tensor.is_neg():
+        tensor = tensor.resolve_conj().resolve_neg()
+    return np.from_dlpack(tensor.detach())
+
+
+def to_torch(array: Any) -> torch.Tensor:
+    """An Ember result as a tensor over the same memory where that is writable and
+    C-contiguous host memory (PyTorch may update a result in place, e.g. accumulate a
+    gradient into it, and takes no negative strides); otherwise over a copy."""
+    host = np.asarray(array)
+    if not (host.flags.writeable and host.flags.c_contiguous):
+        host = host.copy(order="C")
+    return torch.from_dlpack(host)

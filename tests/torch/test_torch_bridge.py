@@ -1,0 +1,97 @@
+"""The bridge's plumbing: ATen's dtype promotion, tensors crossing without a copy, numerical
+gradients of compiled graphs, the entry point and the layering."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch.fx")  # (not "torch": without it, this folder imports as "torch")
+import torch
+import torch.nn.functional as F
+
+import ember.torch
+from ember.torch.exchange import to_ember, to_torch
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _strict(fn):
+    return torch.compile(fn, backend=ember.torch.strict_backend, fullgraph=True, dynamic=False)
+
+
+@pytest.mark.parametrize("fn, args", [
+    (lambda x: x + 1.5, (torch.arange(4),)),                        # int tensor, float number
+    (lambda x, y: x / y, (torch.arange(1, 5), torch.arange(2, 6))),  # int / int is float
+    (lambda x, y: x * y, (torch.randn(3), torch.tensor(2.0, dtype=torch.float64))),  # 0-d yields
+    (lambda x, y: x + y, (torch.arange(3, dtype=torch.int32), torch.tensor(2.5))),  # category
+    (lambda x, y: x < y, (torch.arange(3), torch.tensor([0.5, 1.5, 1.0]))),
+    (lambda x: torch.div(x, 3, rounding_mode="floor"), (torch.arange(-5, 5),)),
+    (lambda x: torch.div(x, 3, rounding_mode="trunc"), (torch.arange(-5, 5),)),
+    (lambda x: x.sum(), (torch.arange(6, dtype=torch.int32),)),  # integer sums are int64
+    (lambda x: torch.where(x > 0, x, 0.5), (torch.randn(5, dtype=torch.float64),)),
+    (lambda x: x.argmax(dim=1), (torch.randn(3, 4),)),
+])
+def test_dtype_promotion_matches_aten(fn, args):
+    out, expected = _strict(fn)(*args), fn(*args)
+    assert out.dtype == expected.dtype
+    torch.testing.assert_close(out, expected)
+
+
+def test_tensors_cross_without_a_copy():
+    tensor = torch.randn(3, 4)
+    array = to_ember(tensor)
+    assert np.shares_memory(array, tensor.numpy())
+    result = ember.jit(lambda a: a * 3)(np.ones((2, 2), np.float32))  # a program's result
+    back = to_torch(result)
+    assert back.data_ptr() == np.asarray(result).__array_interface__["data"][0]
+    back.add_(1)  # results are writable: autograd accumulates gradients into them
+    torch.testing.assert_close(back, torch.full((2, 2), 4.0))
+
+
+def test_compiled_gradients_match_numerical_gradients():
+    def f(x, w, q):
+        h = F.max_pool2d(torch.tanh(F.conv2d(x, w, padding=1)), 2)
+        h = F.layer_norm(h.flatten(2), (h.shape[-1] * h.shape[-2],))
+        a = F.scaled_dot_product_attention(q, h, h, is_causal=True)
+        return F.gelu(a).sum(dim=-1)
+
+    x = torch.randn(2, 3, 4, 4, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(2, 3, 3, 3, dtype=torch.float64, requires_grad=True)
+    q = torch.randn(2, 2, 4, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(ember.torch.compile(f, fallback=False), (x, w, q))
+
+
+def test_the_entry_point_registers_the_backend_without_importing_ember(tmp_path):
+    """An installed package's entry point, as pip writes it from pyproject.toml."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    target = project["project"]["entry-points"]["torch_dynamo_backends"]["ember"]
+    info = tmp_path / "ember-0.1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ember\nVersion: 0.1.0\n")
+    (info / "entry_points.txt").write_text(f"[torch_dynamo_backends]\nember = {target}\n")
+    script = textwrap.dedent("""
+        import sys, torch
+        f = torch.compile(lambda x: torch.relu(x) * 2, backend="ember", dynamic=False)
+        x = torch.randn(5)
+        torch.testing.assert_close(f(x), torch.relu(x) * 2)
+        print("ember" in sys.modules)
+    """)
+    env = {"PYTHONPATH": f"{ROOT}:{tmp_path}", "PATH": "/usr/bin:/bin"}
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env=env, cwd=tmp_path, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split()[-1] == "True"  # torch imported Ember through the entry point
+
+
+def test_import_ember_does_not_import_torch():
+    run = subprocess.run([sys.executable, "-c", "import sys, ember, ember.numpy, ember.nn; "
+                          "print('torch' in sys.modules)"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip() == "False"

@@ -1,0 +1,104 @@
+"""Ops Ember has no lowering for stay in PyTorch (torch.fx's capability-based
+partitioner); ember.torch.explain lists them with the user's line."""
+from __future__ import annotations
+
+import copy
+import inspect
+
+import pytest
+
+pytest.importorskip("torch.fx")  # (not "torch": without it, this folder imports as "torch")
+import torch
+from torch import nn
+
+import ember.torch
+
+
+class SortsInTheMiddle(nn.Module):
+    """Linear layers around a sort, an op with no Ember lowering."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.first = nn.Linear(6, 6)
+        self.second = nn.Linear(6, 3)
+
+    def forward(self, x):
+        h = self.first(x).relu()
+        h = torch.sort(h, dim=-1).values  # the op that falls back
+        return self.second(h * 2)
+
+
+SORT_LINE = next(number for number, line in enumerate(
+    inspect.getsourcelines(SortsInTheMiddle)[0], inspect.getsourcelines(SortsInTheMiddle)[1])
+    if "torch.sort" in line)
+
+
+def test_a_model_with_an_unsupported_op_runs_forward_and_backward():
+    model = SortsInTheMiddle()
+    eager = copy.deepcopy(model)
+    x = torch.randn(4, 6)
+    out = ember.torch.compile(model)(x)
+    expected = eager(x)
+    torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-6)
+    out.square().sum().backward()
+    expected.square().sum().backward()
+    for p, q in zip(model.parameters(), eager.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, rtol=1e-5, atol=1e-6)
+
+
+def test_only_the_supported_parts_go_to_ember():
+    from ember.torch import backend as backend_module
+
+    compiled_parts = []
+    original = backend_module.compile_graph
+
+    def recording(graph_module):
+        compiled_parts.append({str(n.target) for n in graph_module.graph.nodes
+                               if n.op == "call_function"})
+        return original(graph_module)
+
+    backend_module.compile_graph = recording
+    try:
+        with torch.no_grad():
+            ember.torch.compile(SortsInTheMiddle())(torch.randn(4, 6))
+    finally:
+        backend_module.compile_graph = original
+    assert len(compiled_parts) == 2  # before and after the sort
+    assert all("aten.sort.default" not in ops for ops in compiled_parts)
+    assert any("aten.addmm.default" in ops for ops in compiled_parts)
+
+
+def test_explain_lists_the_fallback_with_the_users_line():
+    report = ember.torch.explain(SortsInTheMiddle(), torch.randn(4, 6))
+    assert [f.op for f in report.fallbacks] == ["aten.sort.default"]
+    assert f"line {SORT_LINE}" in report.fallbacks[0].source
+    assert __file__ in report.fallbacks[0].source
+    assert "aten.sort.default" in str(report)
+    assert report.graphs == 1 and report.ops > 1
+
+
+def test_explain_of_a_fully_supported_model_lists_nothing():
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    assert ember.torch.explain(model, torch.randn(3, 4)).fallbacks == []
+
+
+def test_without_fallback_an_unsupported_op_is_an_error_naming_it():
+    with pytest.raises(Exception, match="aten.sort.default") as info:
+        ember.torch.compile(SortsInTheMiddle(), fallback=False)(torch.randn(4, 6))
+    assert f"line {SORT_LINE}" in str(info.value)
+
+
+def test_an_unsupported_dtype_falls_back():
+    def scaled(x):
+        return (x * 2).sum()
+
+    x = torch.randn(5, dtype=torch.float32).to(torch.bfloat16)
+    report = ember.torch.explain(scaled, x)
+    assert {f.op for f in report.fallbacks} >= {"aten.mul.Tensor"}
+    torch.testing.assert_close(ember.torch.compile(scaled)(x), scaled(x))
+
+
+def test_static_shape_error_says_how_to_fix():
+    f = torch.compile(lambda x: x * 2, backend="ember", dynamic=True)
+    with pytest.raises(Exception, match="dynamic=False"):
+        f(torch.randn(3))

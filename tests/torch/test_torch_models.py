@@ -1,0 +1,169 @@
+"""Whole models through torch.compile(backend="ember") against PyTorch eager: forward,
+backward, and 20 AdamW steps (torch.optim, in eager around the compiled model)."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+pytest.importorskip("torch.fx")  # (not "torch": without it, this folder imports as "torch")
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import ember.torch
+
+STEPS = 20
+
+
+class MLP(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = nn.Sequential(nn.Linear(12, 32), nn.ReLU(), nn.Linear(32, 32), nn.Tanh(),
+                                    nn.Linear(32, 5))
+
+    def forward(self, x):
+        return self.layers(x)
+
+
+class CNN(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        # (no bias before BatchNorm: it cancels, and Adam would amplify its rounding noise)
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.conv2 = nn.Conv2d(8, 16, 3, stride=1, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(16)
+        self.head = nn.Linear(16 * 2 * 2, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.bn1(self.conv1(x))), 2)
+        x = F.max_pool2d(F.relu(self.bn2(self.conv2(x))), 2)
+        return self.head(x.flatten(1))
+
+
+def _train(model, x, y, steps: int = STEPS) -> list[float]:
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    losses = []
+    for _ in range(steps):
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        losses.append(loss.item())
+    return losses
+
+
+def _assert_trains_like_eager(model: nn.Module, x, y) -> None:
+    eager = copy.deepcopy(model)
+    compiled = ember.torch.compile(model)
+    losses = _train(compiled, x, y)
+    expected = _train(eager, x, y)
+    torch.testing.assert_close(losses, expected, rtol=1e-4, atol=1e-5)
+    assert losses[-1] < 0.5 * losses[0]  # it learned something
+    for (name, value), reference in zip(model.state_dict().items(), eager.state_dict().values()):
+        torch.testing.assert_close(value, reference, rtol=1e-4, atol=1e-4, msg=name)
+
+
+def test_mlp_trains_like_eager():
+    x, y = torch.randn(16, 12), torch.randint(0, 5, (16,))
+    _assert_trains_like_eager(MLP(), x, y)
+
+
+def test_cnn_with_batch_norm_trains_like_eager():
+    x, y = torch.randn(6, 3, 8, 8), torch.randint(0, 10, (6,))
+    model = CNN()
+    _assert_trains_like_eager(model, x, y)
+    assert model.bn1.num_batches_tracked.item() == STEPS
+
+
+def test_gradients_match_eager():
+    model = CNN()
+    eager = copy.deepcopy(model)
+    x = torch.randn(3, 3, 8, 8, requires_grad=True)
+    x_eager = x.detach().clone().requires_grad_()
+    torch.compile(model, backend="ember", dynamic=False)(x).square().sum().backward()
+    eager(x_eager).square().sum().backward()
+    torch.testing.assert_close(x.grad, x_eager.grad, rtol=1e-4, atol=1e-5)
+    for (name, p), q in zip(model.named_parameters(), eager.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5, msg=name)
+
+
+def test_inference_in_eval_mode_under_no_grad():
+    model = CNN()
+    _train(model, torch.randn(6, 3, 8, 8), torch.randint(0, 10, (6,)), steps=3)
+    model.eval()
+    x = torch.randn(4, 3, 8, 8)
+    compiled = ember.torch.compile(model)
+    with torch.no_grad():
+        out = compiled(x)
+        expected = model(x)
+    assert not out.requires_grad
+    torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_in_place_ops_on_inputs_reach_the_caller():
+    def update(buffer, x):
+        buffer.mul_(0.5).add_(x)
+        return (buffer * x).sum()
+
+    buffer, x = torch.randn(4, 5), torch.randn(4, 5)
+    expected_buffer = buffer.clone()
+    expected = update(expected_buffer, x)
+    out = ember.torch.compile(update)(buffer, x)
+    torch.testing.assert_close(out, expected)
+    torch.testing.assert_close(buffer, expected_buffer)
+
+
+def test_a_new_shape_recompiles_with_static_shapes():
+    model = MLP()
+    compiled = ember.torch.compile(model)
+    for batch in (3, 7, 3):
+        x = torch.randn(batch, 12)
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-6)
+
+
+class GPTBlock(nn.Module):
+    """A pre-norm transformer block with causal scaled_dot_product_attention."""
+
+    def __init__(self, width: int = 32, heads: int = 4) -> None:
+        super().__init__()
+        self.heads = heads
+        self.norm1, self.norm2 = nn.LayerNorm(width), nn.LayerNorm(width)
+        # (no qkv bias: the key's bias cancels in the softmax, and Adam would amplify the
+        # rounding noise of its zero gradient)
+        self.qkv = nn.Linear(width, 3 * width, bias=False)
+        self.proj = nn.Linear(width, width)
+        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(),
+                                 nn.Linear(4 * width, width))
+        self.head = nn.Linear(width, 7)
+
+    def forward(self, x):
+        batch, length, width = x.shape
+        q, k, v = self.qkv(self.norm1(x)).split(width, dim=2)
+        q, k, v = (t.view(batch, length, self.heads, -1).transpose(1, 2) for t in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(y.transpose(1, 2).reshape(batch, length, width))
+        x = x + self.mlp(self.norm2(x))
+        return self.head(x.mean(dim=1))
+
+
+def test_gpt_block_with_scaled_dot_product_attention_trains_like_eager():
+    x, y = torch.randn(4, 6, 32), torch.randint(0, 7, (4,))
+    _assert_trains_like_eager(GPTBlock(), x, y)
+
+
+def test_multihead_attention_trains_like_eager():
+    class Attention(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            # (no bias: the key's cancels in the softmax, as in GPTBlock)
+            self.attention = nn.MultiheadAttention(16, 2, batch_first=True, bias=False)
+            self.head = nn.Linear(16, 3)
+
+        def forward(self, x):
+            y, _ = self.attention(x, x, x, need_weights=False)
+            return self.head(y.mean(dim=1))
+
+    x, y = torch.randn(4, 5, 16), torch.randint(0, 3, (4,))
+    _assert_trains_like_eager(Attention(), x, y)
