@@ -199,6 +199,13 @@ def test_epilogue_without_a_product(library):
     run_case(library, Case(20, 40, 0, addend="separate", d_scale=2.0, row_scale=1.0))
 
 
+@pytest.mark.parametrize("k", [769, 1153])  # three and four blocks of the sum
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sums_over_several_blocks(library, k, dtype):
+    run_case(library, Case(29, 45, k, dtype, ta=True, pad=1, addend="in place", d_scale=1.0,
+                           alpha=-0.1))
+
+
 def test_more_rows_than_one_block_of_a(library):
     run_case(library, Case(1600, 40, 20, ta=True, pad=1, alpha=3.0, row_scale=1.0))
 

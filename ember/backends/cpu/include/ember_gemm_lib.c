@@ -78,6 +78,14 @@ static void *ember_pack_space(size_t bytes) {
 static inline int64_t ember_min(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t ember_round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 
+/* The step of `extent` cut into the fewest blocks of at most `most`, all of about the
+ * same size, a multiple of `unit` (at least 1, for an empty extent). */
+static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
+  if (extent <= 0) return 1;
+  const int64_t blocks = (extent + most - 1) / most;
+  return ember_min(most, ember_round_up((extent + blocks - 1) / blocks, unit));
+}
+
 /* One element type: its vector, packing, microkernel, blocked product and the
  * parallel entry point of ember_gemm.h. */
 #define EMBER_DEFINE_OWN_GEMM(NAME, T)                                                     \
@@ -203,22 +211,24 @@ static inline int64_t ember_round_up(int64_t x, int64_t to) { return (x + to - 1
                              int64_t a_rs, int64_t a_cs, const T *b, int64_t b_rs,        \
                              int64_t b_cs, T *c, int64_t ldc, T alpha, const T *d,        \
                              T d_scale, const T *row, T row_scale) {                       \
-    const int64_t mc_max = ember_min(NAME##_mc, ember_round_up(rows, NAME##_mr));          \
-    const int64_t kc_max = ember_min(NAME##_kc, k > 0 ? k : 1);                            \
-    const int64_t nc_max = ember_min(NAME##_nc, ember_round_up(cols, NAME##_nr));          \
-    /* (B's panels start aligned, as the microkernel's loads need) */                    \
-    const size_t a_size = (size_t)ember_round_up(mc_max * kc_max, EMBER_ALIGN / sizeof(T)); \
-    T *packed_a = ember_pack_space(sizeof(T) * (a_size + (size_t)(kc_max * nc_max)));      \
+    /* Blocks of equal size (a sum of 784 in blocks of 262, not 384 + 384 + 16: a thin   \
+     * last block would spend more on storing C than on its products). */                 \
+    const int64_t mc_step = ember_block(rows, NAME##_mc, NAME##_mr);                       \
+    const int64_t kc_step = ember_block(k, NAME##_kc, 1);                                  \
+    const int64_t nc_step = ember_block(cols, NAME##_nc, NAME##_nr);                       \
+    /* (B's panels start aligned, as the microkernel's loads need) */                     \
+    const size_t a_size = (size_t)ember_round_up(mc_step * kc_step, EMBER_ALIGN / sizeof(T)); \
+    T *packed_a = ember_pack_space(sizeof(T) * (a_size + (size_t)(kc_step * nc_step)));    \
     if (packed_a == NULL) abort(); /* out of memory: as a failed BLAS allocation does */  \
     T *packed_b = packed_a + a_size;                                                       \
-    for (int64_t i0 = 0; i0 < rows; i0 += NAME##_mc) {                                     \
-      const int64_t mc = ember_min(NAME##_mc, rows - i0);                                  \
+    for (int64_t i0 = 0; i0 < rows; i0 += mc_step) {                                       \
+      const int64_t mc = ember_min(mc_step, rows - i0);                                    \
       int64_t p0 = 0;                                                                      \
       do { /* (once when k == 0: the addends alone) */                                     \
-        const int64_t kc = ember_min(NAME##_kc, k - p0);                                   \
+        const int64_t kc = ember_min(kc_step, k - p0);                                     \
         NAME##_pack_a(a + i0 * a_rs + p0 * a_cs, a_rs, a_cs, mc, kc, packed_a);            \
-        for (int64_t j0 = 0; j0 < cols; j0 += NAME##_nc) {                                 \
-          const int64_t nc = ember_min(NAME##_nc, cols - j0);                              \
+        for (int64_t j0 = 0; j0 < cols; j0 += nc_step) {                                   \
+          const int64_t nc = ember_min(nc_step, cols - j0);                                \
           NAME##_pack_b(b + p0 * b_rs + j0 * b_cs, b_rs, b_cs, kc, nc, packed_b);          \
           for (int64_t i = 0; i < mc; i += NAME##_mr) {                                    \
             for (int64_t j = 0; j < nc; j += NAME##_nr) {                                  \
