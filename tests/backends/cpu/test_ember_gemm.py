@@ -7,6 +7,7 @@ itself, and a bias row)."""
 from __future__ import annotations
 
 import ctypes
+import platform
 from dataclasses import dataclass
 
 import hypothesis
@@ -15,6 +16,7 @@ import numpy as np
 import pytest
 
 from ember.backends.cpu import ember_gemm, toolchain
+from ember.config import config
 from tests.backends.cpu.cpu_testing import requires_cpu
 
 pytestmark = requires_cpu
@@ -148,9 +150,9 @@ def run_case(library: ctypes.CDLL, case: Case, seed: int = 0) -> None:
         f"{case}: max error {error.max():.3g} (tolerance there {tolerance.flat[error.argmax()]:.3g})")
 
 
-# Sizes at the edges of the register tile (12 x 32 float32 with AVX-512, 6 x 16 with
-# AVX2) and of the cache blocks (KC 384 float32 / 192 float64, NC 480 / 240), primes.
-EDGES = [1, 2, 5, 11, 12, 13, 17, 31, 32, 33, 97, 191, 193, 383, 385, 479, 481, 600]
+# Sizes at the edges of the register tile (6 x 64 float32 with AVX-512, 6 x 16 with
+# AVX2) and of the cache blocks (KC 800 float32 / 400 float64, NC 256 / 128), primes.
+EDGES = [1, 2, 5, 6, 7, 13, 17, 31, 33, 63, 65, 97, 127, 129, 255, 257, 401, 600]
 
 
 @pytest.mark.parametrize("size", EDGES)
@@ -185,7 +187,7 @@ def test_batches_split_over_threads(library, split, parts):
     ("separate", 0.5, -3.0, 2.0),     # both
     ("in place", -1.0, 1.0, 0.5),
 ])
-@pytest.mark.parametrize("k", [1, 100, 700])  # one block of the sum, or two
+@pytest.mark.parametrize("k", [1, 100, 900])  # one block of the sum, or two
 @pytest.mark.parametrize("split", [1, 2])
 def test_affine_epilogues(library, addend, d_scale, row_scale, alpha, k, split):
     for dtype in (np.float32, np.float64):
@@ -199,7 +201,7 @@ def test_epilogue_without_a_product(library):
     run_case(library, Case(20, 40, 0, addend="separate", d_scale=2.0, row_scale=1.0))
 
 
-@pytest.mark.parametrize("k", [769, 1153])  # three and four blocks of the sum
+@pytest.mark.parametrize("k", [850, 1700])  # 2 or 3 blocks of the sum (float64: 3 or 5)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_sums_over_several_blocks(library, k, dtype):
     run_case(library, Case(29, 45, k, dtype, ta=True, pad=1, addend="in place", d_scale=1.0,
@@ -228,3 +230,17 @@ def test_random_products(library, m, n, k, dtype, ta, tb, batch, pad, split_part
         m, n = max(1, m // 4), max(1, n // 4)
     run_case(library, Case(m, n, k, dtype, ta, tb, batch, pad, split, parts, alpha, addend,
                            d_scale, row_scale), seed)
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="x86 ISA flags")
+@pytest.mark.parametrize("cflags", ["-mno-avx512f", "-mno-avx512f -mno-avx2 -mno-fma"])
+def test_narrower_vector_isas(cflags):
+    """The AVX2/FMA build (32-byte vectors) and the portable one (16 bytes, no FMA), as
+    the compiler builds them for a CPU without AVX-512 (or AVX2)."""
+    with config.override(cflags=cflags):
+        narrow = toolchain.load_library(ember_gemm.library_path())
+    for size in (1, 5, 6, 7, 15, 16, 17, 33, 130, 401):
+        for dtype in (np.float32, np.float64):
+            run_case(narrow, Case(size, size + 3, size + 1, dtype, ta=size % 2 == 1, pad=1))
+    run_case(narrow, Case(70, 90, 900, batch=(2,), tb=True, split=2, parts=2, alpha=2.0,
+                          addend="in place", d_scale=1.0, row_scale=-1.0))

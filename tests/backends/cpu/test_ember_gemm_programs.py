@@ -66,9 +66,11 @@ def test_products_written_into_consumer_layouts(name):
 
 @pytest.mark.parametrize("name", affine.FOLDED)
 def test_affine_epilogues_match_reference(name):
+    # (A looser tolerance than the BLAS path's: the reference's products are NumPy's
+    # BLAS, the same library, summed in the same order; these are summed in another.)
     fun = affine.FOLDED[name][0]
     assert_matches_reference(fun, affine.W, affine.X, affine.G, affine.B,
-                             tolerance=affine.TOLERANCE)
+                             tolerance=TOLERANCE[np.float32])
 
 
 def _mlp_params(dtype):
