@@ -317,19 +317,18 @@ def blas() -> BlasInfo | None:
     "ember" (Ember's own GEMM, ember_gemm.py), or "auto" (MKL where the ``mkl`` wheel is
     installed, else OpenBLAS); None when the chosen one is not installed."""
     if config.blas == "ember":
-        toolchain = find_toolchain()
-        return _ember_gemm(toolchain) if toolchain is not None else None
+        return _ember_gemm() if find_toolchain() is not None else None
     return _find_blas(config.blas)
 
 
-@functools.lru_cache(maxsize=None)
-def _ember_gemm(toolchain: Toolchain) -> BlasInfo:
-    """Ember's GEMM library as built by ``toolchain`` (once per target ISA and flags)."""
+def _ember_gemm() -> BlasInfo:
+    """Ember's GEMM library as the current toolchain builds it (once per target ISA and
+    flags, through the compile cache)."""
     from ember.backends.cpu import ember_gemm
 
     path = ember_gemm.library_path()
     return BlasInfo(name="ember", lib_dir=str(path.parent), compile_flags=("-DEMBER_BLAS_EMBER",),
-                    link_flags=(str(path),), version=f"ember-gemm {path.stem}")
+                    link_flags=(str(path),), version=f"ember-gemm {path.stem[:16]}")
 
 
 @functools.lru_cache(maxsize=None)

@@ -34,6 +34,21 @@ def test_modules_link_embers_gemm_library():
     assert str(ember_gemm.library_path()) in link_flags
 
 
+def test_library_follows_the_compile_cache(tmp_path):
+    """Built in the cache in use (once), and again when its file is gone."""
+    paths = []
+    for name in ("first", "second"):
+        with config.override(cache_dir=str(tmp_path / name)):
+            paths.append(ember_gemm.library_path())
+            assert ember_gemm.library_path() == paths[-1]
+            assert toolchain.blas().link_flags == (str(paths[-1]),)
+    assert [p.is_relative_to(tmp_path / name) for p, name in zip(paths, ("first", "second"))] \
+        == [True, True]
+    with config.override(cache_dir=str(tmp_path / "first")):
+        paths[0].unlink()
+        assert ember_gemm.library_path().is_file()
+
+
 def _dot(dims):
     return lambda a, b: lax.dot_general(a, b, dims)
 

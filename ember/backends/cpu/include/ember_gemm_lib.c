@@ -277,5 +277,11 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
 
 #define EMBER_TRANS 112 /* CblasTrans */
 
+/* Both types, or the one of EMBER_GEMM_TYPE_BITS (ember_gemm.py compiles one unit per
+ * type, in parallel). */
+#if !defined(EMBER_GEMM_TYPE_BITS) || EMBER_GEMM_TYPE_BITS == 32
 EMBER_DEFINE_OWN_GEMM(ember_gemm_f32, float)
+#endif
+#if !defined(EMBER_GEMM_TYPE_BITS) || EMBER_GEMM_TYPE_BITS == 64
 EMBER_DEFINE_OWN_GEMM(ember_gemm_f64, double)
+#endif
