@@ -63,6 +63,7 @@
 #define EMBER_MC 1536
 
 #define EMBER_ALIGN 64
+#define EMBER_PACK_RUN 16 /* elements read along a row of memory at a time when packing */
 
 /* A thread's packing buffers, kept between calls (OpenMP's threads live on). */
 static _Thread_local void *ember_pack_buffer;
@@ -133,6 +134,18 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
     for (int64_t j0 = 0; j0 < cols; j0 += NAME##_nr) {                                     \
       const int64_t nr = ember_min(NAME##_nr, cols - j0);                                  \
       const T *panel = b + j0 * cs;                                                        \
+      if (rs == 1 && nr == NAME##_nr) {                                                    \
+        /* Stored transposed: the NR columns are rows of memory, read along them a few    \
+         * elements at a time (reading across them, element by element, touched NR      \
+         * pages per step: 7 ms of 29 in a 256 x 1024 x 1024 product). */                \
+        for (int64_t p0 = 0; p0 < depth; p0 += EMBER_PACK_RUN) {                           \
+          const int64_t run = ember_min(EMBER_PACK_RUN, depth - p0);                       \
+          for (int j = 0; j < NAME##_nr; j++)                                              \
+            for (int64_t p = p0; p < p0 + run; p++) out[p * NAME##_nr + j] = panel[j * cs + p]; \
+        }                                                                                  \
+        out += depth * NAME##_nr;                                                          \
+        continue;                                                                          \
+      }                                                                                    \
       for (int64_t p = 0; p < depth; p++) {                                                \
         T *to = out + p * NAME##_nr;                                                       \
         const T *from = panel + p * rs;                                                    \
