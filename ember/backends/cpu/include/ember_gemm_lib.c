@@ -26,9 +26,6 @@
  * the compiler targets AVX-512, 32 with AVX2, else 16 (SSE2, NEON, or scalar code the
  * compiler emulates). Built with -ffp-contract=fast so that `c += a * b` is one FMA.
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* ember_team.h is not included here; nothing else needs it */
-#endif
 #define EMBER_BLAS_EMBER
 #include "ember_gemm.h"
 
