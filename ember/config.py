@@ -70,7 +70,8 @@ FLAGS: dict[str, Flag] = {
              "Threads used by native CPU kernels (default: all cores)."),
         Flag("blas", "auto", str,
              "BLAS linked by native CPU code: 'openblas' (the scipy-openblas32 wheel), "
-             "'mkl' (the mkl wheel), or 'auto': MKL where installed, else OpenBLAS."),
+             "'mkl' (the mkl wheel), 'ember' (Ember's own GEMM, built for the host's "
+             "vector ISA), or 'auto': MKL where installed, else OpenBLAS."),
         Flag("profile", False, _parse_bool,
              "Compile native CPU programs to count the calls and time of every kernel; "
              "read them with compiled.profile()."),

@@ -11,8 +11,9 @@ from ember.bench.workloads import SUITE
 FLOOR_DESCRIPTIONS = {
     "cpu": {
         "floor_copy": f"memory bandwidth: np.copyto of {floors.COPY_BYTES // 2**20} MiB float32",
-        "floor_sgemm": f"SGEMM GFLOP/s at {floors.SGEMM_N}^3: NumPy's BLAS, scipy-openblas32 "
-                       "and MKL (if installed)",
+        "floor_sgemm": "float32 FMA peak of all cores (registers only), beside SGEMM "
+                       f"GFLOP/s at {floors.SGEMM_N}^3: NumPy's BLAS, scipy-openblas32, MKL "
+                       "(if installed), Ember's GEMM and JAX's dot (if installed)",
     },
     "gpu": {
         "floor_copy": f"device memory bandwidth: cuMemcpyDtoDAsync of "

@@ -2,11 +2,14 @@
 
 A ratio against JAX says who is faster; a ratio against the floor says how much speed
 is left on the table. Two floors bound the suite: memory bandwidth (a large
-``np.copyto``) for the elementwise and row-wise workloads, and the SGEMM rate for the
-matmul-bound ones, measured through NumPy's BLAS and through each BLAS that Ember's
-generated code can link (scipy-openblas32; Intel MKL where installed), called directly
-through ctypes; Ember is held to the best of them. Each floor's result says "status":
-"ok" (the harness records a floor that could not be measured with its reason instead).
+``np.copyto``) for the elementwise and row-wise workloads, and for the matmul-bound ones
+the host's float32 FMA peak: a register-only probe of fused multiply-adds on every core
+(include/ember_fma_peak.c), which no GEMM can beat. Beside it, the SGEMM rate of NumPy's
+BLAS, of each library Ember's generated code can link (scipy-openblas32; Intel MKL where
+installed; Ember's own GEMM), called directly through ctypes, and of JAX's dot where JAX
+is installed. Where the probe cannot run, the best library rate is the floor. Each
+floor's result says "status": "ok" (the harness records a floor that could not be
+measured with its reason instead).
 """
 from __future__ import annotations
 
@@ -125,8 +128,94 @@ def _mkl_sgemm() -> Matmul:
     return _cblas_sgemm(library.cblas_sgemm)
 
 
-# The BLAS libraries measured beside NumPy's, by the name Ember's toolchain gives them.
-_LINKED_BLAS = {"openblas": ("scipy_openblas32", _openblas32_sgemm), "mkl": ("mkl", _mkl_sgemm)}
+def _ember_gemm_sgemm() -> Matmul:
+    """Ember's own GEMM library (config.blas "ember"), split over the threads of a
+    compiled call as its generated calls are (backends/cpu/gemm_call.py)."""
+    from ember.backends.cpu import ember_gemm, gemm_call, toolchain
+    from ember.backends.cpu.backend import num_threads
+    from ember.codegen.gemm import GemmPlan, Matrix
+
+    if toolchain.find_toolchain() is None:
+        raise Unavailable("no C compiler")
+    function = toolchain.load_library(ember_gemm.library_path()).ember_gemm_f32
+    c_int, i64, c_float, c_ptr = ctypes.c_int, ctypes.c_int64, ctypes.c_float, ctypes.c_void_p
+    function.argtypes = [c_int, c_int, i64, c_ptr, c_int, c_int, i64, i64, i64, c_ptr, i64, i64,
+                         c_ptr, i64, i64, c_ptr, i64, c_float, c_ptr, c_float, c_ptr, c_float]
+    function.restype = None
+    no_batch = (ctypes.c_int64 * 5)()  # an ember_batch of rank 0 (its first field)
+
+    def matmul(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
+        (m, k), n = a.shape, b.shape[1]
+        plan = GemmPlan(np.dtype(np.float32), (), m, n, k, Matrix(m, k, False, k, 0, ()),
+                        Matrix(k, n, False, n, 0, ()))
+        parts = gemm_call.gemm_parts(plan, num_threads())
+        split = 0 if parts == 1 else 1 if m >= n else 2  # (as gemm_call._split)
+        function(split, parts, 1, no_batch, _NO_TRANS, _NO_TRANS, m, n, k, a.ctypes.data, k, k,
+                 b.ctypes.data, n, 1, c.ctypes.data, n, 1.0, None, 0.0, None, 0.0)
+
+    return matmul
+
+
+def _jax_dot() -> Matmul:
+    """JAX's dot (XLA:CPU), jitted, waited for. The operands are put on the device and
+    the result copied into ``c`` (for the check) at the first call only: the rate is the
+    dot's, as a workload's operands stay on the device."""
+    try:
+        import jax
+    except ImportError as error:
+        raise Unavailable("jax is not installed") from error
+    dot = jax.jit(jax.numpy.dot)
+    placed: dict = {}
+
+    def matmul(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
+        first = not placed
+        if first:
+            placed.update(a=jax.device_put(a), b=jax.device_put(b))
+        out = dot(placed["a"], placed["b"]).block_until_ready()
+        if first:
+            np.copyto(c, np.asarray(out))
+
+    return matmul
+
+
+# The libraries measured beside NumPy's BLAS, by the name Ember's toolchain gives them;
+# then the peers that are no library of Ember's (never the floor's "ember_blas").
+_LINKED_BLAS = {"openblas": ("scipy_openblas32", _openblas32_sgemm), "mkl": ("mkl", _mkl_sgemm),
+                "ember": ("ember_gemm", _ember_gemm_sgemm)}
+_PEER_GEMMS = {"jax_dot": _jax_dot}
+FMA_PEAK = "fma_peak"
+FMA_ITERATIONS = 4_000_000
+QUICK_FMA_ITERATIONS = 100_000
+
+
+def measure_fma_peak(settings: Settings) -> dict:
+    """The float32 FMA rate of every thread of a compiled call at once (registers only),
+    sampled as the workloads are."""
+    from ember.backends.cpu import toolchain
+    from ember.backends.cpu.backend import num_threads
+
+    if toolchain.find_toolchain() is None:
+        raise Unavailable("no C compiler")
+    source = (toolchain.INCLUDE_DIR / "ember_fma_peak.c").read_text()
+    path = toolchain.compile_shared_library(source, name="ember_fma_peak",
+                                            extra_flags=("-ffp-contract=fast",))
+    probe = toolchain.load_library(path).ember_fma_peak
+    probe.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.POINTER(ctypes.c_float)]
+    probe.restype = ctypes.c_double
+    threads = num_threads()
+    iterations = QUICK_FMA_ITERATIONS if settings.quick else FMA_ITERATIONS
+    sink = ctypes.c_float()
+    flops = probe(threads, iterations, ctypes.byref(sink))
+
+    def sample() -> tuple[float, None]:
+        start = time.perf_counter()
+        probe(threads, iterations, ctypes.byref(sink))
+        return time.perf_counter() - start, None
+
+    samples = settled_samples(sample, settings)
+    median = statistics.median(samples)
+    return {"status": "ok", "threads": threads, "flops": flops, "median_s": median,
+            "samples_s": samples, "gflops": flops / median / 1e9}
 
 
 def _ember_blas() -> str | None:
@@ -141,7 +230,8 @@ def _ember_blas() -> str | None:
 
 
 def measure_sgemm(settings: Settings) -> dict:
-    """GFLOP/s of a square float32 matmul through each BLAS.
+    """GFLOP/s of a square float32 matmul through each BLAS (and JAX's dot), beside the
+    FMA peak (entry "fma_peak").
 
     Unlike the frameworks, the two BLAS libraries are timed one after the other, each in
     a block: two OpenBLAS thread pools taking turns call by call slow each other down
@@ -155,18 +245,26 @@ def measure_sgemm(settings: Settings) -> dict:
     flops = 2.0 * n**3
     result: dict = {"status": "ok", "n": n, "flops": flops, "blas": {}, "ember_blas": _ember_blas()}
     impls: dict[str, Callable] = {"numpy": lambda a, b, c: np.matmul(a, b, out=c)}
-    for name, load in _LINKED_BLAS.values():
+    for name, load in [*_LINKED_BLAS.values(), *_PEER_GEMMS.items()]:
         try:
             impls[name] = load()
         except Exception as error:
-            status = "n/a" if isinstance(error, Unavailable) else "error"
-            result["blas"][name] = {"status": status, "reason": describe_error(error)}
+            result["blas"][name] = _failed(error)
+    try:
+        result[FMA_PEAK] = measure_fma_peak(settings)
+    except Exception as error:
+        result[FMA_PEAK] = _failed(error)
 
     for name, matmul in impls.items():
         out = np.zeros((n, n), np.float32)
         samples = _host_samples(matmul, (a, b, out), settings)
         result["blas"][name] = gemm_rate_entry(out, expected, 1e-4, flops, samples)
     return result
+
+
+def _failed(error: Exception) -> dict:
+    status = "n/a" if isinstance(error, Unavailable) else "error"
+    return {"status": status, "reason": describe_error(error)}
 
 
 def gemm_rate_entry(got: np.ndarray, expected: np.ndarray, tolerance: float, flops: float,
@@ -181,11 +279,21 @@ def gemm_rate_entry(got: np.ndarray, expected: np.ndarray, tolerance: float, flo
 
 
 def sgemm_rate(sgemm: dict) -> tuple[str, float] | None:
-    """The rate Ember is held to: the best measured through any BLAS (the machine's
-    SGEMM rate, whichever library reaches it), not only that of the BLAS Ember links:
+    """The rate Ember is held to: the FMA peak where it was measured, else the best
+    library rate (``library_rate``)."""
+    peak = sgemm.get(FMA_PEAK, {})
+    if peak.get("status") == "ok":
+        return FMA_PEAK, peak["gflops"]
+    return library_rate(sgemm)
+
+
+def library_rate(sgemm: dict) -> tuple[str, float] | None:
+    """The best rate measured through any library or peer but Ember's own GEMM (the
+    machine's SGEMM rate, whichever reaches it), not only that of the BLAS Ember links:
     a BLAS whose own threading is slow here would make a low bar."""
+    own = _LINKED_BLAS["ember"][0]
     rates = [(entry["gflops"], name) for name, entry in sgemm["blas"].items()
-             if entry.get("status") == "ok"]
+             if entry.get("status") == "ok" and name != own]
     if not rates:
         return None
     gflops, name = max(rates)

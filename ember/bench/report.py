@@ -4,8 +4,9 @@ Two kinds of ratio, both defined here and nowhere else:
 - speed ratio = peer time / Ember time: above 1 means Ember is faster;
 - floor ratio = time / floor time, where the floor time is what the machine's limit
   allows for this workload's work: the copy floor scaled to the bytes it must move, or
-  its matmul flops at the measured SGEMM rate. For matmul-bound workloads the table
-  shows the inverse, the fraction of the SGEMM rate reached, as the targets state it.
+  its matmul flops at the measured FMA peak (the best SGEMM rate where the peak could
+  not be measured). For matmul-bound workloads the table shows the inverse, the
+  fraction of that rate reached, as the targets state it.
 
 The floors are the CPU's on a CPU run and the card's on a GPU run (the same entries:
 the copy floor is then a device-to-device copy, the SGEMM rate cuBLAS's in float32, with
@@ -14,7 +15,7 @@ bounds nothing.
 """
 from __future__ import annotations
 
-from ember.bench.floors import sgemm_rate
+from ember.bench.floors import FMA_PEAK, sgemm_rate
 
 UNIT_SCALE = {"ms": 1e3, "us": 1e6}
 REASON_WIDTH = 30
@@ -120,7 +121,7 @@ def _floor_cell(entry: dict) -> str:
     if ember_ratio is None:
         return "n/a" if floor else ""
     if floor["kind"] == "sgemm":
-        return f"{1 / ember_ratio:.0%} of SGEMM"
+        return f"{1 / ember_ratio:.0%} of {'FMA peak' if floor['blas'] == FMA_PEAK else 'SGEMM'}"
     return f"{ember_ratio:.2f}x copy"
 
 
@@ -139,7 +140,10 @@ def floor_line(kind: str, floor: dict) -> str:
     rates = ", ".join(f"{name} {_rate(entry)}" for name, entry in floor["blas"].items())
     linked = f" (Ember links {floor['ember_blas']})" if floor.get("ember_blas") else ""
     bf16 = f"; bfloat16 GEMM: {_rate(floor['bf16'])}" if "bf16" in floor else ""
-    return f"SGEMM {floor['n']}^3: {rates}{linked}{bf16}"
+    peak = floor.get(FMA_PEAK)
+    fma = "" if peak is None else f"; float32 FMA peak: {_rate(peak)}" + (
+        f" on {peak['threads']} threads" if peak["status"] == "ok" else f" ({peak['reason']})")
+    return f"SGEMM {floor['n']}^3: {rates}{linked}{bf16}{fma}"
 
 
 def _notes(summary: dict) -> list[str]:
@@ -192,7 +196,8 @@ def format_table(summary: dict) -> str:
     lines += _align(rows)
     lines += ["", "(x.xx): peer time / Ember time, above 1 means Ember is faster.",
               "ember vs floor: Ember time / the copy floor scaled to the bytes the workload "
-              "reads and writes; for mlp_step, the share of the SGEMM rate Ember reaches."]
+              "reads and writes; for mlp_step, the share of the FMA peak (else of the best "
+              "SGEMM rate) Ember reaches."]
     if summary["floors"]:
         lines += ["floors, measured in this run:"]
         lines += [f"  {floor_line(kind, floor)}" for kind, floor in summary["floors"].items()]

@@ -21,6 +21,7 @@ from ember.bench import floors, reference, report, workloads
 from ember.bench.command import main
 from ember.bench.harness import compare, run_bench, select
 from ember.bench.peers import EmberPeer, JaxPeer, NumPyPeer, TorchPeer
+from ember.runtime.devices import available_backends
 
 HERE = Path(__file__).resolve().parent
 MODULE = Path(__file__).stem  # stand-ins are loaded by reference, also in probe processes
@@ -110,6 +111,9 @@ def test_quick_run_structure_json_and_table(tmp_path, capsys, loadable_stand_ins
     assert set(summary["floors"]) == {"copy", "sgemm"}  # brought in by gelu and mlp_step
     assert summary["floors"]["copy"]["gb_per_s"] > 0
     assert summary["floors"]["sgemm"]["blas"]["numpy"]["status"] == "ok"
+    if "cpu" in available_backends():  # Ember's own GEMM and the FMA probe are built
+        assert summary["floors"]["sgemm"]["blas"]["ember_gemm"]["status"] == "ok"
+        assert summary["floors"]["sgemm"]["fma_peak"]["gflops"] > 0
 
     repeats = summary["settings"]["repeats"]
     for name in ["gelu", "softmax", "layernorm", "dispatch"]:
@@ -270,6 +274,18 @@ def test_sgemm_floor_is_the_best_rate_measured(mkl, expected):
         "numpy": {**ok, "gflops": 250.0}, "scipy_openblas32": {**ok, "gflops": 200.0},
         "mkl": mkl}}
     assert floors.sgemm_rate(sgemm) == expected
+
+
+def test_fma_peak_is_the_sgemm_floor_where_measured():
+    ok = {"status": "ok", "median_s": 0.01, "samples_s": [0.01]}
+    sgemm = {"n": 1024, "flops": 2.0 * 1024**3, "ember_blas": "ember_gemm", "blas": {
+        "numpy": {**ok, "gflops": 250.0}, "ember_gemm": {**ok, "gflops": 400.0}}}
+    assert floors.library_rate(sgemm) == ("numpy", 250.0)  # never Ember's own GEMM
+    assert floors.sgemm_rate(sgemm) == ("numpy", 250.0)
+    sgemm["fma_peak"] = {**ok, "threads": 2, "flops": 1e9, "gflops": 500.0}
+    assert floors.sgemm_rate(sgemm) == ("fma_peak", 500.0)
+    line = report.floor_line("sgemm", {"status": "ok", **sgemm})
+    assert "ember_gemm 400 GFLOP/s" in line and "FMA peak: 500 GFLOP/s on 2 threads" in line
 
 
 def test_ratio_arithmetic_and_table_cells():

@@ -309,14 +309,26 @@ def _supports_openmp(cc: str) -> bool:
         return result.returncode == 0
 
 
-BLAS_CHOICES = ("auto", "openblas", "mkl")
+BLAS_CHOICES = ("auto", "openblas", "mkl", "ember")
 
 
 def blas() -> BlasInfo | None:
-    """The BLAS generated code links, as ``config.blas`` says: "openblas", "mkl", or
-    "auto" (MKL where the ``mkl`` wheel is installed, else OpenBLAS); None when the
-    chosen one is not installed."""
+    """The BLAS generated code links, as ``config.blas`` says: "openblas", "mkl",
+    "ember" (Ember's own GEMM, ember_gemm.py), or "auto" (MKL where the ``mkl`` wheel is
+    installed, else OpenBLAS); None when the chosen one is not installed."""
+    if config.blas == "ember":
+        return _ember_gemm() if find_toolchain() is not None else None
     return _find_blas(config.blas)
+
+
+def _ember_gemm() -> BlasInfo:
+    """Ember's GEMM library as the current toolchain builds it (once per target ISA and
+    flags, through the compile cache)."""
+    from ember.backends.cpu import ember_gemm
+
+    path = ember_gemm.library_path()
+    return BlasInfo(name="ember", lib_dir=str(path.parent), compile_flags=("-DEMBER_BLAS_EMBER",),
+                    link_flags=(str(path),), version=f"ember-gemm {path.stem[:16]}")
 
 
 @functools.lru_cache(maxsize=None)

@@ -21,11 +21,13 @@
  *            transpose would copy it: the heads of attention back into rows).
  *
  * The BLAS runs single-threaded inside: its own threads would compete with OpenMP's.
+ *
+ * With EMBER_BLAS_EMBER (config.blas "ember") the two functions are not defined here
+ * but in Ember's own GEMM library (ember_gemm_lib.c), which the module links.
  */
 #ifndef EMBER_GEMM_H
 #define EMBER_GEMM_H
 
-#include "ember_blas.h"
 #include <stdint.h>
 #include <string.h>
 
@@ -99,7 +101,18 @@ static inline int64_t ember_item_offset(const ember_batch *batch, const int64_t 
     ember_blas_restore_threads(saved_threads);                                             \
   }
 
+#ifdef EMBER_BLAS_EMBER
+#define EMBER_DECLARE_GEMM(NAME, T)                                                          \
+  void NAME(int split, int parts, int64_t count, const ember_batch *batch, int ta, int tb, \
+            int64_t m, int64_t n, int64_t k, const T *A, int64_t lda, int64_t a_row_step,  \
+            const T *B, int64_t ldb, int64_t b_col_step, T *C, int64_t ldc, T alpha,       \
+            const T *D, T d_scale, const T *row, T row_scale);
+EMBER_DECLARE_GEMM(ember_gemm_f32, float)
+EMBER_DECLARE_GEMM(ember_gemm_f64, double)
+#else
+#include "ember_blas.h"
 EMBER_DEFINE_GEMM(ember_gemm_f32, float, EMBER_CBLAS(sgemm))
 EMBER_DEFINE_GEMM(ember_gemm_f64, double, EMBER_CBLAS(dgemm))
+#endif
 
 #endif /* EMBER_GEMM_H */

@@ -1,0 +1,44 @@
+"""Ember's own GEMM (``config.blas = "ember"``): the ``ember_gemm_f32`` and
+``ember_gemm_f64`` that generated modules call (include/ember_gemm.h), computed by a
+blocked, register-tiled product for the target's vector ISA (include/ember_gemm_lib.c)
+instead of a BLAS.
+
+It is a library of its own, built once per toolchain (compiler, target ISA, flags)
+through the compile cache and linked by every module that multiplies matrices; no
+module compiles it again.
+"""
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from ember.backends.cpu.toolchain import (INCLUDE_DIR, Toolchain, compile_shared_library,
+                                          find_toolchain)
+from ember.runtime.compile_cache import default_cache
+
+SOURCE = INCLUDE_DIR / "ember_gemm_lib.c"
+# `c += a * b` in the microkernel must be one fused multiply-add (-std=c11 turns
+# contraction off by default).
+FLAGS = ("-ffp-contract=fast",)
+# One unit per element type, compiled in parallel (each defines one of the functions).
+_TYPE_BITS = (32, 64)
+
+
+def library_path() -> Path:
+    """The GEMM library for the current toolchain and compile cache, built on first use.
+
+    Asked for at every compile that links it (and by the CPU backend's policy, per
+    equation), so the path is remembered per toolchain and cache directory while the
+    file is there."""
+    path = _remembered(find_toolchain(), str(default_cache().directory))
+    if not path.exists():  # (removed since: build it again)
+        _remembered.cache_clear()
+        path = _remembered(find_toolchain(), str(default_cache().directory))
+    return path
+
+
+@functools.lru_cache(maxsize=None)
+def _remembered(toolchain: Toolchain | None, cache_directory: str) -> Path:
+    text = SOURCE.read_text()
+    units = [f"#define EMBER_GEMM_TYPE_BITS {bits}\n{text}" for bits in _TYPE_BITS]
+    return compile_shared_library(units, name="ember_gemm", extra_flags=FLAGS)

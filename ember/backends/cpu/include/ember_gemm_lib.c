@@ -1,0 +1,297 @@
+/* Ember's own GEMM: the ember_gemm_f32 / ember_gemm_f64 of ember_gemm.h (same contract,
+ * same split over the OpenMP team), computed by a BLIS-style blocked product instead of
+ * a BLAS. Built once per target ISA into a library of its own (ember_gemm.py), which the
+ * generated modules link when config.blas is "ember".
+ *
+ * Per thread, for its block of C (rows x cols of one batch item):
+ *
+ *   for each MC block of rows          A block, packed: MC x KC (L3)
+ *     for each KC block of the sum
+ *       pack A[MC x KC] into micropanels of MR rows (each MR x KC: L1)
+ *       for each NC block of columns   B block, packed: KC x NC (L2)
+ *         pack B[KC x NC] into micropanels of NR columns
+ *         for each micropanel of A, for each micropanel of B: the MR x NR microkernel
+ *
+ * The microkernel keeps its MR x NR tile of C in vector registers (MR rows of NV
+ * vectors: a row of B is loaded as NV vectors, each element of A's column broadcast),
+ * written once per KC block. The first block writes C = alpha * AB + d_scale * D +
+ * row_scale * row (the affine epilogue of ember_gemm.h, computed in registers before
+ * the store: C is read and written once when k <= KC); later blocks add alpha * AB.
+ * Packing pads the panels with zeros, so the microkernel always runs whole tiles; a
+ * tile at the edge of C goes through a small buffer and only its valid part is written.
+ * Operands are read through strides (row step, column step), so a transposed operand is
+ * packed as it is, never copied transposed first.
+ *
+ * The vector width follows the target: GCC vector extensions, 64-byte vectors where
+ * the compiler targets AVX-512, 32 with AVX2, else 16 (SSE2, NEON, or scalar code the
+ * compiler emulates). Built with -ffp-contract=fast so that `c += a * b` is one FMA.
+ */
+#define EMBER_BLAS_EMBER
+#include "ember_gemm.h"
+
+#include <stdlib.h>
+
+#if defined(__AVX512F__)
+#define EMBER_VECTOR_BYTES 64
+#elif defined(__AVX2__) && defined(__FMA__)
+#define EMBER_VECTOR_BYTES 32
+#else
+#define EMBER_VECTOR_BYTES 16
+#endif
+
+/* Register tile: MR rows of NV vectors. With 32 vector registers (AVX-512) 6 x 4 keeps
+ * 24 accumulators, 4 vectors of a row of B and a broadcast in registers (6 x 64 float32:
+ * 10 loads per 24 FMAs; 12 x 2 and 8 x 3 ran 2-8% slower on Zen 5); with 16 (AVX2, SSE)
+ * 6 x 2. */
+#if defined(__AVX512F__)
+#define EMBER_MR 6
+#define EMBER_NV 4
+#else
+#define EMBER_MR 6
+#define EMBER_NV 2
+#endif
+
+/* Cache blocks, in elements of float32 (float64 halves KC and NC): an A micropanel
+ * (MR x KC, 19 KiB) stays in L1 while B's micropanels stream from L2, which holds the
+ * packed KC x NC block of B (800 KiB); the MC x KC block of A is read from L3. A long
+ * KC stores C seldom: 256 x 784 x 1024 ran 8% faster with 800 than with 384. */
+#define EMBER_KC_BYTES (800 * 4)
+#define EMBER_NC_BYTES (256 * 4)
+#define EMBER_MC 1536
+
+#define EMBER_ALIGN 64
+#define EMBER_PACK_RUN 16 /* elements read along a row of memory at a time when packing */
+
+/* A thread's packing buffers, kept between calls (OpenMP's threads live on). */
+static _Thread_local void *ember_pack_buffer;
+static _Thread_local size_t ember_pack_bytes;
+
+static void *ember_pack_space(size_t bytes) {
+  if (bytes > ember_pack_bytes) {
+    free(ember_pack_buffer);
+    bytes = (bytes + EMBER_ALIGN - 1) / EMBER_ALIGN * EMBER_ALIGN;
+    ember_pack_buffer = aligned_alloc(EMBER_ALIGN, bytes);
+    ember_pack_bytes = ember_pack_buffer ? bytes : 0;
+  }
+  return ember_pack_buffer;
+}
+
+static inline int64_t ember_min(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t ember_round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+
+/* The step of `extent` cut into the fewest blocks of at most `most`, all of about the
+ * same size, a multiple of `unit` (at least 1, for an empty extent). */
+static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
+  if (extent <= 0) return 1;
+  const int64_t blocks = (extent + most - 1) / most;
+  return ember_min(most, ember_round_up((extent + blocks - 1) / blocks, unit));
+}
+
+/* One element type: its vector, packing, microkernel, blocked product and the
+ * parallel entry point of ember_gemm.h. */
+#define EMBER_DEFINE_OWN_GEMM(NAME, T)                                                     \
+  typedef T NAME##_vector __attribute__((vector_size(EMBER_VECTOR_BYTES)));                \
+  typedef T NAME##_unaligned                                                               \
+      __attribute__((vector_size(EMBER_VECTOR_BYTES), aligned(sizeof(T))));                \
+  enum {                                                                                   \
+    NAME##_lanes = EMBER_VECTOR_BYTES / sizeof(T),                                         \
+    NAME##_mr = EMBER_MR,                                                                  \
+    NAME##_nr = EMBER_NV * (EMBER_VECTOR_BYTES / sizeof(T)),                               \
+    NAME##_kc = EMBER_KC_BYTES / sizeof(T),                                                \
+    NAME##_nc = EMBER_NC_BYTES / sizeof(T) / NAME##_nr * NAME##_nr,                         \
+    NAME##_mc = EMBER_MC / EMBER_MR * EMBER_MR,                                            \
+  };                                                                                       \
+                                                                                           \
+  /* rows x depth of op(A) (element (i, p) at a[i * rs + p * cs]) as micropanels of MR   \
+   * rows: panel-major, then p, then the MR rows; rows past the end are zeros. */         \
+  static void NAME##_pack_a(const T *a, int64_t rs, int64_t cs, int64_t rows,             \
+                            int64_t depth, T *restrict out) {                              \
+    for (int64_t i0 = 0; i0 < rows; i0 += NAME##_mr) {                                     \
+      const int64_t mr = ember_min(NAME##_mr, rows - i0);                                  \
+      const T *panel = a + i0 * rs;                                                        \
+      if (rs == 1 && mr == NAME##_mr) { /* stored transposed: rows are contiguous */      \
+        for (int64_t p = 0; p < depth; p++)                                                \
+          for (int i = 0; i < NAME##_mr; i++) out[p * NAME##_mr + i] = panel[p * cs + i];  \
+      } else {                                                                             \
+        for (int i = 0; i < NAME##_mr; i++) {                                              \
+          if (i < mr)                                                                      \
+            for (int64_t p = 0; p < depth; p++) out[p * NAME##_mr + i] = panel[i * rs + p * cs]; \
+          else                                                                             \
+            for (int64_t p = 0; p < depth; p++) out[p * NAME##_mr + i] = 0;                \
+        }                                                                                  \
+      }                                                                                    \
+      out += depth * NAME##_mr;                                                            \
+    }                                                                                      \
+  }                                                                                        \
+                                                                                           \
+  /* depth x cols of op(B) (element (p, j) at b[p * rs + j * cs]) as micropanels of NR   \
+   * columns: panel-major, then p, then the NR columns; columns past the end are zeros. */ \
+  static void NAME##_pack_b(const T *b, int64_t rs, int64_t cs, int64_t depth,            \
+                            int64_t cols, T *restrict out) {                               \
+    for (int64_t j0 = 0; j0 < cols; j0 += NAME##_nr) {                                     \
+      const int64_t nr = ember_min(NAME##_nr, cols - j0);                                  \
+      const T *panel = b + j0 * cs;                                                        \
+      if (rs == 1 && nr == NAME##_nr) {                                                    \
+        /* Stored transposed: the NR columns are rows of memory, read along them a few    \
+         * elements at a time (reading across them, element by element, touched NR      \
+         * pages per step: 7 ms of 29 in a 256 x 1024 x 1024 product). */                \
+        for (int64_t p0 = 0; p0 < depth; p0 += EMBER_PACK_RUN) {                           \
+          const int64_t run = ember_min(EMBER_PACK_RUN, depth - p0);                       \
+          for (int j = 0; j < NAME##_nr; j++)                                              \
+            for (int64_t p = p0; p < p0 + run; p++) out[p * NAME##_nr + j] = panel[j * cs + p]; \
+        }                                                                                  \
+        out += depth * NAME##_nr;                                                          \
+        continue;                                                                          \
+      }                                                                                    \
+      for (int64_t p = 0; p < depth; p++) {                                                \
+        T *to = out + p * NAME##_nr;                                                       \
+        const T *from = panel + p * rs;                                                    \
+        if (cs == 1 && nr == NAME##_nr) {                                                  \
+          for (int j = 0; j < NAME##_nr; j++) to[j] = from[j];                             \
+        } else {                                                                           \
+          for (int j = 0; j < NAME##_nr; j++) to[j] = j < nr ? from[j * cs] : 0;           \
+        }                                                                                  \
+      }                                                                                    \
+      out += depth * NAME##_nr;                                                            \
+    }                                                                                      \
+  }                                                                                        \
+                                                                                           \
+  /* The epilogue's terms for one tile: where C, D and the row start, and whether this  \
+   * is the first block of the sum (which writes the addends) or a later one. */          \
+  typedef struct {                                                                         \
+    T alpha, d_scale, row_scale;                                                           \
+    const T *d; /* laid out as C (ldc); null for none */                                   \
+    const T *row; /* one value per column; null for none */                                \
+    int first;                                                                             \
+  } NAME##_epilogue;                                                                       \
+                                                                                           \
+  /* C[i][j] for one element of a tile, from its sum `acc`. */                            \
+  static inline T NAME##_finish(T acc, const NAME##_epilogue *e, const T *c, int64_t ldc, \
+                                int64_t i, int64_t j) {                                    \
+    if (!e->first) return c[i * ldc + j] + e->alpha * acc;                                 \
+    T value = e->alpha * acc;                                                              \
+    if (e->d) value += e->d_scale * e->d[i * ldc + j];                                     \
+    if (e->row) value += e->row_scale * e->row[j];                                         \
+    return value;                                                                          \
+  }                                                                                        \
+                                                                                           \
+  /* The MR x NR tile of C at c (mr x nr of it inside C) from packed micropanels a        \
+   * (depth x MR) and b (depth x NR). */                                                   \
+  static void NAME##_microkernel(int64_t depth, const T *restrict a, const T *restrict b, \
+                                 T *restrict c, int64_t ldc, int64_t mr, int64_t nr,      \
+                                 const NAME##_epilogue *e) {                               \
+    NAME##_vector acc[NAME##_mr][EMBER_NV];                                                \
+    for (int i = 0; i < NAME##_mr; i++)                                                    \
+      for (int v = 0; v < EMBER_NV; v++) acc[i][v] = (NAME##_vector){0};                   \
+    for (int64_t p = 0; p < depth; p++) {                                                  \
+      NAME##_vector row[EMBER_NV];                                                         \
+      for (int v = 0; v < EMBER_NV; v++)                                                   \
+        row[v] = *(const NAME##_vector *)(b + p * NAME##_nr + v * NAME##_lanes);           \
+      for (int i = 0; i < NAME##_mr; i++) {                                                \
+        const T scalar = a[p * NAME##_mr + i];                                             \
+        for (int v = 0; v < EMBER_NV; v++) acc[i][v] += row[v] * scalar;                   \
+      }                                                                                    \
+    }                                                                                      \
+    if (mr == NAME##_mr && nr == NAME##_nr) {                                              \
+      for (int i = 0; i < NAME##_mr; i++)                                                  \
+        for (int v = 0; v < EMBER_NV; v++) {                                               \
+          const int64_t at = i * ldc + v * NAME##_lanes;                                   \
+          NAME##_unaligned *out = (NAME##_unaligned *)(c + at);                            \
+          NAME##_vector value = acc[i][v] * e->alpha;                                      \
+          if (!e->first) {                                                                 \
+            value += *out;                                                                 \
+          } else {                                                                         \
+            if (e->d) value += *(const NAME##_unaligned *)(e->d + at) * e->d_scale;        \
+            if (e->row)                                                                    \
+              value += *(const NAME##_unaligned *)(e->row + v * NAME##_lanes) * e->row_scale; \
+          }                                                                                \
+          *out = value;                                                                    \
+        }                                                                                  \
+      return;                                                                              \
+    }                                                                                      \
+    T tile[NAME##_mr][NAME##_nr];                                                          \
+    for (int i = 0; i < NAME##_mr; i++)                                                    \
+      for (int v = 0; v < EMBER_NV; v++)                                                   \
+        for (int l = 0; l < NAME##_lanes; l++) tile[i][v * NAME##_lanes + l] = acc[i][v][l]; \
+    for (int64_t i = 0; i < mr; i++)                                                       \
+      for (int64_t j = 0; j < nr; j++) c[i * ldc + j] = NAME##_finish(tile[i][j], e, c, ldc, i, j); \
+  }                                                                                        \
+                                                                                           \
+  /* C (rows x cols, leading dimension ldc) = alpha op(A) op(B) + the addends, on one     \
+   * thread: op(A)(i, p) at a[i * a_rs + p * a_cs], op(B)(p, j) at b[p * b_rs + j * b_cs]; \
+   * d laid out as C (may be C), row one value per column. */                            \
+  static void NAME##_blocked(int64_t rows, int64_t cols, int64_t k, const T *a,           \
+                             int64_t a_rs, int64_t a_cs, const T *b, int64_t b_rs,        \
+                             int64_t b_cs, T *c, int64_t ldc, T alpha, const T *d,        \
+                             T d_scale, const T *row, T row_scale) {                       \
+    /* Blocks of equal size (a sum of 784 in blocks of 262, not 384 + 384 + 16: a thin   \
+     * last block would spend more on storing C than on its products). */                 \
+    const int64_t mc_step = ember_block(rows, NAME##_mc, NAME##_mr);                       \
+    const int64_t kc_step = ember_block(k, NAME##_kc, 1);                                  \
+    const int64_t nc_step = ember_block(cols, NAME##_nc, NAME##_nr);                       \
+    /* (B's panels start aligned, as the microkernel's loads need) */                     \
+    const size_t a_size = (size_t)ember_round_up(mc_step * kc_step, EMBER_ALIGN / sizeof(T)); \
+    T *packed_a = ember_pack_space(sizeof(T) * (a_size + (size_t)(kc_step * nc_step)));    \
+    if (packed_a == NULL) abort(); /* out of memory: as a failed BLAS allocation does */  \
+    T *packed_b = packed_a + a_size;                                                       \
+    for (int64_t i0 = 0; i0 < rows; i0 += mc_step) {                                       \
+      const int64_t mc = ember_min(mc_step, rows - i0);                                    \
+      int64_t p0 = 0;                                                                      \
+      do { /* (once when k == 0: the addends alone) */                                     \
+        const int64_t kc = ember_min(kc_step, k - p0);                                     \
+        NAME##_pack_a(a + i0 * a_rs + p0 * a_cs, a_rs, a_cs, mc, kc, packed_a);            \
+        for (int64_t j0 = 0; j0 < cols; j0 += nc_step) {                                   \
+          const int64_t nc = ember_min(nc_step, cols - j0);                                \
+          NAME##_pack_b(b + p0 * b_rs + j0 * b_cs, b_rs, b_cs, kc, nc, packed_b);          \
+          for (int64_t i = 0; i < mc; i += NAME##_mr) {                                    \
+            for (int64_t j = 0; j < nc; j += NAME##_nr) {                                  \
+              const int64_t at = (i0 + i) * ldc + j0 + j;                                  \
+              const NAME##_epilogue e = {alpha, d_scale, row_scale, d ? d + at : NULL,     \
+                                         row ? row + j0 + j : NULL, p0 == 0};              \
+              NAME##_microkernel(kc, packed_a + i * kc, packed_b + j * kc, c + at, ldc,    \
+                                 ember_min(NAME##_mr, mc - i), ember_min(NAME##_nr, nc - j), &e); \
+            }                                                                              \
+          }                                                                                \
+        }                                                                                  \
+        p0 += kc;                                                                          \
+      } while (p0 < k);                                                                    \
+    }                                                                                      \
+  }                                                                                        \
+                                                                                           \
+  void NAME(int split, int parts, int64_t count, const ember_batch *batch, int ta, int tb, \
+            int64_t m, int64_t n, int64_t k, const T *A, int64_t lda, int64_t a_row_step,  \
+            const T *B, int64_t ldb, int64_t b_col_step, T *C, int64_t ldc, T alpha,       \
+            const T *D, T d_scale, const T *row, T row_scale) {                            \
+    const int64_t a_col_step = ta == EMBER_TRANS ? lda : 1;                                \
+    const int64_t b_row_step = tb == EMBER_TRANS ? 1 : ldb;                                \
+    _Pragma("omp parallel for num_threads(parts) schedule(static) if(parts > 1)")         \
+    for (int64_t part = 0; part < parts; part++) {                                         \
+      const int64_t size = split == 1 ? m : n;                                             \
+      const int64_t first = split == 0 ? part * count / parts : 0;                         \
+      const int64_t last = split == 0 ? (part + 1) * count / parts : count;                \
+      const int64_t lo = split == 0 ? 0 : part * size / parts;                             \
+      const int64_t hi = split == 0 ? size : (part + 1) * size / parts;                    \
+      for (int64_t item = first; item < last; item++) {                                    \
+        const T *a = A + ember_item_offset(batch, batch->a_strides, item);                 \
+        const T *b = B + ember_item_offset(batch, batch->b_strides, item);                 \
+        T *c = C + ember_item_offset(batch, batch->c_strides, item);                       \
+        int64_t rows = m, cols = n;                                                        \
+        if (split == 1) { a += lo * a_row_step; c += lo * ldc; rows = hi - lo; }           \
+        if (split == 2) { b += lo * b_col_step; c += lo; cols = hi - lo; }                 \
+        NAME##_blocked(rows, cols, k, a, a_row_step, a_col_step, b, b_row_step,            \
+                       b_col_step, c, ldc, alpha, D ? D + (c - C) : NULL, d_scale,         \
+                       row ? row + (split == 2 ? lo : 0) : NULL, row_scale);               \
+      }                                                                                    \
+    }                                                                                      \
+  }
+
+#define EMBER_TRANS 112 /* CblasTrans */
+
+/* Both types, or the one of EMBER_GEMM_TYPE_BITS (ember_gemm.py compiles one unit per
+ * type, in parallel). */
+#if !defined(EMBER_GEMM_TYPE_BITS) || EMBER_GEMM_TYPE_BITS == 32
+EMBER_DEFINE_OWN_GEMM(ember_gemm_f32, float)
+#endif
+#if !defined(EMBER_GEMM_TYPE_BITS) || EMBER_GEMM_TYPE_BITS == 64
+EMBER_DEFINE_OWN_GEMM(ember_gemm_f64, double)
+#endif

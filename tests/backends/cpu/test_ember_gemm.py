@@ -1,0 +1,246 @@
+"""Ember's own GEMM library (``blas="ember"``), called directly through the contract of
+include/ember_gemm.h, against a float64 NumPy oracle: every dimension from 1 to 600
+(the edges of the register tile and of the cache blocks included), leading dimensions
+wider than the matrices, transposed operands, batches with their own strides, the split
+over threads, and each term of the affine epilogue (alpha, an addend D, possibly C
+itself, and a bias row)."""
+from __future__ import annotations
+
+import ctypes
+import platform
+from dataclasses import dataclass
+
+import hypothesis
+import hypothesis.strategies as st
+import numpy as np
+import pytest
+
+from ember.backends.cpu import ember_gemm, toolchain
+from ember.config import config
+from tests.backends.cpu.cpu_testing import requires_cpu
+
+pytestmark = requires_cpu
+
+_NO_TRANS, _TRANS = 111, 112
+
+
+class _Batch(ctypes.Structure):
+    _fields_ = [("rank", ctypes.c_int), ("extents", ctypes.c_void_p),
+                ("a_strides", ctypes.c_void_p), ("b_strides", ctypes.c_void_p),
+                ("c_strides", ctypes.c_void_p)]
+
+
+@pytest.fixture(scope="module")
+def library() -> ctypes.CDLL:
+    return toolchain.load_library(ember_gemm.library_path())
+
+
+@dataclass(frozen=True)
+class Case:
+    m: int
+    n: int
+    k: int
+    dtype: type = np.float32
+    ta: bool = False
+    tb: bool = False
+    batch: tuple[int, ...] = ()
+    pad: int = 0  # extra elements per row (leading dimensions) and per batch item
+    split: int = 0  # 0: by items, 1: by rows, 2: by columns (ember_gemm.h)
+    parts: int = 1
+    alpha: float = 1.0
+    addend: str = "none"  # "none", "separate" (D) or "in place" (D is C)
+    d_scale: float = 0.0
+    row_scale: float = 0.0  # 0: no bias row
+
+
+def _strided(rng: np.random.Generator, count: int, rows: int, cols: int, pad: int,
+             dtype) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """(flat buffer, the (count, rows, cols) view of it, leading dimension, item stride):
+    rows `pad` elements longer than needed, items `pad` elements apart beyond that."""
+    ld = cols + pad
+    item = rows * ld + pad
+    flat = rng.standard_normal(count * item + 1).astype(dtype)
+    size = flat.itemsize
+    view = np.lib.stride_tricks.as_strided(flat, (count, rows, cols), (item * size, ld * size, size))
+    return flat, view, ld, item
+
+
+def _element_indices(view: np.ndarray, flat: np.ndarray) -> np.ndarray:
+    """The positions in ``flat`` of the elements of ``view`` (a strided view of it)."""
+    steps = [stride // flat.itemsize for stride in view.strides]
+    grids = np.meshgrid(*[np.arange(n) for n in view.shape], indexing="ij")
+    return sum(grid * step for grid, step in zip(grids, steps)).ravel()
+
+
+def _batch_strides(extents: tuple[int, ...], item: int) -> list[int]:
+    """Row-major strides over the batch axes of items `item` elements apart."""
+    strides, step = [], item
+    for extent in reversed(extents):
+        strides.append(step)
+        step *= extent
+    return strides[::-1]
+
+
+def _int64s(values):
+    return (ctypes.c_int64 * max(len(values), 1))(*values)
+
+
+def run_case(library: ctypes.CDLL, case: Case, seed: int = 0) -> None:
+    rng = np.random.default_rng(seed)
+    count = int(np.prod(case.batch, dtype=np.int64))
+    m, n, k, dtype = case.m, case.n, case.k, case.dtype
+    # op(A) is m x k: stored k x m when transposed; op(B) is k x n: stored n x k.
+    a_flat, a_view, lda, a_item = _strided(rng, count, *((k, m) if case.ta else (m, k)),
+                                           case.pad, dtype)
+    b_flat, b_view, ldb, b_item = _strided(rng, count, *((n, k) if case.tb else (k, n)),
+                                           case.pad, dtype)
+    c_flat, c_view, ldc, c_item = _strided(rng, count, m, n, case.pad, dtype)
+    op_a = np.swapaxes(a_view, 1, 2) if case.ta else a_view
+    op_b = np.swapaxes(b_view, 1, 2) if case.tb else b_view
+
+    expected = case.alpha * np.matmul(op_a.astype(np.float64), op_b.astype(np.float64))
+    bound = abs(case.alpha) * np.matmul(np.abs(op_a.astype(np.float64)),
+                                        np.abs(op_b.astype(np.float64)))
+    d_flat = None
+    if case.addend == "separate":
+        d_flat = rng.standard_normal(c_flat.size).astype(dtype)
+    elif case.addend == "in place":
+        d_flat = c_flat
+    if d_flat is not None:
+        d_view = np.lib.stride_tricks.as_strided(d_flat, c_view.shape, c_view.strides)
+        expected = expected + case.d_scale * d_view.astype(np.float64)
+        bound = bound + np.abs(case.d_scale * d_view.astype(np.float64))
+    row = None
+    if case.row_scale:
+        row = rng.standard_normal(n).astype(dtype)
+        expected = expected + case.row_scale * row.astype(np.float64)
+        bound = bound + np.abs(case.row_scale * row.astype(np.float64))
+    if d_flat is not c_flat:
+        c_flat[:] = np.nan  # C is written, never read, when it is not the addend
+    untouched = c_flat.copy()
+    inside = np.zeros(c_flat.size, bool)
+    inside[_element_indices(c_view, c_flat)] = True
+
+    arrays = [_int64s(case.batch)] + [_int64s(_batch_strides(case.batch, item))
+                                      for item in (a_item, b_item, c_item)]  # (kept alive)
+    batch = _Batch(len(case.batch), *(ctypes.addressof(array) for array in arrays))
+
+    real = ctypes.c_float if dtype == np.float32 else ctypes.c_double
+    function = library.ember_gemm_f32 if dtype == np.float32 else library.ember_gemm_f64
+    pointer = ctypes.c_void_p
+    function.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, pointer, ctypes.c_int,
+                         ctypes.c_int, *[ctypes.c_int64] * 3, pointer, ctypes.c_int64,
+                         ctypes.c_int64, pointer, ctypes.c_int64, ctypes.c_int64, pointer,
+                         ctypes.c_int64, real, pointer, real, pointer, real]
+    function.restype = None
+    function(case.split, case.parts, count, ctypes.byref(batch),
+             _TRANS if case.ta else _NO_TRANS, _TRANS if case.tb else _NO_TRANS, m, n, k,
+             a_flat.ctypes.data, lda, 1 if case.ta else lda, b_flat.ctypes.data, ldb,
+             ldb if case.tb else 1, c_flat.ctypes.data, ldc, case.alpha,
+             None if d_flat is None else d_flat.ctypes.data, case.d_scale,
+             None if row is None else row.ctypes.data, case.row_scale)
+
+    np.testing.assert_array_equal(c_flat[~inside], untouched[~inside],
+                                  err_msg="wrote outside C's matrices")
+    got = np.lib.stride_tricks.as_strided(c_flat, c_view.shape, c_view.strides)
+    epsilon = np.finfo(dtype).eps
+    tolerance = 2 * (k + 2) * epsilon * bound + np.finfo(dtype).tiny
+    error = np.abs(got.astype(np.float64) - expected)
+    assert np.all(error <= tolerance), (
+        f"{case}: max error {error.max():.3g} (tolerance there {tolerance.flat[error.argmax()]:.3g})")
+
+
+# Sizes at the edges of the register tile (6 x 64 float32 with AVX-512, 6 x 16 with
+# AVX2) and of the cache blocks (KC 800 float32 / 400 float64, NC 256 / 128), primes.
+EDGES = [1, 2, 5, 6, 7, 13, 17, 31, 33, 63, 65, 97, 127, 129, 255, 257, 401, 600]
+
+
+@pytest.mark.parametrize("size", EDGES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_square_and_thin_products(library, size, dtype):
+    run_case(library, Case(size, size, size, dtype))
+    run_case(library, Case(size, 7, 3, dtype))
+    run_case(library, Case(3, size, 7, dtype))
+    run_case(library, Case(7, 3, size, dtype))
+
+
+@pytest.mark.parametrize("ta", [False, True])
+@pytest.mark.parametrize("tb", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_transposed_operands_with_leading_dimensions(library, ta, tb, dtype):
+    for m, n, k in [(45, 67, 129), (200, 13, 400), (1, 601, 5), (37, 1, 1)]:
+        run_case(library, Case(m, n, k, dtype, ta=ta, tb=tb, pad=3))
+
+
+@pytest.mark.parametrize("split, parts", [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 2), (2, 3)])
+def test_batches_split_over_threads(library, split, parts):
+    run_case(library, Case(70, 90, 50, batch=(2, 3), pad=5, split=split, parts=parts))
+    run_case(library, Case(33, 17, 400, np.float64, batch=(4,), ta=True, split=split, parts=parts))
+
+
+@pytest.mark.parametrize("addend, d_scale, row_scale, alpha", [
+    ("none", 0.0, 0.0, -0.5),         # a scaled product
+    ("separate", 1.0, 0.0, 1.0),      # a residual
+    ("in place", 1.0, 0.0, -0.01),    # an SGD update of the addend itself
+    ("in place", 2.0, 0.0, -6.0),
+    ("none", 0.0, 1.0, 1.0),          # a bias
+    ("separate", 0.5, -3.0, 2.0),     # both
+    ("in place", -1.0, 1.0, 0.5),
+])
+@pytest.mark.parametrize("k", [1, 100, 900])  # one block of the sum, or two
+@pytest.mark.parametrize("split", [1, 2])
+def test_affine_epilogues(library, addend, d_scale, row_scale, alpha, k, split):
+    for dtype in (np.float32, np.float64):
+        run_case(library, Case(77, 130, k, dtype, tb=True, pad=2, split=split, parts=2,
+                               alpha=alpha, addend=addend, d_scale=d_scale,
+                               row_scale=row_scale))
+
+
+def test_epilogue_without_a_product(library):
+    """k = 0 (the plan never asks for it, but the contract allows it): the addends alone."""
+    run_case(library, Case(20, 40, 0, addend="separate", d_scale=2.0, row_scale=1.0))
+
+
+@pytest.mark.parametrize("k", [850, 1700])  # 2 or 3 blocks of the sum (float64: 3 or 5)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sums_over_several_blocks(library, k, dtype):
+    run_case(library, Case(29, 45, k, dtype, ta=True, pad=1, addend="in place", d_scale=1.0,
+                           alpha=-0.1))
+
+
+def test_more_rows_than_one_block_of_a(library):
+    run_case(library, Case(1600, 40, 20, ta=True, pad=1, alpha=3.0, row_scale=1.0))
+
+
+@hypothesis.settings(max_examples=40, deadline=None)
+@hypothesis.given(
+    m=st.integers(1, 600), n=st.integers(1, 600), k=st.integers(1, 600),
+    dtype=st.sampled_from([np.float32, np.float64]), ta=st.booleans(), tb=st.booleans(),
+    batch=st.sampled_from([(), (1,), (3,), (2, 2)]), pad=st.integers(0, 4),
+    split_parts=st.sampled_from([(0, 1), (0, 2), (1, 2), (2, 2), (1, 3)]),
+    epilogue=st.sampled_from([("none", 0.0, 0.0), ("separate", 0.5, 0.0),
+                              ("in place", 1.0, 2.0), ("none", 0.0, -1.0)]),
+    alpha=st.sampled_from([1.0, -1.5]), seed=st.integers(0, 2**16))
+def test_random_products(library, m, n, k, dtype, ta, tb, batch, pad, split_parts, epilogue,
+                         alpha, seed):
+    split, parts = split_parts
+    addend, d_scale, row_scale = epilogue
+    # Small products only when batched, to keep the example's time in check.
+    if batch and m * n * k > 2_000_000:
+        m, n = max(1, m // 4), max(1, n // 4)
+    run_case(library, Case(m, n, k, dtype, ta, tb, batch, pad, split, parts, alpha, addend,
+                           d_scale, row_scale), seed)
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="x86 ISA flags")
+@pytest.mark.parametrize("cflags", ["-mno-avx512f", "-mno-avx512f -mno-avx2 -mno-fma"])
+def test_narrower_vector_isas(cflags):
+    """The AVX2/FMA build (32-byte vectors) and the portable one (16 bytes, no FMA), as
+    the compiler builds them for a CPU without AVX-512 (or AVX2)."""
+    with config.override(cflags=cflags):
+        narrow = toolchain.load_library(ember_gemm.library_path())
+    for size in (1, 5, 6, 7, 15, 16, 17, 33, 130, 401):
+        for dtype in (np.float32, np.float64):
+            run_case(narrow, Case(size, size + 3, size + 1, dtype, ta=size % 2 == 1, pad=1))
+    run_case(narrow, Case(70, 90, 900, batch=(2,), tb=True, split=2, parts=2, alpha=2.0,
+                          addend="in place", d_scale=1.0, row_scale=-1.0))

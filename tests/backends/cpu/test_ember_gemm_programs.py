@@ -1,0 +1,122 @@
+"""Whole programs whose GEMMs run on Ember's own GEMM (``blas="ember"``) against the
+reference backend: every layout the BLAS path plans (transposed operands, batches,
+products written into a consumer's layout), the affine epilogues folded into the call,
+and an MLP train step, in float32 and float64."""
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as jnp
+from ember import lax
+from ember.backends.cpu import ember_gemm, toolchain
+from ember.config import config
+from tests.backends.cpu import test_cpu_gemm_affine as affine
+from tests.backends.cpu import test_cpu_gemm_layout as layout
+from tests.backends.cpu.cpu_testing import assert_matches_reference, compiled, requires_cpu
+
+pytestmark = requires_cpu
+
+RNG = np.random.default_rng(0)
+TOLERANCE = {np.float32: (1e-4, 1e-4), np.float64: (1e-10, 1e-10)}
+
+
+@pytest.fixture(autouse=True)
+def ember_blas():
+    with config.override(blas="ember"):
+        yield
+
+
+def test_modules_link_embers_gemm_library():
+    info = toolchain.blas()
+    assert info.name == "ember" and "-DEMBER_BLAS_EMBER" in info.compile_flags
+    assert info.link_flags == (str(ember_gemm.library_path()),)
+    _, link_flags = toolchain._flags(True, ())
+    assert str(ember_gemm.library_path()) in link_flags
+
+
+def test_library_follows_the_compile_cache(tmp_path):
+    """Built in the cache in use (once), and again when its file is gone."""
+    paths = []
+    for name in ("first", "second"):
+        with config.override(cache_dir=str(tmp_path / name)):
+            paths.append(ember_gemm.library_path())
+            assert ember_gemm.library_path() == paths[-1]
+            assert toolchain.blas().link_flags == (str(paths[-1]),)
+    assert [p.is_relative_to(tmp_path / name) for p, name in zip(paths, ("first", "second"))] \
+        == [True, True]
+    with config.override(cache_dir=str(tmp_path / "first")):
+        paths[0].unlink()
+        assert ember_gemm.library_path().is_file()
+
+
+def _dot(dims):
+    return lambda a, b: lax.dot_general(a, b, dims)
+
+
+@pytest.mark.parametrize("lhs_shape, rhs_shape, dims", [
+    ((200, 96), (96, 112), (((1,), (0,)), ((), ()))),
+    ((96, 200), (96, 112), (((0,), (0,)), ((), ()))),           # transposed lhs
+    ((100, 96), (250, 96), (((1,), (1,)), ((), ()))),           # transposed rhs
+    ((96, 101), (251, 96), (((0,), (1,)), ((), ()))),           # both transposed
+    ((7, 64, 65), (7, 65, 48), (((2,), (1,)), ((0,), (0,)))),   # batched
+    ((80, 3, 96), (3, 96, 100), (((2,), (1,)), ((1,), (0,)))),  # strided batch
+    ((2, 3, 33, 40), (2, 3, 40, 17), (((3,), (2,)), ((0, 1), (0, 1)))),  # two batch axes
+])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("threads", [1, 3])
+def test_layouts_match_reference(lhs_shape, rhs_shape, dims, dtype, threads):
+    lhs = RNG.standard_normal(lhs_shape).astype(dtype)
+    rhs = RNG.standard_normal(rhs_shape).astype(dtype)
+    with config.override(num_threads=threads, enable_x64=dtype == np.float64):
+        assert_matches_reference(_dot(dims), lhs, rhs, tolerance=TOLERANCE[dtype])
+        kinds = [k.kind for k in compiled(_dot(dims), lhs, rhs).kernels]
+    assert kinds == ["library"]
+
+
+@pytest.mark.parametrize("name", layout.CASES)
+def test_products_written_into_consumer_layouts(name):
+    assert_matches_reference(layout.CASES[name], layout.PROBS, layout.VALUES,
+                             tolerance=layout.TOLERANCE)
+
+
+@pytest.mark.parametrize("name", affine.FOLDED)
+def test_affine_epilogues_match_reference(name):
+    # (A looser tolerance than the BLAS path's: the reference's products are NumPy's
+    # BLAS, the same library, summed in the same order; these are summed in another.)
+    fun = affine.FOLDED[name][0]
+    assert_matches_reference(fun, affine.W, affine.X, affine.G, affine.B,
+                             tolerance=TOLERANCE[np.float32])
+
+
+def _mlp_params(dtype):
+    sizes = [(61, 96), (96, 10)]
+    return [(RNG.standard_normal(shape).astype(dtype) / np.sqrt(shape[0]),
+             RNG.standard_normal(shape[1]).astype(dtype) * 0.1) for shape in sizes]
+
+
+def _train_step(params, x, labels):
+    def loss(params):
+        h = x
+        for index, (w, b) in enumerate(params):
+            h = h @ w + b
+            if index < len(params) - 1:
+                h = jnp.maximum(h, 0.0)
+        logits = h - jnp.max(h, axis=1, keepdims=True)
+        log_probs = logits - jnp.log(jnp.sum(jnp.exp(logits), axis=1, keepdims=True))
+        return -jnp.mean(jnp.sum(log_probs * labels, axis=1))
+
+    value, grads = ember.value_and_grad(loss)(params)
+    updated = [(w - 0.1 * gw, b - 0.1 * gb) for (w, b), (gw, gb) in zip(params, grads)]
+    return value, updated
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_mlp_train_step_matches_reference(dtype):
+    params = _mlp_params(dtype)
+    x = RNG.standard_normal((130, 61)).astype(dtype)
+    labels = np.eye(10, dtype=dtype)[RNG.integers(0, 10, 130)]
+    tolerance = (2e-4, 2e-5) if dtype == np.float32 else TOLERANCE[dtype]
+    with config.override(enable_x64=dtype == np.float64):
+        assert_matches_reference(_train_step, params, x, labels, tolerance=tolerance)
+        kinds = [k.kind for k in compiled(_train_step, params, x, labels).kernels]
+    assert kinds.count("library") >= 5  # forward, and both gradients of each layer
