@@ -130,9 +130,10 @@ def _mkl_sgemm() -> Matmul:
 
 def _ember_gemm_sgemm() -> Matmul:
     """Ember's own GEMM library (config.blas "ember"), split over the threads of a
-    compiled call as its generated calls are (backends/cpu/gemm_call.py)."""
-    from ember.backends.cpu import ember_gemm, gemm_call, toolchain
+    compiled call as its generated calls are (codegen/c_gemm.py)."""
+    from ember.backends.cpu import ember_gemm, toolchain
     from ember.backends.cpu.backend import num_threads
+    from ember.codegen import c_gemm
     from ember.codegen.gemm import GemmPlan, Matrix
 
     if toolchain.find_toolchain() is None:
@@ -148,8 +149,8 @@ def _ember_gemm_sgemm() -> Matmul:
         (m, k), n = a.shape, b.shape[1]
         plan = GemmPlan(np.dtype(np.float32), (), m, n, k, Matrix(m, k, False, k, 0, ()),
                         Matrix(k, n, False, n, 0, ()))
-        parts = gemm_call.gemm_parts(plan, num_threads())
-        split = 0 if parts == 1 else 1 if m >= n else 2  # (as gemm_call._split)
+        parts = c_gemm.gemm_parts(plan, num_threads())
+        split = 0 if parts == 1 else 1 if m >= n else 2  # (as c_gemm._split)
         function(split, parts, 1, no_batch, _NO_TRANS, _NO_TRANS, m, n, k, a.ctypes.data, k, k,
                  b.ctypes.data, n, 1, c.ctypes.data, n, 1.0, None, 0.0, None, 0.0)
 
