@@ -7,6 +7,7 @@ primitive's ``batch`` rule computes the whole batch at once.
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -21,7 +22,19 @@ from ember.ir.graph import Graph
 from ember.ir.interpreter import bind_equation, eval_graph
 from ember.transforms.rules import move_batch_axis
 
-__all__ = ["BatchTrace", "BatchTracer", "vmap", "vmap_flat", "batch_graph"]
+__all__ = ["AxisData", "BatchTrace", "BatchTracer", "vmap", "vmap_flat", "batch_graph"]
+
+
+@dataclass(frozen=True)
+class AxisData:
+    """What a batch interpreter maps over: the axis size, and for a named axis (vmap's
+    ``axis_name``, shard_map's mesh axes) the name collectives refer to. ``check_vma``
+    marks shard_map's axes: there the gradient of a value invariant along the axis is
+    summed over it (see ``ember.sharding.vma``)."""
+
+    size: int
+    name: Any = None
+    check_vma: bool = False
 
 
 class BatchTracer(Tracer):
@@ -48,11 +61,11 @@ class BatchTracer(Tracer):
 
 
 class BatchTrace(Trace):
-    """``main.global_data`` is the size of the mapped axis."""
+    """``main.global_data`` is the ``AxisData`` of the mapped axis."""
 
     @property
     def axis_size(self) -> int:
-        return self.main.global_data
+        return self.main.global_data.size
 
     def pure(self, value: Any) -> BatchTracer:
         return BatchTracer(self, value, None)
@@ -62,6 +75,11 @@ class BatchTrace(Trace):
     def process_primitive(self, prim: Primitive, tracers: list, params: dict) -> Any:
         values = [t.value for t in tracers]
         dims = [t.batch_dim for t in tracers]
+        named_rule = getattr(prim, "named_batch_rule", None)
+        if named_rule is not None and params["axis_name"] == self.main.global_data.name:
+            # A collective over this very axis: an operation across the mapped axis.
+            outs, out_dims = named_rule(values, dims, self.axis_size, **params)
+            return self._wrap(prim, outs, out_dims)
         if all(d is None for d in dims):
             return self._wrap(prim, prim.bind(*values, **params), None)
         rule = prim.batch_rule
@@ -81,14 +99,16 @@ class BatchTrace(Trace):
 def vmap_flat(fun: Callable[..., Sequence[Any]], axis_size: int, args: Sequence[Any],
               in_dims: Sequence[int | None],
               out_dims: int | Sequence[int | None] | None = None,
+              axis_name: Any = None, check_vma: bool = False,
               ) -> tuple[list[Any], list[int | None]]:
     """Map ``fun`` over axis ``in_dims[i]`` of each argument (None: not mapped).
 
     With ``out_dims`` given (one for all outputs, or one each), outputs are moved there
     (an unbatched output is broadcast; a None entry leaves that output where it is).
-    Returns the outputs and their batch axes.
+    Returns the outputs and their batch axes. Collectives over ``axis_name`` inside
+    ``fun`` act across the mapped axis.
     """
-    with new_main(BatchTrace, axis_size) as main:
+    with new_main(BatchTrace, AxisData(axis_size, axis_name, check_vma)) as main:
         trace = BatchTrace(main)
         tracers = [BatchTracer(trace, a, d) if d is not None else a
                    for a, d in zip(args, in_dims)]
@@ -133,13 +153,14 @@ def _with_axis(aval: ShapedArray, dim: int, size: int) -> ShapedArray:
 # --- the public ember.vmap -------------------------------------------------------------
 
 def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0,
-         axis_size: int | None = None) -> Callable:
+         axis_name: Any = None, axis_size: int | None = None) -> Callable:
     """Vectorize ``fun`` over an axis of its arguments (as ``jax.vmap``).
 
     ``in_axes`` is an int (the mapped axis of every argument), None (not mapped), or a
     tuple with one entry per positional argument, each a prefix of that argument's
     pytree. ``out_axes`` likewise for the output. Keyword arguments are mapped over
-    axis 0. ``axis_size`` is required when no argument is mapped.
+    axis 0. ``axis_size`` is required when no argument is mapped. Collectives
+    (``ember.lax.psum`` ...) over ``axis_name`` inside ``fun`` act across the batch.
     """
     name = getattr(fun, "__name__", "function")
 
@@ -157,7 +178,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0,
             out_leaves, store["tree"] = tree_flatten(fun(*call_args, **call_kwargs))
             return out_leaves
 
-        outs, out_dims = vmap_flat(flat, size, leaves, dims)
+        outs, out_dims = vmap_flat(flat, size, leaves, dims, axis_name=axis_name)
         out_tree = store["tree"]
         wanted = _out_axes_per_leaf(out_axes, out_tree, name)
         moved = [_move_out(v, d, w, size, name) for v, d, w in zip(outs, out_dims, wanted)]
