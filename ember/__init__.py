@@ -20,6 +20,8 @@ __version__ = "0.1.0"
 _LAZY = {
     # placement and devices
     "devices": "ember.runtime.devices",
+    "device_count": "ember.runtime.devices",
+    "local_device_count": "ember.runtime.devices",
     "default_backend": "ember.runtime.devices",
     "device_put": "ember.runtime.dispatch",
     "block_until_ready": "ember.runtime.sync",

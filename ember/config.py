@@ -59,6 +59,9 @@ FLAGS: dict[str, Flag] = {
              "Keep 64-bit dtypes. Off (as in JAX): float64/int64 become float32/int32."),
         Flag("num_threads", None, _parse_optional_int,
              "Threads used by native CPU kernels (default: all cores)."),
+        Flag("num_cpu_devices", 1, int,
+             "Devices the host CPU is split into (as jax_num_cpu_devices), for meshes, "
+             "shard_map and pmap on one machine."),
         Flag("blas", "auto", str,
              "BLAS linked by native CPU code: 'openblas' (the scipy-openblas32 wheel), "
              "'mkl' (the mkl wheel), or 'auto': MKL where installed, else OpenBLAS."),
@@ -102,7 +105,10 @@ class Config:
         raise AttributeError(f"ember.config has no flag {name!r}; flags: {sorted(FLAGS)}")
 
     def update(self, name: str, value: Any) -> None:
-        """Set flag ``name`` to ``value`` for the rest of the process."""
+        """Set flag ``name`` to ``value`` for the rest of the process (JAX's spelling of
+        a flag, ``jax_<name>``, names the same flag)."""
+        if name not in FLAGS and name.startswith("jax_") and name[4:] in FLAGS:
+            name = name[4:]
         if name not in FLAGS:
             raise ValueError(f"unknown Ember flag {name!r}; known flags: {sorted(FLAGS)}")
         if isinstance(value, str) and not isinstance(FLAGS[name].default, str):
