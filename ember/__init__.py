@@ -26,6 +26,15 @@ _LAZY = {
     "device_put": "ember.runtime.dispatch",
     "block_until_ready": "ember.runtime.sync",
     "make_graph": "ember.runtime.inspect",
+    # distribution on one host (ember.sharding)
+    "make_mesh": "ember.sharding.mesh",
+    "set_mesh": "ember.sharding.mesh",
+    "P": "ember.sharding.partition_spec",
+    "NamedSharding": "ember.sharding.shardings",
+    "reshard": "ember.sharding.placement",
+    "typeof": "ember.sharding.typeof",
+    "shard_map": "ember.sharding.shard_map",
+    "pmap": "ember.sharding.pmap",
     # transformations
     "grad": "ember.transforms.api",
     "value_and_grad": "ember.transforms.api",
@@ -43,7 +52,7 @@ _LAZY = {
     "remat": "ember.transforms.remat",
 }
 _SUBMODULES = {"lax", "numpy", "random", "nn", "optim", "tree_util", "ad_checkpoint",
-               "dtypes", "errors", "distributed", "test_util", "bench"}
+               "dtypes", "errors", "distributed", "sharding", "test_util", "bench"}
 
 __all__ = ["Array", "config", "jit", *_LAZY, *sorted(_SUBMODULES)]
 

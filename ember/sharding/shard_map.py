@@ -83,8 +83,8 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
         outs = _map_axes(body, axes, blocked, store, check_vma, name)
         out_tree = store["tree"]
         out_specs_flat = store["out_specs"]
-        return tree_unflatten(out_tree, [_from_blocks(o, spec, grid)
-                                         for o, spec in zip(outs, out_specs_flat)])
+        return tree_unflatten(out_tree, [_from_blocks(o, spec, grid, name)
+                                     for o, spec in zip(outs, out_specs_flat)])
 
     def _map_axes(body, axes, blocked, store, check, name):
         """Nest one named batch interpreter per mesh axis, outermost first."""
@@ -177,12 +177,16 @@ def _place_output(value: Any, dim: int | None, axis: str, size: int, spec: Parti
     return enp.take(value, 0, axis=dim)
 
 
-def _from_blocks(value: Any, spec: PartitionSpec, mesh: Mesh) -> Any:
+def _from_blocks(value: Any, spec: PartitionSpec, mesh: Mesh, name: str) -> Any:
     """The global array from per-shard blocks stacked in front (in mesh order)."""
     import ember.numpy as enp
 
     stacked = [a for a in mesh.axis_names if a in spec.mesh_axes()]
     ndim = np.ndim(value) - len(stacked)
+    if len(spec) > ndim:
+        raise EmberValueError(f"shard_map of {name}: out_specs {spec} has {len(spec)} "
+                              f"entries for an output of {ndim} dimensions (per-shard "
+                              f"shape {tuple(np.shape(value))[len(stacked):]})")
     order, out_shape = [], []
     for dim in range(ndim):
         axes = spec.axes_of(dim)
