@@ -20,6 +20,11 @@ def host_devices(backend: str) -> list:
 
 
 @pytest.fixture
+def mesh_devices(backend):
+    return host_devices(backend)
+
+
+@pytest.fixture
 def mesh8(backend):
     return ember.make_mesh((8,), ("i",), devices=host_devices(backend))
 
