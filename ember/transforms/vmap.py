@@ -22,7 +22,8 @@ from ember.ir.graph import Graph
 from ember.ir.interpreter import bind_equation, eval_graph
 from ember.transforms.rules import move_batch_axis
 
-__all__ = ["AxisData", "BatchTrace", "BatchTracer", "vmap", "vmap_flat", "batch_graph"]
+__all__ = ["AxisData", "BatchTrace", "BatchTracer", "vmap", "vmap_flat", "batch_graph",
+           "rule_axis"]
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,16 @@ class BatchTracer(Tracer):
         return self.value.creation_site() if isinstance(self.value, Tracer) else None
 
 
+# The axes whose batch rules are running, innermost last: a rule that batches a subgraph
+# (cond, scan, while) maps it over the same named axis, so collectives inside still act.
+_rule_axes: list[AxisData] = []
+
+
+def rule_axis(size: int) -> AxisData | None:
+    """The axis whose batch rule is running, if it maps ``size`` (else None)."""
+    return _rule_axes[-1] if _rule_axes and _rule_axes[-1].size == size else None
+
+
 class BatchTrace(Trace):
     """``main.global_data`` is the ``AxisData`` of the mapped axis."""
 
@@ -86,7 +97,11 @@ class BatchTrace(Trace):
         if rule is None:
             reason = prim.waived.get("batch", "it has no batching rule")
             raise EmberTypeError(f"cannot vmap primitive '{prim.name}': {reason}")
-        outs, out_dims = rule(values, dims, **params)
+        _rule_axes.append(self.main.global_data)  # for batch_graph in the rule
+        try:
+            outs, out_dims = rule(values, dims, **params)
+        finally:
+            _rule_axes.pop()
         return self._wrap(prim, outs, out_dims)
 
     def _wrap(self, prim: Primitive, outs: Any, dims: Any) -> Any:
@@ -134,10 +149,12 @@ def batch_graph(graph: Graph, axis_size: int, in_dims: Sequence[int | None],
     in_avals = [v.aval if d is None else _with_axis(v.aval, d, axis_size)
                 for v, d in zip(graph.inputs, in_dims)]
     found: list[list[int | None]] = []
+    axis = rule_axis(axis_size)
+    named = {"axis_name": axis.name, "check_vma": axis.check_vma} if axis else {}
 
     def batched(*args: Any) -> list[Any]:
         body = lambda *xs: eval_graph(graph, xs, bind_equation)  # noqa: E731
-        outs, dims = vmap_flat(body, axis_size, args, in_dims, out_dim)
+        outs, dims = vmap_flat(body, axis_size, args, in_dims, out_dim, **named)
         found.append(dims)
         return outs
 

@@ -160,3 +160,18 @@ def test_gradient_inside_shard_map_of_a_replicated_parameter_is_summed(x64_mesh)
     # psum of it would be the mistake: 4 times too large.
     wrong = smap(x64_mesh, lambda w, xs: lax.psum(body(w, xs), "i"), (P(), P("i")), P())(w, x)
     np.testing.assert_allclose(wrong, 4 * np.asarray(inside), rtol=1e-10)
+
+
+def test_collectives_inside_jit_and_control_flow_in_the_body(mesh8):
+    """Bodies of cond / fori_loop and jitted functions see the mesh axis too."""
+    in_jit = smap(mesh8, ember.jit(lambda a: lax.psum(a, "i")))(X)
+    np.testing.assert_array_equal(in_jit, np.full(8, 28.0))
+    looped = smap(mesh8, lambda a: lax.fori_loop(0, 3, lambda i, c: c + lax.psum(a, "i"), a))
+    np.testing.assert_array_equal(looped(X), X + 84)
+    branched = smap(mesh8, lambda a: lax.cond(a[0] > 3, lambda: lax.psum(a, "i"),
+                                              lambda: -a))
+    np.testing.assert_array_equal(branched(X), np.where(X > 3, 28.0, -X))
+    np.testing.assert_array_equal(ember.grad(lambda v: looped(v).sum())(X), np.full(8, 25.0))
+    stacked = ember.vmap(smap(mesh8, lambda a: lax.psum(a, "i"), out_specs=P()))(
+        np.ones((3, 8), np.float32))
+    np.testing.assert_array_equal(stacked, np.full((3, 1), 8.0))
