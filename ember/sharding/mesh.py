@@ -131,3 +131,9 @@ class set_mesh:  # noqa: N801  (a function in JAX; a class here so it works as `
 def get_mesh() -> Mesh | None:
     """The current mesh (innermost ``with mesh`` / ``set_mesh``), or None."""
     return _MESHES[-1] if _MESHES else _global_mesh[0]
+
+
+# Errors raised below a public function name the user's line.
+from ember.errors import wrap_public_functions as _wrap  # noqa: E402
+
+_wrap(globals())

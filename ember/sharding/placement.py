@@ -84,3 +84,9 @@ def shards_of(array: Any) -> list[Shard]:
     for device, index in array.sharding.devices_indices_map(array.shape).items():
         found.append(Shard(device, index, from_host(host[index], device, committed=True)))
     return found
+
+
+# Errors raised below a public function name the user's line.
+from ember.errors import wrap_public_functions as _wrap  # noqa: E402
+
+_wrap(globals())

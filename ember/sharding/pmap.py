@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ember.core.pytree import tree_flatten, tree_map, tree_unflatten
-from ember.errors import EmberValueError
+from ember.errors import EmberValueError, user_errors
 from ember.sharding.mesh import AxisType, Mesh
 from ember.sharding.partition_spec import P
 from ember.sharding.shard_map import shard_map
@@ -33,6 +33,7 @@ def pmap(fun: Callable, axis_name: Any = None, *, in_axes: Any = 0, out_axes: in
         raise EmberValueError("pmap out_axes must be an int or None (one for every "
                               "output); per-output out_axes are not supported yet")
 
+    @user_errors
     @functools.wraps(fun)
     def mapped(*args: Any) -> Any:
         from ember.runtime.devices import default_backend, devices as backend_devices

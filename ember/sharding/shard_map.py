@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ember.core.pytree import tree_flatten, tree_unflatten
-from ember.errors import EmberValueError
+from ember.errors import EmberValueError, user_errors
 from ember.sharding.mesh import Mesh, get_mesh
 from ember.sharding.partition_spec import PartitionSpec
 from ember.sharding.shardings import NamedSharding
@@ -59,6 +59,7 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
     name = getattr(f, "__name__", "function")
     grid_of: list[Mesh | None] = [None]
 
+    @user_errors
     @functools.wraps(f)
     def mapped(*args: Any) -> Any:
         grid = mesh if mesh is not None else get_mesh()
@@ -83,7 +84,7 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
         outs = _map_axes(body, axes, blocked, store, check_vma, name)
         out_tree = store["tree"]
         out_specs_flat = store["out_specs"]
-        return tree_unflatten(out_tree, [_from_blocks(o, spec, grid, name)
+        return tree_unflatten(out_tree, [_placed(_from_blocks(o, spec, grid, name), grid, spec)
                                      for o, spec in zip(outs, out_specs_flat)])
 
     def _map_axes(body, axes, blocked, store, check, name):
@@ -175,6 +176,14 @@ def _place_output(value: Any, dim: int | None, axis: str, size: int, spec: Parti
     import ember.numpy as enp
 
     return enp.take(value, 0, axis=dim)
+
+
+def _placed(value: Any, mesh: Mesh, spec: PartitionSpec) -> Any:
+    """A concrete output carries its sharding (``NamedSharding(mesh, out_spec)``)."""
+    from ember.runtime.array import Array
+    from ember.sharding.placement import put_sharded
+
+    return put_sharded(value, NamedSharding(mesh, spec)) if isinstance(value, Array) else value
 
 
 def _from_blocks(value: Any, spec: PartitionSpec, mesh: Mesh, name: str) -> Any:

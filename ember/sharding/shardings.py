@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ember.backends.base import Device
-from ember.errors import EmberValueError
+from ember.errors import EmberValueError, user_errors
 from ember.sharding.mesh import Mesh
 from ember.sharding.partition_spec import PartitionSpec
 
@@ -71,6 +71,7 @@ class SingleDeviceSharding(Sharding):
 class NamedSharding(Sharding):
     """Dimensions split over named mesh axes: ``NamedSharding(mesh, P('data', None))``."""
 
+    @user_errors
     def __init__(self, mesh: Mesh, spec: PartitionSpec | None = None) -> None:
         spec = PartitionSpec() if spec is None else spec
         if not isinstance(spec, PartitionSpec):

@@ -142,6 +142,24 @@ def test_unknown_axes_are_errors(mesh):
         ember.lax.psum(np.ones(2), "i")
 
 
+def test_errors_name_the_users_line(mesh):
+    with pytest.raises(EmberValueError, match=r"at .*test_api.py:\d+"):
+        NamedSharding(mesh, P("k"))
+    with pytest.raises(EmberValueError, match=r"differs along it.*\n.*at .*test_api.py:\d+"):
+        ember.shard_map(lambda a: a, mesh=mesh, in_specs=P("data"),
+                        out_specs=P())(np.zeros(8))
+
+
+def test_shard_map_takes_sharded_arrays_and_returns_them(mesh):
+    x = ember.device_put(np.arange(16.0, dtype=np.float32), NamedSharding(mesh, P("data")))
+    out = ember.shard_map(lambda a: a * 2, mesh=mesh, in_specs=P("data"),
+                          out_specs=P("data"))(x)
+    assert out.sharding == NamedSharding(mesh, P("data"))
+    assert str(ember.typeof(out)) == "f32[16@data]"
+    np.testing.assert_array_equal(out, 2 * np.arange(16.0))
+    np.testing.assert_array_equal(ember.jit(lambda v: v + 1)(x), np.arange(16.0) + 1)
+
+
 def test_check_vma_rejects_a_varying_output_said_to_be_replicated(mesh):
     with pytest.raises(EmberValueError, match="differs along it"):
         ember.shard_map(lambda a: a, mesh=mesh, in_specs=P("data"),
