@@ -175,3 +175,27 @@ def test_collectives_inside_jit_and_control_flow_in_the_body(mesh8):
     stacked = ember.vmap(smap(mesh8, lambda a: lax.psum(a, "i"), out_specs=P()))(
         np.ones((3, 8), np.float32))
     np.testing.assert_array_equal(stacked, np.full((3, 1), 8.0))
+
+
+@pytest.mark.parametrize("body", [
+    lambda a: lax.all_gather(a, "i", axis=1, tiled=True),
+    lambda a: lax.psum_scatter(a, "i", scatter_dimension=1, tiled=True),
+    lambda a: lax.all_to_all(a, "i", 1, 0, tiled=True),
+    lambda a: lax.ppermute(a, "i", SHIFT) * lax.pmax(a, "i"),
+], ids=["all_gather", "psum_scatter", "all_to_all", "ppermute_pmax"])
+def test_vmap_of_shard_map_equals_a_loop(mesh8, body):
+    """Collectives batched over an axis that is not theirs (their ordinary batch rule)."""
+    xs = np.random.default_rng(2).normal(size=(3, 8, 16)).astype(np.float32)
+    f = smap(mesh8, body)
+    np.testing.assert_allclose(ember.vmap(f)(xs), np.stack([f(x) for x in xs]), rtol=1e-6)
+    np.testing.assert_allclose(ember.vmap(f, in_axes=2, out_axes=1)(xs.transpose(1, 2, 0)),
+                               np.stack([f(x) for x in xs], axis=1), rtol=1e-6)
+
+
+def test_a_named_vmap_inside_shard_map(mesh8):
+    """Two named axes at once: the mesh's 'i' and a vmap's 'b'."""
+    xs = np.arange(24, dtype=np.float32).reshape(8, 3)
+    body = lambda a: ember.vmap(lambda r: lax.psum(r, "b") + lax.psum(r, "i"),  # noqa: E731
+                                in_axes=1, out_axes=1, axis_name="b")(a)
+    out = smap(mesh8, body)(xs)
+    np.testing.assert_allclose(out, xs.sum(1, keepdims=True) + xs.sum(0, keepdims=True))
