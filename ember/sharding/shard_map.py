@@ -48,14 +48,12 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
     ``in_specs`` / ``out_specs`` hold one PartitionSpec per argument / output (a
     pytree prefix): the mesh axes each dimension is split over. Inside ``f`` arrays
     have their per-shard shapes, and ``ember.lax`` collectives act over mesh axes.
-    ``mesh`` defaults to the current one (``ember.set_mesh``).
+    ``mesh`` defaults to the current one (``ember.set_mesh``); without ``in_specs``
+    each argument is split as its own sharding says.
     """
     if f is None:
         return functools.partial(shard_map, out_specs=out_specs, in_specs=in_specs,
                                  mesh=mesh, axis_names=axis_names, check_vma=check_vma)
-    if in_specs is None:
-        raise EmberValueError("shard_map needs in_specs (inferring them from the "
-                              "arguments' shardings is not supported yet)")
     name = getattr(f, "__name__", "function")
     grid_of: list[Mesh | None] = [None]
 
@@ -70,7 +68,8 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
             raise EmberValueError("shard_map over a subset of the mesh axes (axis_names=) "
                                   "is not supported yet; map over every axis")
         leaves, in_tree = tree_flatten(args)
-        specs = _specs_per_leaf(in_specs, args, "in_specs", name)
+        specs = (_specs_per_leaf(in_specs, args, "in_specs", name) if in_specs is not None
+                 else [_spec_of(leaf, grid) for leaf in leaves])
         blocked = [_to_blocks(leaf, spec, grid, i, name)
                    for i, (leaf, spec) in enumerate(zip(leaves, specs))]
         store: dict[str, Any] = {}
@@ -115,6 +114,15 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
         return level(0, [b[0] for b in blocked])
 
     return mapped
+
+
+def _spec_of(leaf: Any, mesh: Mesh) -> PartitionSpec:
+    """The spec an argument is split by on ``mesh`` (``in_specs=None``: as JAX, from the
+    arguments' own shardings; P() for an array not split over this mesh)."""
+    sharding = getattr(leaf, "_sharding", None)
+    if isinstance(sharding, NamedSharding) and sharding.mesh == mesh:
+        return sharding.spec
+    return PartitionSpec()
 
 
 def _specs_per_leaf(specs: Any, tree: Any, what: str, name: str) -> list[PartitionSpec]:

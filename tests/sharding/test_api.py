@@ -158,6 +158,9 @@ def test_shard_map_takes_sharded_arrays_and_returns_them(mesh):
     assert str(ember.typeof(out)) == "f32[16@data]"
     np.testing.assert_array_equal(out, 2 * np.arange(16.0))
     np.testing.assert_array_equal(ember.jit(lambda v: v + 1)(x), np.arange(16.0) + 1)
+    inferred = ember.shard_map(lambda a: a.shape[0] + 0 * a, mesh=mesh,
+                               out_specs=P("data"))(x)  # in_specs from x's sharding
+    np.testing.assert_array_equal(inferred, np.full(16, 4.0))
 
 
 def test_check_vma_rejects_a_varying_output_said_to_be_replicated(mesh):
