@@ -79,6 +79,9 @@ def default_backend() -> Backend:
     return get_backend(name)
 
 
+_HOST_BACKENDS = ("cpu", "reference")  # their devices share the host's memory and cores
+
+
 def devices(backend: str | None = None) -> list[Device]:
     """Devices of one backend, or of every backend present when ``backend`` is None.
 
@@ -91,9 +94,6 @@ def devices(backend: str | None = None) -> list[Device]:
     if chosen.name in _HOST_BACKENDS:
         return [Device(chosen.name, index) for index in range(config.num_cpu_devices)]
     return chosen.devices()
-
-
-_HOST_BACKENDS = ("cpu", "reference")
 
 
 def device_count(backend: str | None = None) -> int:
