@@ -20,6 +20,8 @@ __version__ = "0.1.0"
 _LAZY = {
     # placement and devices
     "devices": "ember.runtime.devices",
+    "device_count": "ember.runtime.devices",
+    "local_device_count": "ember.runtime.devices",
     "default_backend": "ember.runtime.devices",
     "device_put": "ember.runtime.dispatch",
     "block_until_ready": "ember.runtime.sync",
@@ -32,6 +34,15 @@ _LAZY = {
     "named_call": "ember.transforms.naming",
     "ensure_compile_time_eval": "ember.core.trace",
     "pure_callback": "ember.ops.callbacks",
+    # distribution on one host (ember.sharding)
+    "make_mesh": "ember.sharding.mesh",
+    "set_mesh": "ember.sharding.mesh",
+    "P": "ember.sharding.partition_spec",
+    "NamedSharding": "ember.sharding.shardings",
+    "reshard": "ember.sharding.placement",
+    "typeof": "ember.sharding.typeof",
+    "shard_map": "ember.sharding.shard_map",
+    "pmap": "ember.sharding.pmap",
     # transformations
     "grad": "ember.transforms.api",
     "value_and_grad": "ember.transforms.api",
@@ -50,8 +61,8 @@ _LAZY = {
     "remat": "ember.transforms.remat",
 }
 _SUBMODULES = {"lax", "numpy", "random", "nn", "optim", "tree", "tree_util", "ad_checkpoint",
-               "custom_batching", "debug", "dtypes", "experimental", "errors", "test_util",
-               "bench", "scipy"}
+               "custom_batching", "debug", "dtypes", "experimental", "errors", "sharding",
+               "test_util", "bench", "scipy"}
 
 __all__ = ["Array", "config", "jit", *_LAZY, *sorted(_SUBMODULES)]
 

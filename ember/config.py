@@ -68,6 +68,9 @@ FLAGS: dict[str, Flag] = {
              "Keep 64-bit dtypes. Off (as in JAX): float64/int64 become float32/int32."),
         Flag("num_threads", None, _parse_optional_int,
              "Threads used by native CPU kernels (default: all cores)."),
+        Flag("num_cpu_devices", 1, int,
+             "Devices the host CPU is split into (as jax_num_cpu_devices), for meshes, "
+             "shard_map and pmap on one machine."),
         Flag("blas", "auto", str,
              "BLAS linked by native CPU code: 'openblas' (the scipy-openblas32 wheel), "
              "'mkl' (the mkl wheel), 'ember' (Ember's own GEMM, built for the host's "
@@ -95,7 +98,8 @@ class UnknownFlagError(AttributeError, ValueError):
 
 # JAX's option names -> Ember's flags, so ``config.update("jax_enable_x64", True)`` works.
 JAX_NAMES = {"jax_enable_x64": "enable_x64", "jax_debug_nans": "debug_nans",
-             "jax_platforms": "backend", "jax_platform_name": "backend"}
+             "jax_platforms": "backend", "jax_platform_name": "backend",
+             "jax_num_cpu_devices": "num_cpu_devices"}
 _JAX_PLATFORMS = {"cpu": "cpu", "gpu": "cuda", "cuda": "cuda", "opencl": "opencl",
                   "reference": "reference"}
 

@@ -22,8 +22,9 @@ import numpy as np
 from ember.core.trace import Tracer
 from ember.ops.callbacks import debug_callback
 from ember.runtime.array import Array
+from ember.sharding.visualize import visualize_array_sharding
 
-__all__ = ["breakpoint", "callback", "print"]
+__all__ = ["breakpoint", "callback", "print", "visualize_array_sharding"]
 
 
 def callback(callback: Callable[..., Any], *args: Any, ordered: bool = False,

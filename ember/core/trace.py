@@ -198,7 +198,11 @@ def full_lower(value: Any) -> Any:
 
 
 def bind(prim: Primitive, args: Sequence[Any], params: dict) -> Any:
-    trace = find_top_trace(args)
+    return bind_with_trace(prim, find_top_trace(args), args, params)
+
+
+def bind_with_trace(prim: Primitive, trace: Trace, args: Sequence[Any], params: dict) -> Any:
+    """Apply ``prim`` in ``trace`` (at least as high as every argument's)."""
     tracers = [trace.full_raise(arg) for arg in args]
     outs = trace.process_primitive(prim, tracers, params)
     if prim.multiple_results:

@@ -315,9 +315,11 @@ def map(f: Callable, xs: Any, *, batch_size: int | None = None) -> Any:
 
 def _vmapped(graph: Graph, in_axes: Sequence[int | None], size: int) -> Callable:
     from ember.transforms.api import vmap
+    from ember.transforms.vmap import rule_axis
 
+    axis = rule_axis(size)  # collectives in the bodies act over the same named axis
     return vmap(lambda *args: _run(graph, args), in_axes=tuple(in_axes), out_axes=0,
-                axis_size=size)
+                axis_name=axis.name if axis else None, axis_size=size)
 
 
 def _to_front(values: Sequence[Any], dims: Sequence[int | None], size: int,

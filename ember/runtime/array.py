@@ -15,7 +15,7 @@ from ember.errors import EmberValueError
 class Array(ArrayOps):
     """An immutable n-dimensional array on a device (host memory for cpu / reference)."""
 
-    __slots__ = ("_buffer", "aval", "_device", "committed", "__weakref__")
+    __slots__ = ("_buffer", "aval", "_device", "committed", "_sharding", "__weakref__")
     __array_priority__ = 100
 
     def __init__(self, buffer: Any, aval: ShapedArray, device: Device,
@@ -28,6 +28,8 @@ class Array(ArrayOps):
         # error. Uncommitted ones (asarray, constants) follow the committed operands, as
         # in JAX.
         self.committed = committed
+        # Set by ember.device_put(x, sharding); None: the whole array on ``device``.
+        self._sharding = None
 
     # --- device -----------------------------------------------------------------
     @property
@@ -35,7 +37,24 @@ class Array(ArrayOps):
         return self._device
 
     def devices(self) -> set[Device]:
-        return {self._device}
+        return self.sharding.device_set
+
+    # --- sharding (see ember.sharding) -------------------------------------------
+    @property
+    def sharding(self) -> Any:
+        from ember.sharding.shardings import SingleDeviceSharding
+
+        return self._sharding or SingleDeviceSharding(self._device)
+
+    @property
+    def addressable_shards(self) -> list:
+        from ember.sharding.placement import shards_of
+
+        return shards_of(self)
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        return self.sharding.is_fully_replicated
 
     def to_device(self, device: Device | str, /, *, stream: Any = None) -> "Array":
         """A copy on ``device`` (Array API); ``stream`` is accepted and ignored."""

@@ -83,11 +83,32 @@ def default_backend() -> Backend:
     return get_backend(name)
 
 
+_HOST_BACKENDS = ("cpu", "reference")  # their devices share the host's memory and cores
+
+
 def devices(backend: str | None = None) -> list[Device]:
-    """Devices of one backend, or of every backend present when ``backend`` is None."""
-    if backend is not None:
-        return get_backend(backend).devices()
-    return [d for name in available_backends() for d in get_backend(name).devices()]
+    """Devices of one backend, or of every backend present when ``backend`` is None.
+
+    The host backends ('cpu', 'reference') split the host into
+    ``config.num_cpu_devices`` devices, numbered from 0 (as ``jax_num_cpu_devices``).
+    """
+    if backend is None:
+        return [d for name in available_backends() for d in devices(name)]
+    chosen = get_backend(backend)
+    if chosen.name in _HOST_BACKENDS:
+        return [Device(chosen.name, index) for index in range(config.num_cpu_devices)]
+    return chosen.devices()
+
+
+def device_count(backend: str | None = None) -> int:
+    """How many devices a backend has (default: the default backend), as
+    ``jax.device_count``."""
+    return len(devices(backend or default_backend().name))
+
+
+def local_device_count(backend: str | None = None) -> int:
+    """Devices attached to this process: all of them, on one host."""
+    return device_count(backend)
 
 
 def default_device() -> Device:

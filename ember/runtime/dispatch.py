@@ -88,10 +88,16 @@ def check_nans(prim: Primitive, arrays: Sequence[Array], source=None) -> None:
                            f"(output {array.aval.str_short()})" + (f"\n  (at {where})" if where else ""))
 
 
-def device_put(value: Any, device: Device | str | None = None) -> Any:
-    """Place a value (or a pytree of values) on ``device`` (default: the default device)."""
+def device_put(value: Any, device: Any = None) -> Any:
+    """Place a value (or a pytree of values) on ``device`` (default: the default device),
+    or split it over devices with a ``Sharding`` (a pytree of them, or a PartitionSpec
+    under ``ember.set_mesh``)."""
     from ember.core.pytree import tree_map
     from ember.runtime.devices import get_backend
+    from ember.sharding.placement import is_sharding_spec, put_sharded
+
+    if is_sharding_spec(device):
+        return put_sharded(value, device)
 
     if isinstance(device, str):
         device = get_backend(device).default_device()

@@ -16,6 +16,7 @@ from ember.core import dtypes
 from ember.core.abstract import ShapedArray, aval_of
 from ember.core.pytree import tree_flatten, tree_unflatten
 from ember.errors import EmberTypeError
+from ember.sharding.vma import sum_cotangents
 from ember.transforms.arguments import (argnums_tuple, as_value, check_grad_inputs, flat_fun,
                                         split_args, split_outputs)
 from ember.transforms.jacobians import hessian, jacfwd, jacobian, jacrev
@@ -107,7 +108,8 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
             raise EmberTypeError(f"vjp: the cotangent must be structured as the output "
                                  f"{out_tree}, got {ct_tree}")
         cts = [_check_cotangent(a, ct) for a, ct in zip(out_avals, ct_leaves)]
-        cts_in = linear.transpose([*cts, *aux_zeros])
+        # Inside shard_map, a replicated primal's cotangent is summed over the shards.
+        cts_in = sum_cotangents(leaves, linear.transpose([*cts, *aux_zeros]))
         return tree_unflatten(in_tree, [_user_cotangent(ct, aval_of(p))
                                         for ct, p in zip(cts_in, leaves)])
 

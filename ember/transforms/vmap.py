@@ -7,6 +7,7 @@ primitive's ``batch`` rule computes the whole batch at once.
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -21,7 +22,20 @@ from ember.ir.graph import Graph
 from ember.ir.interpreter import bind_equation, eval_graph
 from ember.ops.rules import move_batch_axis
 
-__all__ = ["BatchTrace", "BatchTracer", "vmap", "vmap_flat", "batch_graph"]
+__all__ = ["AxisData", "BatchTrace", "BatchTracer", "vmap", "vmap_flat", "batch_graph",
+           "rule_axis"]
+
+
+@dataclass(frozen=True)
+class AxisData:
+    """What a batch interpreter maps over: the axis size, and for a named axis (vmap's
+    ``axis_name``, shard_map's mesh axes) the name collectives refer to. ``check_vma``
+    marks shard_map's axes: there the gradient of a value invariant along the axis is
+    summed over it (see ``ember.sharding.vma``)."""
+
+    size: int
+    name: Any = None
+    check_vma: bool = False
 
 
 class BatchTracer(Tracer):
@@ -47,12 +61,22 @@ class BatchTracer(Tracer):
         return self.value.creation_site() if isinstance(self.value, Tracer) else None
 
 
+# The axes whose batch rules are running, innermost last: a rule that batches a subgraph
+# (cond, scan, while) maps it over the same named axis, so collectives inside still act.
+_rule_axes: list[AxisData] = []
+
+
+def rule_axis(size: int) -> AxisData | None:
+    """The axis whose batch rule is running, if it maps ``size`` (else None)."""
+    return _rule_axes[-1] if _rule_axes and _rule_axes[-1].size == size else None
+
+
 class BatchTrace(Trace):
-    """``main.global_data`` is the size of the mapped axis."""
+    """``main.global_data`` is the ``AxisData`` of the mapped axis."""
 
     @property
     def axis_size(self) -> int:
-        return self.main.global_data
+        return self.main.global_data.size
 
     def pure(self, value: Any) -> BatchTracer:
         return BatchTracer(self, value, None)
@@ -62,13 +86,22 @@ class BatchTrace(Trace):
     def process_primitive(self, prim: Primitive, tracers: list, params: dict) -> Any:
         values = [t.value for t in tracers]
         dims = [t.batch_dim for t in tracers]
+        named_rule = getattr(prim, "named_batch_rule", None)
+        if named_rule is not None and params["axis_name"] == self.main.global_data.name:
+            # A collective over this very axis: an operation across the mapped axis.
+            outs, out_dims = named_rule(values, dims, self.axis_size, **params)
+            return self._wrap(prim, outs, out_dims)
         if all(d is None for d in dims):
             return self._wrap(prim, prim.bind(*values, **params), None)
         rule = prim.batch_rule
         if rule is None:
             reason = prim.waived.get("batch", "it has no batching rule")
             raise EmberTypeError(f"cannot vmap primitive '{prim.name}': {reason}")
-        outs, out_dims = rule(values, dims, **params)
+        _rule_axes.append(self.main.global_data)  # for batch_graph in the rule
+        try:
+            outs, out_dims = rule(values, dims, **params)
+        finally:
+            _rule_axes.pop()
         return self._wrap(prim, outs, out_dims)
 
     def _wrap(self, prim: Primitive, outs: Any, dims: Any) -> Any:
@@ -81,14 +114,16 @@ class BatchTrace(Trace):
 def vmap_flat(fun: Callable[..., Sequence[Any]], axis_size: int, args: Sequence[Any],
               in_dims: Sequence[int | None],
               out_dims: int | Sequence[int | None] | None = None,
+              axis_name: Any = None, check_vma: bool = False,
               ) -> tuple[list[Any], list[int | None]]:
     """Map ``fun`` over axis ``in_dims[i]`` of each argument (None: not mapped).
 
     With ``out_dims`` given (one for all outputs, or one each), outputs are moved there
     (an unbatched output is broadcast; a None entry leaves that output where it is).
-    Returns the outputs and their batch axes.
+    Returns the outputs and their batch axes. Collectives over ``axis_name`` inside
+    ``fun`` act across the mapped axis.
     """
-    with new_main(BatchTrace, axis_size) as main:
+    with new_main(BatchTrace, AxisData(axis_size, axis_name, check_vma)) as main:
         trace = BatchTrace(main)
         tracers = [BatchTracer(trace, a, d) if d is not None else a
                    for a, d in zip(args, in_dims)]
@@ -114,10 +149,12 @@ def batch_graph(graph: Graph, axis_size: int, in_dims: Sequence[int | None],
     in_avals = [v.aval if d is None else _with_axis(v.aval, d, axis_size)
                 for v, d in zip(graph.inputs, in_dims)]
     found: list[list[int | None]] = []
+    axis = rule_axis(axis_size)
+    named = {"axis_name": axis.name, "check_vma": axis.check_vma} if axis else {}
 
     def batched(*args: Any) -> list[Any]:
         body = lambda *xs: eval_graph(graph, xs, bind_equation)  # noqa: E731
-        outs, dims = vmap_flat(body, axis_size, args, in_dims, out_dim)
+        outs, dims = vmap_flat(body, axis_size, args, in_dims, out_dim, **named)
         found.append(dims)
         return outs
 
@@ -133,13 +170,14 @@ def _with_axis(aval: ShapedArray, dim: int, size: int) -> ShapedArray:
 # --- the public ember.vmap -------------------------------------------------------------
 
 def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0,
-         axis_size: int | None = None) -> Callable:
+         axis_name: Any = None, axis_size: int | None = None) -> Callable:
     """Vectorize ``fun`` over an axis of its arguments (as ``jax.vmap``).
 
     ``in_axes`` is an int (the mapped axis of every argument), None (not mapped), or a
     tuple with one entry per positional argument, each a prefix of that argument's
     pytree. ``out_axes`` likewise for the output. Keyword arguments are mapped over
-    axis 0. ``axis_size`` is required when no argument is mapped.
+    axis 0. ``axis_size`` is required when no argument is mapped. Collectives
+    (``ember.lax.psum`` ...) over ``axis_name`` inside ``fun`` act across the batch.
     """
     name = getattr(fun, "__name__", "function")
 
@@ -157,7 +195,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0,
             out_leaves, store["tree"] = tree_flatten(fun(*call_args, **call_kwargs))
             return out_leaves
 
-        outs, out_dims = vmap_flat(flat, size, leaves, dims)
+        outs, out_dims = vmap_flat(flat, size, leaves, dims, axis_name=axis_name)
         out_tree = store["tree"]
         wanted = _out_axes_per_leaf(out_axes, out_tree, name)
         moved = [_move_out(v, d, w, size, name) for v, d, w in zip(outs, out_dims, wanted)]
