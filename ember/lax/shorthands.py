@@ -4,6 +4,7 @@ grad and vmap follow from those primitives' rules. As everywhere in ``lax``, ope
 are not broadcast or promoted implicitly."""
 from __future__ import annotations
 
+import operator
 from typing import Any, Sequence
 
 import numpy as np
@@ -11,7 +12,7 @@ import numpy as np
 from ember.core import dtypes
 from ember.core.abstract import aval_of
 from ember.core.pytree import tree_map
-from ember.errors import EmberValueError
+from ember.errors import EmberTypeError, EmberValueError
 from ember.ops import elementwise as ew
 from ember.ops.structural import (
     broadcast_in_dim, canonical_axis, concatenate, expand_dims, index_in_dim, reshape,
@@ -20,6 +21,15 @@ from ember.ops.structural import (
 __all__ = ["broadcast", "broadcast_to_rank", "collapse", "complex", "empty", "full",
            "full_like", "optimization_barrier", "reciprocal", "select", "split", "stack",
            "tile", "unstack"]
+
+
+def _shape(shape: Any, op: str) -> tuple[int, ...]:
+    """``shape`` as a tuple of ints, or an error naming what it was."""
+    try:
+        return tuple(operator.index(d) for d in shape)
+    except TypeError:
+        raise EmberTypeError(f"{op}: shape must be a sequence of integers, got "
+                             f"{type(shape).__name__} {shape!r}") from None
 
 
 def broadcast(operand: Any, sizes: Sequence[int]) -> Any:
@@ -31,6 +41,7 @@ def broadcast(operand: Any, sizes: Sequence[int]) -> Any:
 def broadcast_to_rank(x: Any, rank: int) -> Any:
     """``x`` with leading axes of size 1 up to ``rank`` axes."""
     ndim = aval_of(x).ndim
+    rank = operator.index(rank)
     if rank < ndim:
         raise EmberValueError(f"broadcast_to_rank: rank {rank} is below the operand's rank "
                               f"{ndim}")
@@ -53,7 +64,7 @@ def full(shape: Sequence[int], fill_value: Any, dtype: Any = None) -> Any:
     if np.shape(value) != ():
         raise EmberValueError(f"full: fill_value must be a scalar, got shape "
                               f"{np.shape(value)}")
-    return broadcast_in_dim(value, tuple(int(d) for d in shape), ())
+    return broadcast_in_dim(value, _shape(shape, "full"), ())
 
 
 def full_like(x: Any, fill_value: Any, dtype: Any = None,
@@ -133,6 +144,9 @@ def collapse(operand: Any, start_dimension: int, stop_dimension: int | None = No
 
 def stack(operands: Sequence[Any], axis: int = 0) -> Any:
     """The operands (of one shape) along a new axis ``axis``."""
+    if not isinstance(operands, (list, tuple)):
+        raise EmberTypeError(f"stack takes a sequence of arrays, got "
+                             f"{type(operands).__name__}")
     operands = list(operands)
     if not operands:
         raise EmberValueError("stack needs at least one operand")
@@ -148,6 +162,8 @@ def unstack(x: Any, axis: int = 0) -> tuple[Any, ...]:
 
 
 def optimization_barrier(operand: Any) -> Any:
-    """``operand`` (a pytree) unchanged. XLA keeps computations from moving across this
-    point; Ember's compiler has no such motion to block, so it is the identity."""
-    return tree_map(lambda x: x, operand)
+    """``operand`` (a pytree of arrays) unchanged. XLA keeps computations from moving
+    across this point; Ember's compiler has no such motion to block, so it is the
+    identity."""
+    tree_map(aval_of, operand)  # an error for a leaf that is not an array
+    return operand

@@ -278,20 +278,23 @@ def logmeanexp(x: Any, axis: Axis = None, where: Any = None, keepdims: bool = Fa
     return enp.subtract(logsumexp(x, axis, keepdims=keepdims, where=where), enp.log(count))
 
 
-@custom_jvp
 def log1mexp(x: Any) -> Any:
     """``log(1 - exp(-x))`` for ``x >= 0``, accurate at both ends: through ``expm1``
     below log 2 and ``log1p`` above (Maechler's rule). Its derivative is
     ``1 / expm1(x)``."""
-    x = _inexact(x)
+    return _log1mexp(_inexact(x))
+
+
+@custom_jvp
+def _log1mexp(x: Any) -> Any:
     return enp.where(x < math.log(2.0), enp.log(enp.negative(enp.expm1(enp.negative(x)))),
                      enp.log1p(enp.negative(enp.exp(enp.negative(x)))))
 
 
-@log1mexp.defjvp
+@_log1mexp.defjvp
 def _log1mexp_jvp(primals: tuple, tangents: tuple) -> tuple[Any, Any]:
     (x,), (x_dot,) = primals, tangents
-    return log1mexp(x), enp.true_divide(x_dot, enp.expm1(x))
+    return _log1mexp(x), enp.true_divide(x_dot, enp.expm1(x))
 
 
 def sparse_plus(x: Any) -> Any:
