@@ -58,22 +58,36 @@
 #define EMBER_KC_BYTES (800 * 4)
 #define EMBER_NC_BYTES (256 * 4)
 #define EMBER_MC 1536
+/* Columns of op(B) a team packs at once when it splits C by rows (a KC x TEAM_NC block
+ * shared in L3: 6.4 MiB). */
+#define EMBER_TEAM_NC_BYTES (2048 * 4)
 
 #define EMBER_ALIGN 64
 #define EMBER_PACK_RUN 16 /* elements read along a row of memory at a time when packing */
 
-/* A thread's packing buffers, kept between calls (OpenMP's threads live on). */
-static _Thread_local void *ember_pack_buffer;
-static _Thread_local size_t ember_pack_bytes;
+#ifdef _OPENMP
+#include <omp.h>
+#define EMBER_TEAM_MEMBER() omp_get_thread_num()
+#define EMBER_TEAM_SIZE() omp_get_num_threads()
+#else
+#define EMBER_TEAM_MEMBER() 0
+#define EMBER_TEAM_SIZE() 1
+#endif
 
-static void *ember_pack_space(size_t bytes) {
-  if (bytes > ember_pack_bytes) {
-    free(ember_pack_buffer);
+/* A thread's packing buffers, kept between calls (OpenMP's threads live on): its own
+ * (EMBER_OWN_BUFFER) and, on the thread that starts a team, the team's shared packed B. */
+enum { EMBER_OWN_BUFFER, EMBER_TEAM_BUFFER, EMBER_BUFFERS };
+static _Thread_local void *ember_pack_buffer[EMBER_BUFFERS];
+static _Thread_local size_t ember_pack_bytes[EMBER_BUFFERS];
+
+static void *ember_pack_space(int which, size_t bytes) {
+  if (bytes > ember_pack_bytes[which]) {
+    free(ember_pack_buffer[which]);
     bytes = (bytes + EMBER_ALIGN - 1) / EMBER_ALIGN * EMBER_ALIGN;
-    ember_pack_buffer = aligned_alloc(EMBER_ALIGN, bytes);
-    ember_pack_bytes = ember_pack_buffer ? bytes : 0;
+    ember_pack_buffer[which] = aligned_alloc(EMBER_ALIGN, bytes);
+    ember_pack_bytes[which] = ember_pack_buffer[which] ? bytes : 0;
   }
-  return ember_pack_buffer;
+  return ember_pack_buffer[which];
 }
 
 static inline int64_t ember_min(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -100,6 +114,7 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
     NAME##_kc = EMBER_KC_BYTES / sizeof(T),                                                \
     NAME##_nc = EMBER_NC_BYTES / sizeof(T) / NAME##_nr * NAME##_nr,                         \
     NAME##_mc = EMBER_MC / EMBER_MR * EMBER_MR,                                            \
+    NAME##_team_nc = EMBER_TEAM_NC_BYTES / sizeof(T) / NAME##_nr * NAME##_nr,               \
   };                                                                                       \
                                                                                            \
   /* rows x depth of op(A) (element (i, p) at a[i * rs + p * cs]) as micropanels of MR   \
@@ -217,6 +232,22 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
       for (int64_t j = 0; j < nr; j++) c[i * ldc + j] = NAME##_finish(tile[i][j], e, c, ldc, i, j); \
   }                                                                                        \
                                                                                            \
+  /* The tiles of C (mc x nc at c) from packed A (mc x kc) and packed B (kc x nc): the    \
+   * first block of the sum writes the addends (d laid out as C, row one per column). */  \
+  static void NAME##_tiles(int64_t mc, int64_t nc, int64_t kc, const T *packed_a,         \
+                           const T *packed_b, T *c, int64_t ldc, T alpha, const T *d,     \
+                           T d_scale, const T *row, T row_scale, int first) {             \
+    for (int64_t i = 0; i < mc; i += NAME##_mr) {                                          \
+      for (int64_t j = 0; j < nc; j += NAME##_nr) {                                        \
+        const int64_t at = i * ldc + j;                                                    \
+        const NAME##_epilogue e = {alpha, d_scale, row_scale, d ? d + at : NULL,           \
+                                   row ? row + j : NULL, first};                           \
+        NAME##_microkernel(kc, packed_a + i * kc, packed_b + j * kc, c + at, ldc,          \
+                           ember_min(NAME##_mr, mc - i), ember_min(NAME##_nr, nc - j), &e); \
+      }                                                                                    \
+    }                                                                                      \
+  }                                                                                        \
+                                                                                           \
   /* C (rows x cols, leading dimension ldc) = alpha op(A) op(B) + the addends, on one     \
    * thread: op(A)(i, p) at a[i * a_rs + p * a_cs], op(B)(p, j) at b[p * b_rs + j * b_cs]; \
    * d laid out as C (may be C), row one value per column. */                            \
@@ -231,7 +262,8 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
     const int64_t nc_step = ember_block(cols, NAME##_nc, NAME##_nr);                       \
     /* (B's panels start aligned, as the microkernel's loads need) */                     \
     const size_t a_size = (size_t)ember_round_up(mc_step * kc_step, EMBER_ALIGN / sizeof(T)); \
-    T *packed_a = ember_pack_space(sizeof(T) * (a_size + (size_t)(kc_step * nc_step)));    \
+    T *packed_a = ember_pack_space(EMBER_OWN_BUFFER,                                       \
+                                   sizeof(T) * (a_size + (size_t)(kc_step * nc_step)));    \
     if (packed_a == NULL) abort(); /* out of memory: as a failed BLAS allocation does */  \
     T *packed_b = packed_a + a_size;                                                       \
     for (int64_t i0 = 0; i0 < rows; i0 += mc_step) {                                       \
@@ -243,14 +275,56 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
         for (int64_t j0 = 0; j0 < cols; j0 += nc_step) {                                   \
           const int64_t nc = ember_min(nc_step, cols - j0);                                \
           NAME##_pack_b(b + p0 * b_rs + j0 * b_cs, b_rs, b_cs, kc, nc, packed_b);          \
-          for (int64_t i = 0; i < mc; i += NAME##_mr) {                                    \
-            for (int64_t j = 0; j < nc; j += NAME##_nr) {                                  \
-              const int64_t at = (i0 + i) * ldc + j0 + j;                                  \
-              const NAME##_epilogue e = {alpha, d_scale, row_scale, d ? d + at : NULL,     \
-                                         row ? row + j0 + j : NULL, p0 == 0};              \
-              NAME##_microkernel(kc, packed_a + i * kc, packed_b + j * kc, c + at, ldc,    \
-                                 ember_min(NAME##_mr, mc - i), ember_min(NAME##_nr, nc - j), &e); \
-            }                                                                              \
+          const int64_t at = i0 * ldc + j0;                                                \
+          NAME##_tiles(mc, nc, kc, packed_a, packed_b, c + at, ldc, alpha,                 \
+                       d ? d + at : NULL, d_scale, row ? row + j0 : NULL, row_scale, p0 == 0); \
+        }                                                                                  \
+        p0 += kc;                                                                          \
+      } while (p0 < k);                                                                    \
+    }                                                                                      \
+  }                                                                                        \
+                                                                                           \
+  /* The team's shared packed block of op(B): KC x TEAM_NC (fewer for a smaller product). */ \
+  static size_t NAME##_team_b_size(int64_t cols, int64_t k) {                              \
+    return (size_t)(ember_block(k, NAME##_kc, 1) * ember_block(cols, NAME##_team_nc, NAME##_nr)); \
+  }                                                                                        \
+                                                                                           \
+  /* As NAME##_blocked, on one member of a team that splits C's rows: each KC x TEAM_NC   \
+   * block of op(B) is packed once into shared_b (its micropanels split over the team,    \
+   * between barriers) instead of once per thread; each member packs its own rows of A.   \
+   * Every member calls it with the same cols and k, so all meet the same barriers. */    \
+  static void NAME##_team_rows(int member, int team, int64_t rows, int64_t cols, int64_t k, \
+                               const T *a, int64_t a_rs, int64_t a_cs, const T *b,         \
+                               int64_t b_rs, int64_t b_cs, T *c, int64_t ldc, T alpha,     \
+                               const T *d, T d_scale, const T *row, T row_scale,           \
+                               T *shared_b) {                                              \
+    const int64_t lo = member * rows / team, hi = (member + 1) * rows / team;              \
+    const int64_t mc_step = ember_block(hi - lo, NAME##_mc, NAME##_mr);                    \
+    const int64_t kc_step = ember_block(k, NAME##_kc, 1);                                  \
+    const int64_t jc_step = ember_block(cols, NAME##_team_nc, NAME##_nr);                  \
+    const int64_t nc_step = ember_block(ember_min(cols, jc_step), NAME##_nc, NAME##_nr);   \
+    T *packed_a = ember_pack_space(EMBER_OWN_BUFFER, sizeof(T) * (size_t)(mc_step * kc_step)); \
+    if (packed_a == NULL) abort();                                                         \
+    for (int64_t j0 = 0; j0 < cols; j0 += jc_step) {                                       \
+      const int64_t jc = ember_min(jc_step, cols - j0);                                    \
+      const int64_t panels = (jc + NAME##_nr - 1) / NAME##_nr;                             \
+      const int64_t q0 = member * panels / team, q1 = (member + 1) * panels / team;        \
+      int64_t p0 = 0;                                                                      \
+      do { /* (once when k == 0: the addends alone) */                                     \
+        const int64_t kc = ember_min(kc_step, k - p0);                                     \
+        _Pragma("omp barrier") /* (the team is done with the previous block) */           \
+        NAME##_pack_b(b + p0 * b_rs + (j0 + q0 * NAME##_nr) * b_cs, b_rs, b_cs, kc,        \
+                      ember_min(jc, q1 * NAME##_nr) - q0 * NAME##_nr,                      \
+                      shared_b + q0 * NAME##_nr * kc);                                     \
+        _Pragma("omp barrier")                                                             \
+        for (int64_t i0 = lo; i0 < hi; i0 += mc_step) {                                    \
+          const int64_t mc = ember_min(mc_step, hi - i0);                                  \
+          NAME##_pack_a(a + i0 * a_rs + p0 * a_cs, a_rs, a_cs, mc, kc, packed_a);          \
+          for (int64_t j = 0; j < jc; j += nc_step) {                                      \
+            const int64_t at = i0 * ldc + j0 + j;                                          \
+            NAME##_tiles(mc, ember_min(nc_step, jc - j), kc, packed_a, shared_b + j * kc, \
+                         c + at, ldc, alpha, d ? d + at : NULL, d_scale,                   \
+                         row ? row + j0 + j : NULL, row_scale, p0 == 0);                   \
           }                                                                                \
         }                                                                                  \
         p0 += kc;                                                                          \
@@ -264,6 +338,23 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
             const T *D, T d_scale, const T *row, T row_scale) {                            \
     const int64_t a_col_step = ta == EMBER_TRANS ? lda : 1;                                \
     const int64_t b_row_step = tb == EMBER_TRANS ? 1 : ldb;                                \
+    if (split == 1 && parts > 1) { /* by rows: the team shares op(B)'s packed blocks */   \
+      T *shared_b = ember_pack_space(EMBER_TEAM_BUFFER, sizeof(T) * NAME##_team_b_size(n, k)); \
+      if (shared_b == NULL) abort();                                                       \
+      _Pragma("omp parallel num_threads(parts)")                                           \
+      {                                                                                    \
+        const int member = EMBER_TEAM_MEMBER(), team = EMBER_TEAM_SIZE();                  \
+        for (int64_t item = 0; item < count; item++) {                                     \
+          const int64_t c_at = ember_item_offset(batch, batch->c_strides, item);           \
+          NAME##_team_rows(member, team, m, n, k,                                          \
+                           A + ember_item_offset(batch, batch->a_strides, item), a_row_step, \
+                           a_col_step, B + ember_item_offset(batch, batch->b_strides, item), \
+                           b_row_step, b_col_step, C + c_at, ldc, alpha,                   \
+                           D ? D + c_at : NULL, d_scale, row, row_scale, shared_b);        \
+        }                                                                                  \
+      }                                                                                    \
+      return;                                                                              \
+    }                                                                                      \
     _Pragma("omp parallel for num_threads(parts) schedule(static) if(parts > 1)")         \
     for (int64_t part = 0; part < parts; part++) {                                         \
       const int64_t size = split == 1 ? m : n;                                             \
