@@ -179,16 +179,15 @@ def test_batches_split_over_threads(library, split, parts):
 
 
 @pytest.mark.parametrize("case", [
-    # two blocks of columns (2048 + 52 float32) and of the sum, shared by the team
     Case(300, 2100, 900, pad=1, split=1, parts=2, addend="in place", d_scale=1.0),
-    Case(150, 1100, 500, np.float64, tb=True, split=1, parts=3, row_scale=1.0),  # 576 + 524
+    Case(150, 1100, 500, np.float64, tb=True, split=1, parts=3, row_scale=1.0),
     Case(90, 700, 1700, ta=True, batch=(3,), split=1, parts=2, addend="separate", d_scale=0.5),
-    Case(2, 5, 30, split=1, parts=3),  # a member without rows; fewer micropanels than members
+    Case(2, 5, 30, split=1, parts=3),  # a thread without rows
     Case(7, 130, 820, np.float64, split=1, parts=4, alpha=-2.0),
 ])
-def test_team_sharing_packed_b(library, case):
-    """Split by rows, the team packs each block of op(B) once, between barriers: a block
-    packed over, or read, while another member still uses it would show in some run."""
+def test_rows_split_over_threads(library, case):
+    """Split by rows, over several blocks of the sum and of the columns: each thread
+    writes its rows alone, whatever the block boundaries."""
     for seed in range(3):
         run_case(library, case, seed)
 

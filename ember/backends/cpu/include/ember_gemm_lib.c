@@ -13,9 +13,7 @@
  *         for each micropanel of A, for each micropanel of B: the MR x NR microkernel
  *
  * A product at most one vector wide (n <= 16 float32 with AVX-512) takes a narrow
- * tile, 12 rows x one vector, instead of the wide one (6 x 4 vectors). Split over the
- * team by rows, the members share each packed block of B (packed once, between
- * barriers) instead of packing all of it each.
+ * tile, 12 rows x one vector, instead of the wide one (6 x 4 vectors).
  *
  * The microkernel keeps its MR x NR tile of C in vector registers (MR rows of NV
  * vectors: a row of B is loaded as NV vectors, each element of A's column broadcast),
@@ -67,36 +65,22 @@
 #define EMBER_KC_BYTES (800 * 4)
 #define EMBER_NC_BYTES (256 * 4)
 #define EMBER_MC 1536
-/* Columns of op(B) a team packs at once when it splits C by rows (a KC x TEAM_NC block
- * shared in L3: 6.4 MiB). */
-#define EMBER_TEAM_NC_BYTES (2048 * 4)
 
 #define EMBER_ALIGN 64
 #define EMBER_PACK_RUN 16 /* elements read along a row of memory at a time when packing */
 
-#ifdef _OPENMP
-#include <omp.h>
-#define EMBER_TEAM_MEMBER() omp_get_thread_num()
-#define EMBER_TEAM_SIZE() omp_get_num_threads()
-#else
-#define EMBER_TEAM_MEMBER() 0
-#define EMBER_TEAM_SIZE() 1
-#endif
+/* A thread's packing buffers, kept between calls (OpenMP's threads live on). */
+static _Thread_local void *ember_pack_buffer;
+static _Thread_local size_t ember_pack_bytes;
 
-/* A thread's packing buffers, kept between calls (OpenMP's threads live on): its own
- * (EMBER_OWN_BUFFER) and, on the thread that starts a team, the team's shared packed B. */
-enum { EMBER_OWN_BUFFER, EMBER_TEAM_BUFFER, EMBER_BUFFERS };
-static _Thread_local void *ember_pack_buffer[EMBER_BUFFERS];
-static _Thread_local size_t ember_pack_bytes[EMBER_BUFFERS];
-
-static void *ember_pack_space(int which, size_t bytes) {
-  if (bytes > ember_pack_bytes[which]) {
-    free(ember_pack_buffer[which]);
+static void *ember_pack_space(size_t bytes) {
+  if (bytes > ember_pack_bytes) {
+    free(ember_pack_buffer);
     bytes = (bytes + EMBER_ALIGN - 1) / EMBER_ALIGN * EMBER_ALIGN;
-    ember_pack_buffer[which] = aligned_alloc(EMBER_ALIGN, bytes);
-    ember_pack_bytes[which] = ember_pack_buffer[which] ? bytes : 0;
+    ember_pack_buffer = aligned_alloc(EMBER_ALIGN, bytes);
+    ember_pack_bytes = ember_pack_buffer ? bytes : 0;
   }
-  return ember_pack_buffer[which];
+  return ember_pack_buffer;
 }
 
 static inline int64_t ember_min(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -137,17 +121,16 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
     if (e->d) value += e->d_scale * e->d[i * ldc + j];                                     \
     if (e->row) value += e->row_scale * e->row[j];                                         \
     return value;                                                                          \
-  }                                                                                        \
+  }
 
 /* One register tile of MR rows x NV vectors for one element type: its packing,
- * microkernel, and the blocked product on one thread or a team's member. */
+ * microkernel, and the blocked product on one thread. */
 #define EMBER_DEFINE_TILE(NAME, TILE, T, MR, NV)                                           \
   enum {                                                                                   \
     TILE##_mr = MR,                                                                        \
     TILE##_nr = NV * NAME##_lanes,                                                         \
     TILE##_nc = EMBER_NC_BYTES / sizeof(T) / TILE##_nr * TILE##_nr,                        \
     TILE##_mc = EMBER_MC / MR * MR,                                                        \
-    TILE##_team_nc = EMBER_TEAM_NC_BYTES / sizeof(T) / TILE##_nr * TILE##_nr,              \
   };                                                                                       \
                                                                                            \
   /* rows x depth of op(A) (element (i, p) at a[i * rs + p * cs]) as micropanels of MR     \
@@ -276,8 +259,7 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
     const int64_t nc_step = ember_block(cols, TILE##_nc, TILE##_nr);                       \
     /* (B's panels start aligned, as the microkernel's loads need) */                      \
     const size_t a_size = (size_t)ember_round_up(mc_step * kc_step, EMBER_ALIGN / sizeof(T)); \
-    T *packed_a = ember_pack_space(EMBER_OWN_BUFFER,                                       \
-                                   sizeof(T) * (a_size + (size_t)(kc_step * nc_step)));    \
+    T *packed_a = ember_pack_space(sizeof(T) * (a_size + (size_t)(kc_step * nc_step)));    \
     if (packed_a == NULL) abort(); /* out of memory: as a failed BLAS allocation does */   \
     T *packed_b = packed_a + a_size;                                                       \
     for (int64_t i0 = 0; i0 < rows; i0 += mc_step) {                                       \
@@ -296,55 +278,7 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
         p0 += kc;                                                                          \
       } while (p0 < k);                                                                    \
     }                                                                                      \
-  }                                                                                        \
-                                                                                           \
-  /* The team's shared packed block of op(B): KC x TEAM_NC (fewer for a smaller product). */ \
-  static size_t TILE##_team_b_size(int64_t cols, int64_t k) {                              \
-    return (size_t)(ember_block(k, NAME##_kc, 1) * ember_block(cols, TILE##_team_nc, TILE##_nr)); \
-  }                                                                                        \
-                                                                                           \
-  /* As TILE##_blocked, on one member of a team that splits C's rows: each KC x TEAM_NC    \
-   * block of op(B) is packed once into shared_b (its micropanels split over the team,     \
-   * between barriers) instead of once per thread; each member packs its own rows of A.    \
-   * Every member calls it with the same cols and k, so all meet the same barriers. */     \
-  static void TILE##_team_rows(int member, int team, int64_t rows, int64_t cols, int64_t k, \
-                               const T *a, int64_t a_rs, int64_t a_cs, const T *b,         \
-                               int64_t b_rs, int64_t b_cs, T *c, int64_t ldc, T alpha,     \
-                               const T *d, T d_scale, const T *row, T row_scale,           \
-                               T *shared_b) {                                              \
-    const int64_t lo = member * rows / team, hi = (member + 1) * rows / team;              \
-    const int64_t mc_step = ember_block(hi - lo, TILE##_mc, TILE##_mr);                    \
-    const int64_t kc_step = ember_block(k, NAME##_kc, 1);                                  \
-    const int64_t jc_step = ember_block(cols, TILE##_team_nc, TILE##_nr);                  \
-    const int64_t nc_step = ember_block(ember_min(cols, jc_step), TILE##_nc, TILE##_nr);   \
-    T *packed_a = ember_pack_space(EMBER_OWN_BUFFER, sizeof(T) * (size_t)(mc_step * kc_step)); \
-    if (packed_a == NULL) abort();                                                         \
-    for (int64_t j0 = 0; j0 < cols; j0 += jc_step) {                                       \
-      const int64_t jc = ember_min(jc_step, cols - j0);                                    \
-      const int64_t panels = (jc + TILE##_nr - 1) / TILE##_nr;                             \
-      const int64_t q0 = member * panels / team, q1 = (member + 1) * panels / team;        \
-      int64_t p0 = 0;                                                                      \
-      do { /* (once when k == 0: the addends alone) */                                     \
-        const int64_t kc = ember_min(kc_step, k - p0);                                     \
-        _Pragma("omp barrier") /* (the team is done with the previous block) */            \
-        TILE##_pack_b(b + p0 * b_rs + (j0 + q0 * TILE##_nr) * b_cs, b_rs, b_cs, kc,        \
-                      ember_min(jc, q1 * TILE##_nr) - q0 * TILE##_nr,                      \
-                      shared_b + q0 * TILE##_nr * kc);                                     \
-        _Pragma("omp barrier")                                                             \
-        for (int64_t i0 = lo; i0 < hi; i0 += mc_step) {                                    \
-          const int64_t mc = ember_min(mc_step, hi - i0);                                  \
-          TILE##_pack_a(a + i0 * a_rs + p0 * a_cs, a_rs, a_cs, mc, kc, packed_a);          \
-          for (int64_t j = 0; j < jc; j += nc_step) {                                      \
-            const int64_t at = i0 * ldc + j0 + j;                                          \
-            TILE##_tiles(mc, ember_min(nc_step, jc - j), kc, packed_a, shared_b + j * kc,  \
-                         c + at, ldc, alpha, d ? d + at : NULL, d_scale,                   \
-                         row ? row + j0 + j : NULL, row_scale, p0 == 0);                   \
-          }                                                                                \
-        }                                                                                  \
-        p0 += kc;                                                                          \
-      } while (p0 < k);                                                                    \
-    }                                                                                      \
-  }                                                                                        \
+  }
 
 /* One element type's parallel entry point of ember_gemm.h, with its two tiles. */
 #define EMBER_DEFINE_OWN_GEMM(NAME, T)                                                     \
@@ -360,25 +294,6 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
     const int64_t b_row_step = tb == EMBER_TRANS ? 1 : ldb;                                \
     /* (a product as thin as one narrow tile: the wide one would compute 64 columns) */   \
     const int narrow = n <= NAME##_narrow_nr;                                              \
-    if (split == 1 && parts > 1) { /* by rows: the team shares op(B)'s packed blocks */   \
-      const size_t shared =                                                                \
-          narrow ? NAME##_narrow_team_b_size(n, k) : NAME##_wide_team_b_size(n, k);        \
-      T *shared_b = ember_pack_space(EMBER_TEAM_BUFFER, sizeof(T) * shared);               \
-      if (shared_b == NULL) abort();                                                       \
-      _Pragma("omp parallel num_threads(parts)")                                           \
-      {                                                                                    \
-        const int member = EMBER_TEAM_MEMBER(), team = EMBER_TEAM_SIZE();                  \
-        for (int64_t item = 0; item < count; item++) {                                     \
-          const int64_t c_at = ember_item_offset(batch, batch->c_strides, item);           \
-          (narrow ? NAME##_narrow_team_rows : NAME##_wide_team_rows)(member, team, m, n, k, \
-                           A + ember_item_offset(batch, batch->a_strides, item), a_row_step, \
-                           a_col_step, B + ember_item_offset(batch, batch->b_strides, item), \
-                           b_row_step, b_col_step, C + c_at, ldc, alpha,                   \
-                           D ? D + c_at : NULL, d_scale, row, row_scale, shared_b);        \
-        }                                                                                  \
-      }                                                                                    \
-      return;                                                                              \
-    }                                                                                      \
     _Pragma("omp parallel for num_threads(parts) schedule(static) if(parts > 1)")         \
     for (int64_t part = 0; part < parts; part++) {                                         \
       const int64_t size = split == 1 ? m : n;                                             \
