@@ -150,8 +150,8 @@ def run_case(library: ctypes.CDLL, case: Case, seed: int = 0) -> None:
         f"{case}: max error {error.max():.3g} (tolerance there {tolerance.flat[error.argmax()]:.3g})")
 
 
-# Sizes at the edges of the register tile (6 x 64 float32 with AVX-512, 6 x 16 with
-# AVX2) and of the cache blocks (KC 800 float32 / 400 float64, NC 256 / 128), primes.
+# Sizes at the edges of the register tiles (6 x 64 float32 with AVX-512, 6 x 16 with
+# AVX2; the narrow one 12 x 16, 12 x 8) and of the cache blocks (KC 800 float32 / 400 float64, NC 256 / 128), primes.
 EDGES = [1, 2, 5, 6, 7, 13, 17, 31, 33, 63, 65, 97, 127, 129, 255, 257, 401, 600]
 
 
@@ -176,6 +176,34 @@ def test_transposed_operands_with_leading_dimensions(library, ta, tb, dtype):
 def test_batches_split_over_threads(library, split, parts):
     run_case(library, Case(70, 90, 50, batch=(2, 3), pad=5, split=split, parts=parts))
     run_case(library, Case(33, 17, 400, np.float64, batch=(4,), ta=True, split=split, parts=parts))
+
+
+@pytest.mark.parametrize("case", [
+    Case(300, 2100, 900, pad=1, split=1, parts=2, addend="in place", d_scale=1.0),
+    Case(150, 1100, 500, np.float64, tb=True, split=1, parts=3, row_scale=1.0),
+    Case(90, 700, 1700, ta=True, batch=(3,), split=1, parts=2, addend="separate", d_scale=0.5),
+    Case(2, 5, 30, split=1, parts=3),  # a thread without rows
+    Case(7, 130, 820, np.float64, split=1, parts=4, alpha=-2.0),
+])
+def test_rows_split_over_threads(library, case):
+    """Split by rows, over several blocks of the sum and of the columns: each thread
+    writes its rows alone, whatever the block boundaries."""
+    for seed in range(3):
+        run_case(library, case, seed)
+
+
+@pytest.mark.parametrize("n", [1, 3, 7, 8, 9, 10, 15, 16, 17])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_narrow_products(library, n, dtype):
+    """At most one vector of columns (16 float32 with AVX-512, 8 float64) takes the narrow
+    tile (12 rows): its edges, several blocks of the sum, every split, each epilogue."""
+    for m in (1, 11, 12, 13, 250):
+        run_case(library, Case(m, n, 900, dtype, ta=m % 2 == 1, tb=n % 2 == 0, pad=1,
+                               alpha=-0.5, addend="in place", d_scale=1.0, row_scale=-1.0))
+    for split, parts in [(0, 2), (1, 2), (1, 3), (2, 2), (2, 3)]:
+        run_case(library, Case(100, n, 300, dtype, tb=True, batch=(3,), split=split,
+                               parts=parts, addend="separate", d_scale=0.5, row_scale=2.0))
+    run_case(library, Case(1600, n, 20, dtype, pad=2))  # more rows than one block of A
 
 
 @pytest.mark.parametrize("addend, d_scale, row_scale, alpha", [

@@ -12,6 +12,9 @@
  *         pack B[KC x NC] into micropanels of NR columns
  *         for each micropanel of A, for each micropanel of B: the MR x NR microkernel
  *
+ * A product at most one vector wide (n <= 16 float32 with AVX-512) takes a narrow
+ * tile, 12 rows x one vector, instead of the wide one (6 x 4 vectors).
+ *
  * The microkernel keeps its MR x NR tile of C in vector registers (MR rows of NV
  * vectors: a row of B is loaded as NV vectors, each element of A's column broadcast),
  * written once per KC block. The first block writes C = alpha * AB + d_scale * D +
@@ -50,6 +53,10 @@
 #define EMBER_MR 6
 #define EMBER_NV 2
 #endif
+/* The narrow tile, for products with few columns (n = 10 on the wide tile would leave 54
+ * of its 64 lanes idle): one vector wide, with more rows, so that each row of B loaded
+ * serves 12 FMAs, as many independent sums as keep the FMA units busy. */
+#define EMBER_NARROW_MR 12
 
 /* Cache blocks, in elements of float32 (float64 halves KC and NC): an A micropanel
  * (MR x KC, 19 KiB) stays in L1 while B's micropanels stream from L2, which holds the
@@ -87,74 +94,15 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
   return ember_min(most, ember_round_up((extent + blocks - 1) / blocks, unit));
 }
 
-/* One element type: its vector, packing, microkernel, blocked product and the
- * parallel entry point of ember_gemm.h. */
-#define EMBER_DEFINE_OWN_GEMM(NAME, T)                                                     \
+/* One element type: its vectors and the epilogue of a tile. */
+#define EMBER_DEFINE_TYPE(NAME, T)                                                         \
   typedef T NAME##_vector __attribute__((vector_size(EMBER_VECTOR_BYTES)));                \
   typedef T NAME##_unaligned                                                               \
       __attribute__((vector_size(EMBER_VECTOR_BYTES), aligned(sizeof(T))));                \
   enum {                                                                                   \
     NAME##_lanes = EMBER_VECTOR_BYTES / sizeof(T),                                         \
-    NAME##_mr = EMBER_MR,                                                                  \
-    NAME##_nr = EMBER_NV * (EMBER_VECTOR_BYTES / sizeof(T)),                               \
     NAME##_kc = EMBER_KC_BYTES / sizeof(T),                                                \
-    NAME##_nc = EMBER_NC_BYTES / sizeof(T) / NAME##_nr * NAME##_nr,                         \
-    NAME##_mc = EMBER_MC / EMBER_MR * EMBER_MR,                                            \
   };                                                                                       \
-                                                                                           \
-  /* rows x depth of op(A) (element (i, p) at a[i * rs + p * cs]) as micropanels of MR   \
-   * rows: panel-major, then p, then the MR rows; rows past the end are zeros. */         \
-  static void NAME##_pack_a(const T *a, int64_t rs, int64_t cs, int64_t rows,             \
-                            int64_t depth, T *restrict out) {                              \
-    for (int64_t i0 = 0; i0 < rows; i0 += NAME##_mr) {                                     \
-      const int64_t mr = ember_min(NAME##_mr, rows - i0);                                  \
-      const T *panel = a + i0 * rs;                                                        \
-      if (rs == 1 && mr == NAME##_mr) { /* stored transposed: rows are contiguous */      \
-        for (int64_t p = 0; p < depth; p++)                                                \
-          for (int i = 0; i < NAME##_mr; i++) out[p * NAME##_mr + i] = panel[p * cs + i];  \
-      } else {                                                                             \
-        for (int i = 0; i < NAME##_mr; i++) {                                              \
-          if (i < mr)                                                                      \
-            for (int64_t p = 0; p < depth; p++) out[p * NAME##_mr + i] = panel[i * rs + p * cs]; \
-          else                                                                             \
-            for (int64_t p = 0; p < depth; p++) out[p * NAME##_mr + i] = 0;                \
-        }                                                                                  \
-      }                                                                                    \
-      out += depth * NAME##_mr;                                                            \
-    }                                                                                      \
-  }                                                                                        \
-                                                                                           \
-  /* depth x cols of op(B) (element (p, j) at b[p * rs + j * cs]) as micropanels of NR   \
-   * columns: panel-major, then p, then the NR columns; columns past the end are zeros. */ \
-  static void NAME##_pack_b(const T *b, int64_t rs, int64_t cs, int64_t depth,            \
-                            int64_t cols, T *restrict out) {                               \
-    for (int64_t j0 = 0; j0 < cols; j0 += NAME##_nr) {                                     \
-      const int64_t nr = ember_min(NAME##_nr, cols - j0);                                  \
-      const T *panel = b + j0 * cs;                                                        \
-      if (rs == 1 && nr == NAME##_nr) {                                                    \
-        /* Stored transposed: the NR columns are rows of memory, read along them a few    \
-         * elements at a time (reading across them, element by element, touched NR      \
-         * pages per step: 7 ms of 29 in a 256 x 1024 x 1024 product). */                \
-        for (int64_t p0 = 0; p0 < depth; p0 += EMBER_PACK_RUN) {                           \
-          const int64_t run = ember_min(EMBER_PACK_RUN, depth - p0);                       \
-          for (int j = 0; j < NAME##_nr; j++)                                              \
-            for (int64_t p = p0; p < p0 + run; p++) out[p * NAME##_nr + j] = panel[j * cs + p]; \
-        }                                                                                  \
-        out += depth * NAME##_nr;                                                          \
-        continue;                                                                          \
-      }                                                                                    \
-      for (int64_t p = 0; p < depth; p++) {                                                \
-        T *to = out + p * NAME##_nr;                                                       \
-        const T *from = panel + p * rs;                                                    \
-        if (cs == 1 && nr == NAME##_nr) {                                                  \
-          for (int j = 0; j < NAME##_nr; j++) to[j] = from[j];                             \
-        } else {                                                                           \
-          for (int j = 0; j < NAME##_nr; j++) to[j] = j < nr ? from[j * cs] : 0;           \
-        }                                                                                  \
-      }                                                                                    \
-      out += depth * NAME##_nr;                                                            \
-    }                                                                                      \
-  }                                                                                        \
                                                                                            \
   /* The epilogue's terms for one tile: where C, D and the row start, and whether this  \
    * is the first block of the sum (which writes the addends) or a later one. */          \
@@ -173,28 +121,92 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
     if (e->d) value += e->d_scale * e->d[i * ldc + j];                                     \
     if (e->row) value += e->row_scale * e->row[j];                                         \
     return value;                                                                          \
+  }
+
+/* One register tile of MR rows x NV vectors for one element type: its packing,
+ * microkernel, and the blocked product on one thread. */
+#define EMBER_DEFINE_TILE(NAME, TILE, T, MR, NV)                                           \
+  enum {                                                                                   \
+    TILE##_mr = MR,                                                                        \
+    TILE##_nr = NV * NAME##_lanes,                                                         \
+    TILE##_nc = EMBER_NC_BYTES / sizeof(T) / TILE##_nr * TILE##_nr,                        \
+    TILE##_mc = EMBER_MC / MR * MR,                                                        \
+  };                                                                                       \
+                                                                                           \
+  /* rows x depth of op(A) (element (i, p) at a[i * rs + p * cs]) as micropanels of MR     \
+   * rows: panel-major, then p, then the MR rows; rows past the end are zeros. */          \
+  static void TILE##_pack_a(const T *a, int64_t rs, int64_t cs, int64_t rows,              \
+                            int64_t depth, T *restrict out) {                              \
+    for (int64_t i0 = 0; i0 < rows; i0 += TILE##_mr) {                                     \
+      const int64_t mr = ember_min(TILE##_mr, rows - i0);                                  \
+      const T *panel = a + i0 * rs;                                                        \
+      if (rs == 1 && mr == TILE##_mr) { /* stored transposed: rows are contiguous */       \
+        for (int64_t p = 0; p < depth; p++)                                                \
+          for (int i = 0; i < TILE##_mr; i++) out[p * TILE##_mr + i] = panel[p * cs + i];  \
+      } else {                                                                             \
+        for (int i = 0; i < TILE##_mr; i++) {                                              \
+          if (i < mr)                                                                      \
+            for (int64_t p = 0; p < depth; p++) out[p * TILE##_mr + i] = panel[i * rs + p * cs]; \
+          else                                                                             \
+            for (int64_t p = 0; p < depth; p++) out[p * TILE##_mr + i] = 0;                \
+        }                                                                                  \
+      }                                                                                    \
+      out += depth * TILE##_mr;                                                            \
+    }                                                                                      \
   }                                                                                        \
                                                                                            \
-  /* The MR x NR tile of C at c (mr x nr of it inside C) from packed micropanels a        \
+  /* depth x cols of op(B) (element (p, j) at b[p * rs + j * cs]) as micropanels of NR     \
+   * columns: panel-major, then p, then the NR columns; columns past the end are zeros. */ \
+  static void TILE##_pack_b(const T *b, int64_t rs, int64_t cs, int64_t depth,             \
+                            int64_t cols, T *restrict out) {                               \
+    for (int64_t j0 = 0; j0 < cols; j0 += TILE##_nr) {                                     \
+      const int64_t nr = ember_min(TILE##_nr, cols - j0);                                  \
+      const T *panel = b + j0 * cs;                                                        \
+      if (rs == 1 && nr == TILE##_nr) {                                                    \
+        /* Stored transposed: the NR columns are rows of memory, read along them a few     \
+         * elements at a time (reading across them, element by element, touched NR         \
+         * pages per step: 7 ms of 29 in a 256 x 1024 x 1024 product). */                  \
+        for (int64_t p0 = 0; p0 < depth; p0 += EMBER_PACK_RUN) {                           \
+          const int64_t run = ember_min(EMBER_PACK_RUN, depth - p0);                       \
+          for (int j = 0; j < TILE##_nr; j++)                                              \
+            for (int64_t p = p0; p < p0 + run; p++) out[p * TILE##_nr + j] = panel[j * cs + p]; \
+        }                                                                                  \
+        out += depth * TILE##_nr;                                                          \
+        continue;                                                                          \
+      }                                                                                    \
+      for (int64_t p = 0; p < depth; p++) {                                                \
+        T *to = out + p * TILE##_nr;                                                       \
+        const T *from = panel + p * rs;                                                    \
+        if (cs == 1 && nr == TILE##_nr) {                                                  \
+          for (int j = 0; j < TILE##_nr; j++) to[j] = from[j];                             \
+        } else {                                                                           \
+          for (int j = 0; j < TILE##_nr; j++) to[j] = j < nr ? from[j * cs] : 0;           \
+        }                                                                                  \
+      }                                                                                    \
+      out += depth * TILE##_nr;                                                            \
+    }                                                                                      \
+  }                                                                                        \
+                                                                                           \
+  /* The MR x NR tile of C at c (mr x nr of it inside C) from packed micropanels a         \
    * (depth x MR) and b (depth x NR). */                                                   \
-  static void NAME##_microkernel(int64_t depth, const T *restrict a, const T *restrict b, \
-                                 T *restrict c, int64_t ldc, int64_t mr, int64_t nr,      \
+  static void TILE##_microkernel(int64_t depth, const T *restrict a, const T *restrict b,  \
+                                 T *restrict c, int64_t ldc, int64_t mr, int64_t nr,       \
                                  const NAME##_epilogue *e) {                               \
-    NAME##_vector acc[NAME##_mr][EMBER_NV];                                                \
-    for (int i = 0; i < NAME##_mr; i++)                                                    \
-      for (int v = 0; v < EMBER_NV; v++) acc[i][v] = (NAME##_vector){0};                   \
+    NAME##_vector acc[TILE##_mr][NV];                                                      \
+    for (int i = 0; i < TILE##_mr; i++)                                                    \
+      for (int v = 0; v < NV; v++) acc[i][v] = (NAME##_vector){0};                         \
     for (int64_t p = 0; p < depth; p++) {                                                  \
-      NAME##_vector row[EMBER_NV];                                                         \
-      for (int v = 0; v < EMBER_NV; v++)                                                   \
-        row[v] = *(const NAME##_vector *)(b + p * NAME##_nr + v * NAME##_lanes);           \
-      for (int i = 0; i < NAME##_mr; i++) {                                                \
-        const T scalar = a[p * NAME##_mr + i];                                             \
-        for (int v = 0; v < EMBER_NV; v++) acc[i][v] += row[v] * scalar;                   \
+      NAME##_vector row[NV];                                                               \
+      for (int v = 0; v < NV; v++)                                                         \
+        row[v] = *(const NAME##_vector *)(b + p * TILE##_nr + v * NAME##_lanes);           \
+      for (int i = 0; i < TILE##_mr; i++) {                                                \
+        const T scalar = a[p * TILE##_mr + i];                                             \
+        for (int v = 0; v < NV; v++) acc[i][v] += row[v] * scalar;                         \
       }                                                                                    \
     }                                                                                      \
-    if (mr == NAME##_mr && nr == NAME##_nr) {                                              \
-      for (int i = 0; i < NAME##_mr; i++)                                                  \
-        for (int v = 0; v < EMBER_NV; v++) {                                               \
+    if (mr == TILE##_mr && nr == TILE##_nr) {                                              \
+      for (int i = 0; i < TILE##_mr; i++)                                                  \
+        for (int v = 0; v < NV; v++) {                                                     \
           const int64_t at = i * ldc + v * NAME##_lanes;                                   \
           NAME##_unaligned *out = (NAME##_unaligned *)(c + at);                            \
           NAME##_vector value = acc[i][v] * e->alpha;                                      \
@@ -209,54 +221,70 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
         }                                                                                  \
       return;                                                                              \
     }                                                                                      \
-    T tile[NAME##_mr][NAME##_nr];                                                          \
-    for (int i = 0; i < NAME##_mr; i++)                                                    \
-      for (int v = 0; v < EMBER_NV; v++)                                                   \
+    T tile[TILE##_mr][TILE##_nr];                                                          \
+    for (int i = 0; i < TILE##_mr; i++)                                                    \
+      for (int v = 0; v < NV; v++)                                                         \
         for (int l = 0; l < NAME##_lanes; l++) tile[i][v * NAME##_lanes + l] = acc[i][v][l]; \
     for (int64_t i = 0; i < mr; i++)                                                       \
       for (int64_t j = 0; j < nr; j++) c[i * ldc + j] = NAME##_finish(tile[i][j], e, c, ldc, i, j); \
   }                                                                                        \
                                                                                            \
-  /* C (rows x cols, leading dimension ldc) = alpha op(A) op(B) + the addends, on one     \
+  /* The tiles of C (mc x nc at c) from packed A (mc x kc) and packed B (kc x nc): the     \
+   * first block of the sum writes the addends (d laid out as C, row one per column). */   \
+  static void TILE##_tiles(int64_t mc, int64_t nc, int64_t kc, const T *packed_a,          \
+                           const T *packed_b, T *c, int64_t ldc, T alpha, const T *d,      \
+                           T d_scale, const T *row, T row_scale, int first) {              \
+    for (int64_t i = 0; i < mc; i += TILE##_mr) {                                          \
+      for (int64_t j = 0; j < nc; j += TILE##_nr) {                                        \
+        const int64_t at = i * ldc + j;                                                    \
+        const NAME##_epilogue e = {alpha, d_scale, row_scale, d ? d + at : NULL,           \
+                                   row ? row + j : NULL, first};                           \
+        TILE##_microkernel(kc, packed_a + i * kc, packed_b + j * kc, c + at, ldc,          \
+                           ember_min(TILE##_mr, mc - i), ember_min(TILE##_nr, nc - j), &e); \
+      }                                                                                    \
+    }                                                                                      \
+  }                                                                                        \
+                                                                                           \
+  /* C (rows x cols, leading dimension ldc) = alpha op(A) op(B) + the addends, on one      \
    * thread: op(A)(i, p) at a[i * a_rs + p * a_cs], op(B)(p, j) at b[p * b_rs + j * b_cs]; \
-   * d laid out as C (may be C), row one value per column. */                            \
-  static void NAME##_blocked(int64_t rows, int64_t cols, int64_t k, const T *a,           \
-                             int64_t a_rs, int64_t a_cs, const T *b, int64_t b_rs,        \
-                             int64_t b_cs, T *c, int64_t ldc, T alpha, const T *d,        \
+   * d laid out as C (may be C), row one value per column. */                              \
+  static void TILE##_blocked(int64_t rows, int64_t cols, int64_t k, const T *a,            \
+                             int64_t a_rs, int64_t a_cs, const T *b, int64_t b_rs,         \
+                             int64_t b_cs, T *c, int64_t ldc, T alpha, const T *d,         \
                              T d_scale, const T *row, T row_scale) {                       \
-    /* Blocks of equal size (a sum of 784 in blocks of 262, not 384 + 384 + 16: a thin   \
-     * last block would spend more on storing C than on its products). */                 \
-    const int64_t mc_step = ember_block(rows, NAME##_mc, NAME##_mr);                       \
+    /* Blocks of equal size (a sum of 784 in blocks of 262, not 384 + 384 + 16: a thin     \
+     * last block would spend more on storing C than on its products). */                  \
+    const int64_t mc_step = ember_block(rows, TILE##_mc, TILE##_mr);                       \
     const int64_t kc_step = ember_block(k, NAME##_kc, 1);                                  \
-    const int64_t nc_step = ember_block(cols, NAME##_nc, NAME##_nr);                       \
-    /* (B's panels start aligned, as the microkernel's loads need) */                     \
+    const int64_t nc_step = ember_block(cols, TILE##_nc, TILE##_nr);                       \
+    /* (B's panels start aligned, as the microkernel's loads need) */                      \
     const size_t a_size = (size_t)ember_round_up(mc_step * kc_step, EMBER_ALIGN / sizeof(T)); \
     T *packed_a = ember_pack_space(sizeof(T) * (a_size + (size_t)(kc_step * nc_step)));    \
-    if (packed_a == NULL) abort(); /* out of memory: as a failed BLAS allocation does */  \
+    if (packed_a == NULL) abort(); /* out of memory: as a failed BLAS allocation does */   \
     T *packed_b = packed_a + a_size;                                                       \
     for (int64_t i0 = 0; i0 < rows; i0 += mc_step) {                                       \
       const int64_t mc = ember_min(mc_step, rows - i0);                                    \
       int64_t p0 = 0;                                                                      \
       do { /* (once when k == 0: the addends alone) */                                     \
         const int64_t kc = ember_min(kc_step, k - p0);                                     \
-        NAME##_pack_a(a + i0 * a_rs + p0 * a_cs, a_rs, a_cs, mc, kc, packed_a);            \
+        TILE##_pack_a(a + i0 * a_rs + p0 * a_cs, a_rs, a_cs, mc, kc, packed_a);            \
         for (int64_t j0 = 0; j0 < cols; j0 += nc_step) {                                   \
           const int64_t nc = ember_min(nc_step, cols - j0);                                \
-          NAME##_pack_b(b + p0 * b_rs + j0 * b_cs, b_rs, b_cs, kc, nc, packed_b);          \
-          for (int64_t i = 0; i < mc; i += NAME##_mr) {                                    \
-            for (int64_t j = 0; j < nc; j += NAME##_nr) {                                  \
-              const int64_t at = (i0 + i) * ldc + j0 + j;                                  \
-              const NAME##_epilogue e = {alpha, d_scale, row_scale, d ? d + at : NULL,     \
-                                         row ? row + j0 + j : NULL, p0 == 0};              \
-              NAME##_microkernel(kc, packed_a + i * kc, packed_b + j * kc, c + at, ldc,    \
-                                 ember_min(NAME##_mr, mc - i), ember_min(NAME##_nr, nc - j), &e); \
-            }                                                                              \
-          }                                                                                \
+          TILE##_pack_b(b + p0 * b_rs + j0 * b_cs, b_rs, b_cs, kc, nc, packed_b);          \
+          const int64_t at = i0 * ldc + j0;                                                \
+          TILE##_tiles(mc, nc, kc, packed_a, packed_b, c + at, ldc, alpha,                 \
+                       d ? d + at : NULL, d_scale, row ? row + j0 : NULL, row_scale, p0 == 0); \
         }                                                                                  \
         p0 += kc;                                                                          \
       } while (p0 < k);                                                                    \
     }                                                                                      \
-  }                                                                                        \
+  }
+
+/* One element type's parallel entry point of ember_gemm.h, with its two tiles. */
+#define EMBER_DEFINE_OWN_GEMM(NAME, T)                                                     \
+  EMBER_DEFINE_TYPE(NAME, T)                                                               \
+  EMBER_DEFINE_TILE(NAME, NAME##_wide, T, EMBER_MR, EMBER_NV)                              \
+  EMBER_DEFINE_TILE(NAME, NAME##_narrow, T, EMBER_NARROW_MR, 1)                            \
                                                                                            \
   void NAME(int split, int parts, int64_t count, const ember_batch *batch, int ta, int tb, \
             int64_t m, int64_t n, int64_t k, const T *A, int64_t lda, int64_t a_row_step,  \
@@ -264,6 +292,8 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
             const T *D, T d_scale, const T *row, T row_scale) {                            \
     const int64_t a_col_step = ta == EMBER_TRANS ? lda : 1;                                \
     const int64_t b_row_step = tb == EMBER_TRANS ? 1 : ldb;                                \
+    /* (a product as thin as one narrow tile: the wide one would compute 64 columns) */   \
+    const int narrow = n <= NAME##_narrow_nr;                                              \
     _Pragma("omp parallel for num_threads(parts) schedule(static) if(parts > 1)")         \
     for (int64_t part = 0; part < parts; part++) {                                         \
       const int64_t size = split == 1 ? m : n;                                             \
@@ -278,9 +308,10 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
         int64_t rows = m, cols = n;                                                        \
         if (split == 1) { a += lo * a_row_step; c += lo * ldc; rows = hi - lo; }           \
         if (split == 2) { b += lo * b_col_step; c += lo; cols = hi - lo; }                 \
-        NAME##_blocked(rows, cols, k, a, a_row_step, a_col_step, b, b_row_step,            \
-                       b_col_step, c, ldc, alpha, D ? D + (c - C) : NULL, d_scale,         \
-                       row ? row + (split == 2 ? lo : 0) : NULL, row_scale);               \
+        (narrow ? NAME##_narrow_blocked : NAME##_wide_blocked)(                            \
+            rows, cols, k, a, a_row_step, a_col_step, b, b_row_step, b_col_step, c, ldc,   \
+            alpha, D ? D + (c - C) : NULL, d_scale, row ? row + (split == 2 ? lo : 0) : NULL, \
+            row_scale);                                                                    \
       }                                                                                    \
     }                                                                                      \
   }
