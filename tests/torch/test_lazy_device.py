@@ -1,0 +1,137 @@
+"""The lazy-tensor device against PyTorch eager: ops recorded and compiled when a value is
+needed or at mark_step, an MLP's forward, and a training loop that compiles once."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+pytest.importorskip("torch.fx")  # (not "torch": without it, this folder imports as "torch")
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import ember.torch
+from ember.torch import lazy
+
+STEPS = 20
+
+
+@pytest.fixture(autouse=True)
+def _fresh_lazy_device():
+    lazy.clear_cache()
+    lazy.reset_metrics()
+    yield
+    lazy.mark_step()
+
+
+def _mlp() -> nn.Module:
+    return nn.Sequential(nn.Linear(12, 32), nn.ReLU(), nn.Linear(32, 32), nn.Tanh(),
+                         nn.Linear(32, 5))
+
+
+def test_ops_are_recorded_until_a_value_is_needed():
+    x = torch.randn(4, 3)
+    y = torch.exp(ember.torch.to_lazy(x)) * 2.0 + 1
+    assert isinstance(y, lazy.LazyTensor) and y.shape == (4, 3) and y.dtype == torch.float32
+    assert lazy.metrics().executions == 0
+    torch.testing.assert_close(y.cpu(), torch.exp(x) * 2.0 + 1)
+    assert lazy.metrics().executions == 1 and lazy.metrics().compiles == 1
+
+
+@pytest.mark.parametrize("materialize", [
+    lambda t: t.sum().item(),
+    lambda t: t.cpu().sum().item(),
+    lambda t: 1.0 if t.sum() > 0 else -1.0,  # a Python if on a value (__bool__)
+], ids=["item", "cpu", "bool"])
+def test_a_needed_value_runs_the_graph(materialize):
+    x = torch.randn(6)
+    expected = materialize(torch.sin(x) * 3)
+    assert materialize(torch.sin(ember.torch.to_lazy(x)) * 3) == pytest.approx(expected,
+                                                                              rel=1e-4)
+    assert lazy.metrics().executions >= 1
+
+
+def test_print_shows_the_value(capsys):
+    x = torch.arange(6.0).reshape(2, 3)
+    print(ember.torch.to_lazy(x) * 2 - 1)
+    assert capsys.readouterr().out == f"LazyTensor({x * 2 - 1!r})\n"
+    assert lazy.metrics().executions == 1
+
+
+def test_inplace_ops_rebind_the_tensor():
+    x = torch.randn(5)
+    lazy_x = ember.torch.to_lazy(x)
+    lazy_x.mul_(2.0).add_(1)
+    lazy_x.clamp_(max=1.5)
+    torch.testing.assert_close(lazy_x.cpu(), (x * 2.0 + 1).clamp(max=1.5))
+
+
+def test_mlp_forward_matches_eager():
+    model, x = _mlp(), torch.randn(8, 12)
+    expected = model(x)
+    ember.torch.to_lazy(model)
+    assert all(isinstance(p, lazy.LazyTensor) for p in model.parameters())
+    torch.testing.assert_close(model(ember.torch.to_lazy(x)).cpu(), expected)
+    assert lazy.metrics().compiles == 1 and lazy.metrics().eager_fallbacks == 0
+
+
+def test_gradients_match_eager():
+    model, x = _mlp(), torch.randn(8, 12)
+    eager = copy.deepcopy(model)
+    eager(x).square().mean().backward()
+    ember.torch.to_lazy(model)
+    model(ember.torch.to_lazy(x)).square().mean().backward()
+    for reference, param in zip(eager.parameters(), model.parameters()):
+        assert isinstance(param.grad, lazy.LazyTensor)
+        torch.testing.assert_close(param.grad.cpu(), reference.grad, rtol=1e-5, atol=1e-6)
+
+
+def test_gradient_flows_back_through_cpu():
+    x = torch.randn(3, requires_grad=True)
+    lazy_x = ember.torch.to_lazy(x.detach()).requires_grad_()
+    (lazy_x.exp().cpu() * torch.arange(3.0)).sum().backward()
+    torch.testing.assert_close(lazy_x.grad.cpu(), x.detach().exp() * torch.arange(3.0))
+
+
+def _sgd_train(model: nn.Module, x, y, step=lambda: None) -> list[float]:
+    losses = []
+    for _ in range(STEPS):
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        with torch.no_grad():
+            for param in model.parameters():
+                param -= 0.1 * param.grad
+                param.grad = None
+        step()
+        losses.append(loss.item())
+    return losses
+
+
+def test_training_loop_matches_eager_and_compiles_once():
+    model, x, y = _mlp(), torch.randn(16, 12), torch.randint(0, 5, (16,))
+    eager = copy.deepcopy(model)
+    expected_losses = _sgd_train(eager, x, y)
+    ember.torch.to_lazy(model)
+    losses = _sgd_train(model, ember.torch.to_lazy(x), ember.torch.to_lazy(y),
+                        step=ember.torch.mark_step)
+    assert losses == pytest.approx(expected_losses, rel=1e-4)
+    for reference, param in zip(eager.parameters(), model.parameters()):
+        torch.testing.assert_close(param.cpu(), reference.detach(), rtol=1e-4, atol=1e-5)
+    metrics = lazy.metrics()
+    assert (metrics.compiles, metrics.cache_hits) == (1, STEPS - 1)
+    assert metrics.eager_fallbacks == 0
+
+
+def test_a_new_shape_compiles_and_a_seen_one_hits_the_cache():
+    for n in (3, 4, 3, 4):
+        x = torch.randn(n)
+        torch.testing.assert_close((ember.torch.to_lazy(x) * 2).cpu(), x * 2)
+    assert (lazy.metrics().compiles, lazy.metrics().cache_hits) == (2, 2)
+
+
+def test_constants_are_part_of_the_structure():
+    x = torch.randn(4)
+    for scale in (2.0, 3.0):
+        torch.testing.assert_close((ember.torch.to_lazy(x) * scale).cpu(), x * scale)
+    assert lazy.metrics().compiles == 2
