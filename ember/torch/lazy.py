@@ -26,6 +26,7 @@ import torch.fx
 from torch._decomp import core_aten_decompositions
 from torch.utils._pytree import tree_map
 
+from ember.errors import EmberTypeError
 from ember.torch.graph_compiler import EmberGraphModule
 from ember.torch.lowerings import LOWERINGS
 
@@ -161,6 +162,9 @@ class LazyTensor(torch.Tensor):
             return decomposed
         if _is_inplace(func):
             return _record_inplace(func, args, kwargs)
+        functional = _functional_variant(func)
+        if functional in LOWERINGS:
+            return _record_mutation(func, functional, args, kwargs)
         _metrics.eager_fallbacks += 1
         _metrics.fallback_ops.add(str(func))
         return _lazy_outputs(_run_eagerly(func, args, kwargs))
@@ -209,8 +213,8 @@ def _record(func: Any, args: tuple, kwargs: dict) -> Any:
     if isinstance(meta_out, torch.Tensor):
         return LazyTensor(_Value(node=node), meta_out)
     if isinstance(meta_out, (tuple, list)):
-        return type(meta_out)(LazyTensor(_Value(node=node, index=i), m)
-                              for i, m in enumerate(meta_out))
+        return type(meta_out)(None if m is None else LazyTensor(_Value(node=node, index=i), m)
+                              for i, m in enumerate(meta_out))  # (None: an output not asked for)
     raise NotImplementedError(f"the lazy device cannot record {func}: it returns "
                               f"{type(meta_out).__name__}")
 
@@ -226,6 +230,35 @@ def _record_inplace(func: Any, args: tuple, kwargs: dict) -> Any:
     target._value = result._value
     _live[id(target)] = target
     return target
+
+
+def _mutated_arguments(func: Any) -> list[int]:
+    return [i for i, argument in enumerate(func._schema.arguments)
+            if argument.alias_info is not None and argument.alias_info.is_write]
+
+
+def _functional_variant(func: Any) -> Any:
+    """``op_functional``, the twin of an op that mutates some of its arguments (batch norm
+    its running statistics): it returns their new values after its own outputs."""
+    if not _mutated_arguments(func):
+        return None
+    packet = getattr(aten, func._schema.name.split("::")[-1] + "_functional", None)
+    return getattr(packet, func._overloadname, None) if packet is not None else None
+
+
+def _record_mutation(func: Any, functional: Any, args: tuple, kwargs: dict) -> Any:
+    """A mutating op as its functional twin, with each mutated argument rebound."""
+    mutated = _mutated_arguments(func)
+    if any(i >= len(args) or not isinstance(args[i], LazyTensor) for i in mutated):
+        raise EmberTypeError(f"{func} updates a tensor in place that is not on the lazy "
+                             "device (or is passed by keyword): move it (or its module) with "
+                             "ember.torch.to_lazy first")
+    outputs = _record(functional, args, kwargs)
+    results = len(outputs) - len(mutated)
+    for i, new_value in zip(mutated, outputs[results:]):
+        args[i]._value = new_value._value
+        _live[id(args[i])] = args[i]
+    return tuple(outputs[:results])
 
 
 def _lazy_outputs(outputs: Any) -> Any:

@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+import ember.errors
 import ember.torch
 from ember.torch import lazy
 
@@ -135,3 +136,54 @@ def test_constants_are_part_of_the_structure():
     for scale in (2.0, 3.0):
         torch.testing.assert_close((ember.torch.to_lazy(x) * scale).cpu(), x * scale)
     assert lazy.metrics().compiles == 2
+
+
+class _CNN(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1, bias=False)
+        self.bn = nn.BatchNorm2d(8)
+        self.head = nn.Linear(8 * 4 * 4, 10)
+
+    def forward(self, x):
+        return self.head(F.max_pool2d(F.relu(self.bn(self.conv(x))), 2).flatten(1))
+
+
+def test_cnn_with_batchnorm_trains_like_eager_and_compiles_once():
+    # (batch norm updates its running statistics in place: recorded functionally)
+    model, x, y = _CNN(), torch.randn(4, 3, 8, 8), torch.randint(0, 10, (4,))
+    eager = copy.deepcopy(model)
+    expected_losses = _sgd_train(eager, x, y)
+    ember.torch.to_lazy(model)
+    losses = _sgd_train(model, ember.torch.to_lazy(x), ember.torch.to_lazy(y),
+                        step=ember.torch.mark_step)
+    assert losses == pytest.approx(expected_losses, rel=1e-4, abs=1e-6)
+    for reference, param in zip(eager.parameters(), model.parameters()):
+        torch.testing.assert_close(param.cpu(), reference.detach(), rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(model.bn.running_mean.cpu(), eager.bn.running_mean)
+    torch.testing.assert_close(model.bn.running_var.cpu(), eager.bn.running_var)
+    metrics = lazy.metrics()
+    assert (metrics.compiles, metrics.cache_hits, metrics.eager_fallbacks) == (1, STEPS - 1, 0)
+
+
+def test_torch_optim_adamw_steps_like_eager():
+    model, x, y = _mlp(), torch.randn(16, 12), torch.randint(0, 5, (16,))
+    eager = copy.deepcopy(model)
+    ember.torch.to_lazy(model)
+    for net, inputs, targets in ((eager, x, y),
+                                 (model, ember.torch.to_lazy(x), ember.torch.to_lazy(y))):
+        optimizer = torch.optim.AdamW(net.parameters(), lr=1e-2)
+        for _ in range(3):
+            F.cross_entropy(net(inputs), targets).backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            ember.torch.mark_step()
+    for reference, param in zip(eager.parameters(), model.parameters()):
+        torch.testing.assert_close(param.cpu(), reference.detach(), rtol=1e-4, atol=1e-5)
+
+
+def test_an_inplace_update_of_a_tensor_off_the_device_says_how_to_fix_it():
+    bn = nn.BatchNorm1d(3)  # (its running statistics stay plain tensors)
+    bn.weight = nn.Parameter(ember.torch.to_lazy(bn.weight.detach()))
+    with pytest.raises(ember.errors.EmberTypeError, match="to_lazy"):
+        bn(ember.torch.to_lazy(torch.randn(4, 3)))
