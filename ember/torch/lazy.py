@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import itertools
 import operator
+import os
 import time
+import traceback
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,13 +64,16 @@ class _Value:
 @dataclass
 class Metrics:
     """What the lazy device did, as torch_xla's metrics report: graphs compiled, cache hits,
-    ops run eagerly for want of a lowering, and time spent executing graphs."""
+    ops run eagerly for want of a lowering, time spent executing graphs, and the user's line
+    behind each graph run that a needed value forced (outside ``mark_step``), which names
+    what breaks a step into several graphs."""
     compiles: int = 0
     cache_hits: int = 0
     executions: int = 0
     eager_fallbacks: int = 0
     execute_seconds: float = 0.0
     fallback_ops: set[str] = field(default_factory=set)
+    forced_by: list[str] = field(default_factory=list)
 
 
 _metrics = Metrics()
@@ -276,8 +281,20 @@ def _run_eagerly(func: Any, args: tuple, kwargs: dict) -> Any:
 def _concrete(tensor: LazyTensor) -> torch.Tensor:
     """The tensor's value, running the graph behind it if it is pending."""
     if tensor._value.data is None:
+        _metrics.forced_by.append(_user_line())
         _materialize([tensor._value])
     return tensor._value.data
+
+
+_LIBRARIES = (os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(__file__)))
+
+
+def _user_line() -> str:
+    """``file:line`` of the innermost frame outside PyTorch and Ember."""
+    for frame in reversed(traceback.extract_stack()):
+        if not frame.filename.startswith(_LIBRARIES):
+            return f"{frame.filename}:{frame.lineno}"
+    return "<unknown>"
 
 
 def to_lazy(value: Any, device: LazyDevice | None = None) -> Any:

@@ -3,6 +3,7 @@ needed or at mark_step, an MLP's forward, and a training loop that compiles once
 from __future__ import annotations
 
 import copy
+import inspect
 
 import pytest
 
@@ -187,3 +188,13 @@ def test_an_inplace_update_of_a_tensor_off_the_device_says_how_to_fix_it():
     bn.weight = nn.Parameter(ember.torch.to_lazy(bn.weight.detach()))
     with pytest.raises(ember.errors.EmberTypeError, match="to_lazy"):
         bn(ember.torch.to_lazy(torch.randn(4, 3)))
+
+
+def test_metrics_name_the_line_that_forced_a_value():
+    lazy_x = ember.torch.to_lazy(torch.randn(3)) * 2
+    line = inspect.currentframe().f_lineno + 1
+    lazy_x.sum().item()
+    assert lazy.metrics().forced_by == [f"{__file__}:{line}"]
+    (lazy_x + 1).sum()
+    ember.torch.mark_step()  # (a step's end forces nothing: it is the expected sync)
+    assert len(lazy.metrics().forced_by) == 1
