@@ -122,6 +122,7 @@ class LazyTensor(torch.Tensor):
     takes as inputs."""
 
     _value: _Value
+    _view_of: str | None = None  # the view op that made it, if any
 
     @staticmethod
     def __new__(cls, value: _Value, meta: torch.Tensor, requires_grad: bool = False):
@@ -216,12 +217,28 @@ def _record(func: Any, args: tuple, kwargs: dict) -> Any:
     meta_out = func(*tree_map(_as_meta, args), **tree_map(_as_meta, kwargs))
     node = _Node(func, tree_map(_as_value, args), tree_map(_as_value, kwargs))
     if isinstance(meta_out, torch.Tensor):
-        return LazyTensor(_Value(node=node), meta_out)
+        return _output(_Value(node=node), meta_out, func)
     if isinstance(meta_out, (tuple, list)):
-        return type(meta_out)(None if m is None else LazyTensor(_Value(node=node, index=i), m)
+        return type(meta_out)(None if m is None else _output(_Value(node=node, index=i), m, func)
                               for i, m in enumerate(meta_out))  # (None: an output not asked for)
     raise NotImplementedError(f"the lazy device cannot record {func}: it returns "
                               f"{type(meta_out).__name__}")
+
+
+def _output(value: _Value, meta: torch.Tensor, func: Any) -> LazyTensor:
+    tensor = LazyTensor(value, meta)
+    tensor._view_of = str(func) if func.is_view else None
+    return tensor
+
+
+def _check_not_a_view(tensor: LazyTensor, func: Any) -> None:
+    """Values are recorded functionally, so an update through a view would not reach its
+    base: say so instead of computing something else."""
+    if tensor._view_of is not None:
+        raise EmberTypeError(
+            f"{func} updates a view ({tensor._view_of}) in place; the lazy device does not "
+            "write through views into their base yet. Write it out of place (torch.where, "
+            "Tensor.index_put, torch.cat) and assign the result.")
 
 
 def _record_inplace(func: Any, args: tuple, kwargs: dict) -> Any:
@@ -229,6 +246,7 @@ def _record_inplace(func: Any, args: tuple, kwargs: dict) -> Any:
     name = func._schema.name.split("::")[-1][:-1]
     functional = getattr(getattr(aten, name), func._overloadname)
     target = args[0]
+    _check_not_a_view(target, func)
     result = _record(functional, args, kwargs)
     if result.dtype != target.dtype or result.shape != target.shape:
         result = _record(aten.copy.default, (target, result), {})
@@ -258,6 +276,8 @@ def _record_mutation(func: Any, functional: Any, args: tuple, kwargs: dict) -> A
         raise EmberTypeError(f"{func} updates a tensor in place that is not on the lazy "
                              "device (or is passed by keyword): move it (or its module) with "
                              "ember.torch.to_lazy first")
+    for i in mutated:
+        _check_not_a_view(args[i], func)
     outputs = _record(functional, args, kwargs)
     results = len(outputs) - len(mutated)
     for i, new_value in zip(mutated, outputs[results:]):
@@ -300,6 +320,8 @@ def _user_line() -> str:
 def to_lazy(value: Any, device: LazyDevice | None = None) -> Any:
     """``value`` on the lazy device: a tensor as a lazy tensor (keeping ``requires_grad``),
     a module with its parameters and buffers moved in place (returned, as ``.to`` does)."""
+    if device is not None and device is not _DEVICE:
+        raise TypeError(f"to_lazy moves values onto ember.torch.lazy.device(); got {device!r}")
     if isinstance(value, torch.nn.Module):
         _module_to_lazy(value)
         return value

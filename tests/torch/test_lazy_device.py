@@ -198,3 +198,18 @@ def test_metrics_name_the_line_that_forced_a_value():
     (lazy_x + 1).sum()
     ember.torch.mark_step()  # (a step's end forces nothing: it is the expected sync)
     assert len(lazy.metrics().forced_by) == 1
+
+
+def test_an_inplace_write_through_a_view_is_an_error_not_a_wrong_value():
+    lazy_x = ember.torch.to_lazy(torch.zeros(2, 3))
+    with pytest.raises(ember.errors.EmberTypeError, match="view"):
+        lazy_x[0] = 1.0
+    with pytest.raises(ember.errors.EmberTypeError, match="view"):
+        lazy_x.t().mul_(2)
+
+
+def test_to_lazy_takes_the_lazy_device():
+    x = torch.randn(2)
+    torch.testing.assert_close(ember.torch.to_lazy(x, lazy.device()).cpu(), x)
+    with pytest.raises(TypeError, match="lazy.device"):
+        ember.torch.to_lazy(x, torch.device("cpu"))
