@@ -34,7 +34,7 @@ from ember.torch.lowerings import LOWERINGS
 
 aten = torch.ops.aten
 
-# Ops that return their input unchanged (functionally): recorded as no op at all.
+# Ops that return an alias of their input: no op recorded, the alias shares the binding.
 _ALIASES = {aten.detach.default, aten.alias.default, aten.lift_fresh.default}
 # Ops that need a concrete value: the graph behind their inputs runs first.
 _MATERIALIZING = {aten._local_scalar_dense.default, aten.is_nonzero.default,
@@ -121,7 +121,7 @@ class LazyTensor(torch.Tensor):
     next to it (a scalar operand wrapped as a tensor) are then CPU tensors, which the graph
     takes as inputs."""
 
-    _value: _Value
+    _binding: list[_Value]  # [value]: shared by aliases (detach), rebound by in-place ops
     _view_of: str | None = None  # the view op that made it, if any
 
     @staticmethod
@@ -129,9 +129,17 @@ class LazyTensor(torch.Tensor):
         tensor = torch.Tensor._make_wrapper_subclass(
             cls, meta.shape, strides=meta.stride(), dtype=meta.dtype, device="cpu",
             requires_grad=requires_grad)
-        tensor._value = value
+        tensor._binding = [value]
         _live[id(tensor)] = tensor
         return tensor
+
+    @property
+    def _value(self) -> _Value:
+        return self._binding[0]
+
+    @_value.setter
+    def _value(self, value: _Value) -> None:
+        self._binding[0] = value
 
     def __init__(self, value: _Value, meta: torch.Tensor, requires_grad: bool = False) -> None:
         super().__init__()
@@ -155,8 +163,10 @@ class LazyTensor(torch.Tensor):
                            kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
         if func in _ALIASES:
-            (source,) = args
-            return LazyTensor(source._value, _meta(source))
+            (source,) = args  # (an alias shares its source's value, updates included)
+            alias = LazyTensor(source._value, _meta(source))
+            alias._binding = source._binding
+            return alias
         if func in _MATERIALIZING:
             return _run_eagerly(func, args, kwargs)
         if func in LOWERINGS:

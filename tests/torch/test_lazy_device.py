@@ -213,3 +213,12 @@ def test_to_lazy_takes_the_lazy_device():
     torch.testing.assert_close(ember.torch.to_lazy(x, lazy.device()).cpu(), x)
     with pytest.raises(TypeError, match="lazy.device"):
         ember.torch.to_lazy(x, torch.device("cpu"))
+
+
+def test_an_inplace_update_of_a_detached_alias_reaches_its_source():
+    x = torch.randn(3)
+    lazy_x = ember.torch.to_lazy(x)
+    alias = lazy_x.detach()
+    alias.mul_(2)
+    torch.testing.assert_close(lazy_x.cpu(), x * 2)
+    torch.testing.assert_close(alias.cpu(), x * 2)
