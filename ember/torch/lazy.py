@@ -10,7 +10,12 @@ and hits the cache every step after.
 PyTorch's ``.to(device)`` cannot target a device defined in Python, so a tensor or module
 moves onto this device with ``to_lazy(x)`` (a module's parameters and buffers in place) and
 back with ``.cpu()``. In-place ops are recorded functionally: an in-place op rebinds the
-tensor it updates, so writing through a view into its base is not supported.
+tensor it updates (and its ``detach`` aliases); writing through a view into its base is an
+error for now.
+
+Python numbers are constants of the graph, part of its structural key: an optimizer whose
+step size changes every step as a Python float (``torch.optim.AdamW``'s bias correction)
+compiles a graph per step. A loop whose numbers stay fixed (SGD) compiles once.
 """
 from __future__ import annotations
 
