@@ -1,5 +1,6 @@
 """The PyTorch bridge: ``torch.compile(model, backend="ember")`` runs a PyTorch model on
-Ember's compiler (forward and backward, with the ops Ember cannot lower left to PyTorch).
+Ember's compiler (forward and backward, with the ops Ember cannot lower left to PyTorch);
+``ember.torch.lazy`` is the lazy-tensor device (ops recorded, compiled at ``mark_step()``).
 
 PyTorch is an optional dependency, imported only here (``pip install "ember[torch]"``).
 """
@@ -11,9 +12,12 @@ import torch
 import torch._dynamo
 
 from ember.torch.backend import ember_backend, strict_backend
+from ember.torch import lazy
 from ember.torch.explain import Explanation, Fallback, explain
+from ember.torch.lazy import mark_step, to_lazy
 
-__all__ = ["Explanation", "Fallback", "compile", "ember_backend", "explain", "strict_backend"]
+__all__ = ["Explanation", "Fallback", "compile", "ember_backend", "explain", "lazy", "mark_step",
+           "strict_backend", "to_lazy"]
 
 
 def compile(model: Any, *, fallback: bool = True, **options: Any) -> Any:

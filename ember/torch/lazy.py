@@ -1,0 +1,474 @@
+"""The lazy-tensor device, PyTorch/XLA's model: tensors on it record their ATen ops into a
+graph instead of running them, through a ``__torch_dispatch__`` subclass (no C++).
+
+The graph is compiled by Ember and run when a value is needed (``.item()``, ``.cpu()``,
+``print``, a Python ``if``) or at ``mark_step()``. Each op goes through the same ATen ->
+Ember table as ``torch.compile`` (``ember.torch.lowerings``), and graphs are cached by a
+structural hash (ops, constants, input shapes and dtypes), so a training loop compiles once
+and hits the cache every step after.
+
+PyTorch's ``.to(device)`` cannot target a device defined in Python, so a tensor or module
+moves onto this device with ``to_lazy(x)`` (a module's parameters and buffers in place) and
+back with ``.cpu()``. In-place ops are recorded functionally: an in-place op rebinds the
+tensor it updates (and its ``detach`` aliases); writing through a view into its base is an
+error for now.
+
+Python numbers are constants of the graph, part of its structural key: an optimizer whose
+step size changes every step as a Python float (``torch.optim.AdamW``'s bias correction)
+compiles a graph per step. A loop whose numbers stay fixed (SGD) compiles once.
+"""
+from __future__ import annotations
+
+import itertools
+import operator
+import os
+import time
+import traceback
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx
+from torch._decomp import core_aten_decompositions
+from torch.utils._pytree import tree_map
+
+from ember.errors import EmberTypeError
+from ember.torch.graph_compiler import EmberGraphModule
+from ember.torch.lowerings import LOWERINGS
+
+aten = torch.ops.aten
+
+# Ops that return an alias of their input: no op recorded, the alias shares the binding.
+_ALIASES = {aten.detach.default, aten.alias.default, aten.lift_fresh.default}
+# Ops that need a concrete value: the graph behind their inputs runs first.
+_MATERIALIZING = {aten._local_scalar_dense.default, aten.is_nonzero.default,
+                  aten.equal.default}
+_DECOMPOSITIONS = core_aten_decompositions()
+_serials = itertools.count()
+
+
+@dataclass(eq=False)
+class _Node:
+    """One recorded ATen op; its arguments hold ``_Value``s where tensors were."""
+    op: Any
+    args: tuple
+    kwargs: dict
+
+
+@dataclass(eq=False)
+class _Value:
+    """A tensor's value: concrete ``data`` (a CPU tensor), or output ``index`` of a pending
+    ``node`` (which becomes ``data`` once the graph has run)."""
+    data: torch.Tensor | None = None
+    node: _Node | None = None
+    index: int | None = None
+    serial: int = field(default_factory=lambda: next(_serials))
+
+
+@dataclass
+class Metrics:
+    """What the lazy device did, as torch_xla's metrics report: graphs compiled, cache hits,
+    ops run eagerly for want of a lowering, time spent executing graphs, and the user's line
+    behind each graph run that a needed value forced (outside ``mark_step``), which names
+    what breaks a step into several graphs."""
+    compiles: int = 0
+    cache_hits: int = 0
+    executions: int = 0
+    eager_fallbacks: int = 0
+    execute_seconds: float = 0.0
+    fallback_ops: set[str] = field(default_factory=set)
+    forced_by: list[str] = field(default_factory=list)
+
+
+_metrics = Metrics()
+_cache: dict[tuple, EmberGraphModule] = {}
+# The live lazy tensors by id (a WeakSet would compare tensors with ==, an op of its own).
+_live: weakref.WeakValueDictionary[int, LazyTensor] = weakref.WeakValueDictionary()
+
+
+def metrics() -> Metrics:
+    """The lazy device's counters since the last ``reset_metrics()``."""
+    return _metrics
+
+
+def reset_metrics() -> None:
+    """Zero the counters (the compiled graphs stay cached)."""
+    global _metrics
+    _metrics = Metrics()
+
+
+def clear_cache() -> None:
+    """Forget the compiled graphs, so the next graph of each structure compiles again."""
+    _cache.clear()
+
+
+class LazyDevice:
+    """The lazy device, for ``to_lazy(x, device)`` and reprs; ``torch.device`` itself only
+    names devices compiled into PyTorch."""
+
+    def __repr__(self) -> str:
+        return "ember.torch.lazy.device()"
+
+
+_DEVICE = LazyDevice()
+
+
+def device() -> LazyDevice:
+    """The lazy device (``xm.xla_device()`` in torch_xla)."""
+    return _DEVICE
+
+
+class LazyTensor(torch.Tensor):
+    """A tensor whose ops are recorded, not run. Its metadata (shape, dtype, strides) is
+    exact, computed by PyTorch's meta kernels. It has no storage, and it claims the CPU device
+    (a wrapper cannot claim a device PyTorch does not know): the plain tensors PyTorch makes
+    next to it (a scalar operand wrapped as a tensor) are then CPU tensors, which the graph
+    takes as inputs."""
+
+    _binding: list[_Value]  # [value]: shared by aliases (detach), rebound by in-place ops
+    _view_of: str | None = None  # the view op that made it, if any
+
+    @staticmethod
+    def __new__(cls, value: _Value, meta: torch.Tensor, requires_grad: bool = False):
+        tensor = torch.Tensor._make_wrapper_subclass(
+            cls, meta.shape, strides=meta.stride(), dtype=meta.dtype, device="cpu",
+            requires_grad=requires_grad)
+        tensor._binding = [value]
+        _live[id(tensor)] = tensor
+        return tensor
+
+    @property
+    def _value(self) -> _Value:
+        return self._binding[0]
+
+    @_value.setter
+    def _value(self, value: _Value) -> None:
+        self._binding[0] = value
+
+    def __init__(self, value: _Value, meta: torch.Tensor, requires_grad: bool = False) -> None:
+        super().__init__()
+
+    def __repr__(self, *, tensor_contents: Any = None) -> str:
+        return f"LazyTensor({_concrete(self)!r})"
+
+    def cpu(self, *args: Any, **kwargs: Any) -> torch.Tensor:
+        """The value as a plain CPU tensor, running the graph behind it (differentiably).
+        The wrapper claims the CPU device, so PyTorch's own ``.cpu()`` would return it."""
+        return _ToCPU.apply(self)
+
+    def numpy(self, *args: Any, **kwargs: Any) -> Any:
+        return self.detach().cpu().numpy()
+
+    def tolist(self) -> Any:
+        return self.detach().cpu().tolist()
+
+    @classmethod
+    def __torch_dispatch__(cls, func: Any, types: Any, args: tuple = (),
+                           kwargs: dict | None = None) -> Any:
+        kwargs = kwargs or {}
+        if func in _ALIASES:
+            (source,) = args  # (an alias shares its source's value, updates included)
+            alias = LazyTensor(source._value, _meta(source))
+            alias._binding = source._binding
+            return alias
+        if func in _MATERIALIZING:
+            return _run_eagerly(func, args, kwargs)
+        if func in LOWERINGS:
+            return _record(func, args, kwargs)
+        if func in _DECOMPOSITIONS:
+            return _DECOMPOSITIONS[func](*args, **kwargs)
+        decomposed = func.decompose(*args, **kwargs)
+        if decomposed is not NotImplemented:
+            return decomposed
+        if _is_inplace(func):
+            return _record_inplace(func, args, kwargs)
+        functional = _functional_variant(func)
+        if functional in LOWERINGS:
+            return _record_mutation(func, functional, args, kwargs)
+        _metrics.eager_fallbacks += 1
+        _metrics.fallback_ops.add(str(func))
+        return _lazy_outputs(_run_eagerly(func, args, kwargs))
+
+
+class _ToCPU(torch.autograd.Function):
+    """A lazy tensor's value as a plain CPU tensor, with the gradient flowing back."""
+
+    @staticmethod
+    def forward(ctx: Any, tensor: LazyTensor) -> torch.Tensor:
+        return _concrete(tensor).clone()
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> Any:
+        return to_lazy(grad)
+
+
+def _is_inplace(func: Any) -> bool:
+    schema = func._schema
+    return schema.name.endswith("_") and bool(schema.arguments) \
+        and schema.arguments[0].alias_info is not None and schema.arguments[0].alias_info.is_write
+
+
+def _meta(tensor: torch.Tensor) -> torch.Tensor:
+    return torch.empty_strided(tensor.shape, tensor.stride(), dtype=tensor.dtype, device="meta")
+
+
+def _as_meta(value: Any) -> Any:
+    if isinstance(value, torch.device):
+        return torch.device("meta")
+    return _meta(value) if isinstance(value, torch.Tensor) else value
+
+
+def _as_value(value: Any) -> Any:
+    if isinstance(value, LazyTensor):
+        return value._value
+    if isinstance(value, torch.Tensor):  # a plain tensor: an input of the graph
+        return _Value(data=value.detach())
+    return value
+
+
+def _record(func: Any, args: tuple, kwargs: dict) -> Any:
+    """Record ``func`` as a node; its outputs' metadata comes from the meta kernel."""
+    meta_out = func(*tree_map(_as_meta, args), **tree_map(_as_meta, kwargs))
+    node = _Node(func, tree_map(_as_value, args), tree_map(_as_value, kwargs))
+    if isinstance(meta_out, torch.Tensor):
+        return _output(_Value(node=node), meta_out, func)
+    if isinstance(meta_out, (tuple, list)):
+        return type(meta_out)(None if m is None else _output(_Value(node=node, index=i), m, func)
+                              for i, m in enumerate(meta_out))  # (None: an output not asked for)
+    raise NotImplementedError(f"the lazy device cannot record {func}: it returns "
+                              f"{type(meta_out).__name__}")
+
+
+def _output(value: _Value, meta: torch.Tensor, func: Any) -> LazyTensor:
+    tensor = LazyTensor(value, meta)
+    tensor._view_of = str(func) if func.is_view else None
+    return tensor
+
+
+def _check_not_a_view(tensor: LazyTensor, func: Any) -> None:
+    """Values are recorded functionally, so an update through a view would not reach its
+    base: say so instead of computing something else."""
+    if tensor._view_of is not None:
+        raise EmberTypeError(
+            f"{func} updates a view ({tensor._view_of}) in place; the lazy device does not "
+            "write through views into their base yet. Write it out of place (torch.where, "
+            "Tensor.index_put, torch.cat) and assign the result.")
+
+
+def _record_inplace(func: Any, args: tuple, kwargs: dict) -> Any:
+    """An in-place op as its out-of-place twin, with the result rebound to the target."""
+    name = func._schema.name.split("::")[-1][:-1]
+    functional = getattr(getattr(aten, name), func._overloadname)
+    target = args[0]
+    _check_not_a_view(target, func)
+    result = _record(functional, args, kwargs)
+    if result.dtype != target.dtype or result.shape != target.shape:
+        result = _record(aten.copy.default, (target, result), {})
+    target._value = result._value
+    _live[id(target)] = target
+    return target
+
+
+def _mutated_arguments(func: Any) -> list[int]:
+    return [i for i, argument in enumerate(func._schema.arguments)
+            if argument.alias_info is not None and argument.alias_info.is_write]
+
+
+def _functional_variant(func: Any) -> Any:
+    """``op_functional``, the twin of an op that mutates some of its arguments (batch norm
+    its running statistics): it returns their new values after its own outputs."""
+    if not _mutated_arguments(func):
+        return None
+    packet = getattr(aten, func._schema.name.split("::")[-1] + "_functional", None)
+    return getattr(packet, func._overloadname, None) if packet is not None else None
+
+
+def _record_mutation(func: Any, functional: Any, args: tuple, kwargs: dict) -> Any:
+    """A mutating op as its functional twin, with each mutated argument rebound."""
+    mutated = _mutated_arguments(func)
+    if any(i >= len(args) or not isinstance(args[i], LazyTensor) for i in mutated):
+        raise EmberTypeError(f"{func} updates a tensor in place that is not on the lazy "
+                             "device (or is passed by keyword): move it (or its module) with "
+                             "ember.torch.to_lazy first")
+    for i in mutated:
+        _check_not_a_view(args[i], func)
+    outputs = _record(functional, args, kwargs)
+    results = len(outputs) - len(mutated)
+    for i, new_value in zip(mutated, outputs[results:]):
+        args[i]._value = new_value._value
+        _live[id(args[i])] = args[i]
+    return tuple(outputs[:results])
+
+
+def _lazy_outputs(outputs: Any) -> Any:
+    """Eager results back on the lazy device (as concrete inputs of later graphs)."""
+    return tree_map(lambda t: LazyTensor(_Value(data=t), t)
+                    if isinstance(t, torch.Tensor) else t, outputs)
+
+
+def _run_eagerly(func: Any, args: tuple, kwargs: dict) -> Any:
+    concrete = tree_map(lambda t: _concrete(t) if isinstance(t, LazyTensor) else t, args)
+    return func(*concrete, **tree_map(lambda t: _concrete(t) if isinstance(t, LazyTensor)
+                                      else t, kwargs))
+
+
+def _concrete(tensor: LazyTensor) -> torch.Tensor:
+    """The tensor's value, running the graph behind it if it is pending."""
+    if tensor._value.data is None:
+        _metrics.forced_by.append(_user_line())
+        _materialize([tensor._value])
+    return tensor._value.data
+
+
+_LIBRARIES = (os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(__file__)))
+
+
+def _user_line() -> str:
+    """``file:line`` of the innermost frame outside PyTorch and Ember."""
+    for frame in reversed(traceback.extract_stack()):
+        if not frame.filename.startswith(_LIBRARIES):
+            return f"{frame.filename}:{frame.lineno}"
+    return "<unknown>"
+
+
+def to_lazy(value: Any, device: LazyDevice | None = None) -> Any:
+    """``value`` on the lazy device: a tensor as a lazy tensor (keeping ``requires_grad``),
+    a module with its parameters and buffers moved in place (returned, as ``.to`` does)."""
+    if device is not None and device is not _DEVICE:
+        raise TypeError(f"to_lazy moves values onto ember.torch.lazy.device(); got {device!r}")
+    if isinstance(value, torch.nn.Module):
+        _module_to_lazy(value)
+        return value
+    if isinstance(value, LazyTensor):
+        return value
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"to_lazy moves tensors and modules; got {type(value).__name__}")
+    data = value.detach().cpu()
+    return LazyTensor(_Value(data=data), data, requires_grad=value.requires_grad)
+
+
+def _module_to_lazy(model: torch.nn.Module) -> None:
+    # (not Module._apply: a storage-less wrapper claiming the CPU passes its "compatible
+    # type" test, and it would swap the wrapper in as a plain parameter's .data)
+    for module in model.modules():
+        for name, param in module._parameters.items():
+            if param is not None and not isinstance(param, LazyTensor):
+                module._parameters[name] = torch.nn.Parameter(
+                    to_lazy(param), requires_grad=param.requires_grad)
+        for name, buffer in module._buffers.items():
+            if buffer is not None and not isinstance(buffer, LazyTensor):
+                module._buffers[name] = to_lazy(buffer)
+
+
+def mark_step() -> None:
+    """Run every pending value of the live lazy tensors as one graph (end of a training
+    step, as ``xm.mark_step()``), so the next step starts from concrete values."""
+    pending = {id(t._value): t._value for t in list(_live.values()) if t._value.data is None}
+    _live.clear()
+    if pending:
+        _materialize(sorted(pending.values(), key=lambda v: v.serial))
+
+
+# --- compilation ----------------------------------------------------------------------
+
+def _materialize(outputs: list[_Value]) -> None:
+    """Compile (or find in the cache) the graph computing ``outputs``, and run it."""
+    inputs, nodes = _collect(outputs)
+    key = _structure(outputs, inputs, nodes)
+    compiled = _cache.get(key)
+    if compiled is None:
+        compiled = EmberGraphModule(_fx_graph(outputs, inputs, nodes))
+        _cache[key] = compiled
+        _metrics.compiles += 1
+    else:
+        _metrics.cache_hits += 1
+    start = time.perf_counter()
+    results = compiled(*[v.data for v in inputs])
+    _metrics.execute_seconds += time.perf_counter() - start
+    _metrics.executions += 1
+    for value, result in zip(outputs, results):
+        value.data, value.node, value.index = result, None, None
+
+
+def _values_in(node: _Node) -> list[_Value]:
+    leaves, _ = torch.utils._pytree.tree_flatten((node.args, node.kwargs))
+    return [leaf for leaf in leaves if isinstance(leaf, _Value)]
+
+
+def _collect(outputs: list[_Value]) -> tuple[list[_Value], list[_Node]]:
+    """The graph's concrete inputs and its pending nodes in dependency order (both in a
+    deterministic order, so that the same program gets the same structure)."""
+    inputs: dict[int, _Value] = {}
+    nodes: dict[int, _Node] = {}
+
+    def visit(root: _Node) -> None:  # depth first, operands before the node
+        stack = [(root, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if id(node) in nodes:
+                continue
+            if expanded:
+                nodes[id(node)] = node
+                continue
+            stack.append((node, True))
+            stack.extend((operand.node, False) for operand in reversed(_values_in(node))
+                         if operand.data is None and id(operand.node) not in nodes)
+
+    for value in outputs:
+        visit(value.node)
+    for node in nodes.values():
+        for operand in _values_in(node):
+            if operand.data is not None:
+                inputs.setdefault(id(operand), operand)
+    return list(inputs.values()), list(nodes.values())
+
+
+def _structure(outputs: list[_Value], inputs: list[_Value], nodes: list[_Node]) -> tuple:
+    """The graph's structural hash key: ops, constants, input shapes and dtypes."""
+    input_index = {id(v): i for i, v in enumerate(inputs)}
+    node_index = {id(n): i for i, n in enumerate(nodes)}
+
+    def ref(value: _Value) -> tuple:
+        if value.data is not None:
+            return ("input", input_index[id(value)])
+        return ("node", node_index[id(value.node)], value.index)
+
+    def freeze(item: Any) -> Any:
+        if isinstance(item, _Value):
+            return ref(item)
+        if isinstance(item, (list, tuple)):
+            return (type(item).__name__, *map(freeze, item))
+        if isinstance(item, dict):
+            return tuple(sorted((k, freeze(v)) for k, v in item.items()))
+        return (type(item).__name__, item)
+
+    return (tuple((str(v.data.dtype), tuple(v.data.shape)) for v in inputs),
+            tuple((n.op, freeze(n.args), freeze(n.kwargs)) for n in nodes),
+            tuple(ref(v) for v in outputs))
+
+
+def _fx_graph(outputs: list[_Value], inputs: list[_Value],
+              nodes: list[_Node]) -> torch.fx.GraphModule:
+    """The recorded program as an ATen FX graph, the form the compiler takes."""
+    graph = torch.fx.Graph()
+    placeholders = {id(v): graph.placeholder(f"input_{i}") for i, v in enumerate(inputs)}
+    produced: dict[int, torch.fx.Node] = {}
+
+    def fx_value(value: _Value) -> torch.fx.Node:
+        if value.data is not None:
+            return placeholders[id(value)]
+        node = produced[id(value.node)]
+        if value.index is None:
+            return node
+        return graph.call_function(operator.getitem, (node, value.index))
+
+    def fx_args(item: Any) -> Any:
+        return tree_map(lambda leaf: fx_value(leaf) if isinstance(leaf, _Value) else leaf, item)
+
+    for node in nodes:
+        produced[id(node)] = graph.call_function(node.op, fx_args(node.args),
+                                                 fx_args(node.kwargs))
+    graph.output(tuple(fx_value(v) for v in outputs))
+    return torch.fx.GraphModule(torch.nn.Module(), graph)
+

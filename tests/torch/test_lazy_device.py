@@ -1,0 +1,224 @@
+"""The lazy-tensor device against PyTorch eager: ops recorded and compiled when a value is
+needed or at mark_step, an MLP's forward, and a training loop that compiles once."""
+from __future__ import annotations
+
+import copy
+import inspect
+
+import pytest
+
+pytest.importorskip("torch.fx")  # (not "torch": without it, this folder imports as "torch")
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import ember.errors
+import ember.torch
+from ember.torch import lazy
+
+STEPS = 20
+
+
+@pytest.fixture(autouse=True)
+def _fresh_lazy_device():
+    lazy.clear_cache()
+    lazy.reset_metrics()
+    yield
+    lazy.mark_step()
+
+
+def _mlp() -> nn.Module:
+    return nn.Sequential(nn.Linear(12, 32), nn.ReLU(), nn.Linear(32, 32), nn.Tanh(),
+                         nn.Linear(32, 5))
+
+
+def test_ops_are_recorded_until_a_value_is_needed():
+    x = torch.randn(4, 3)
+    y = torch.exp(ember.torch.to_lazy(x)) * 2.0 + 1
+    assert isinstance(y, lazy.LazyTensor) and y.shape == (4, 3) and y.dtype == torch.float32
+    assert lazy.metrics().executions == 0
+    torch.testing.assert_close(y.cpu(), torch.exp(x) * 2.0 + 1)
+    assert lazy.metrics().executions == 1 and lazy.metrics().compiles == 1
+
+
+@pytest.mark.parametrize("materialize", [
+    lambda t: t.sum().item(),
+    lambda t: t.cpu().sum().item(),
+    lambda t: 1.0 if t.sum() > 0 else -1.0,  # a Python if on a value (__bool__)
+], ids=["item", "cpu", "bool"])
+def test_a_needed_value_runs_the_graph(materialize):
+    x = torch.randn(6)
+    expected = materialize(torch.sin(x) * 3)
+    assert materialize(torch.sin(ember.torch.to_lazy(x)) * 3) == pytest.approx(expected,
+                                                                              rel=1e-4)
+    assert lazy.metrics().executions >= 1
+
+
+def test_print_shows_the_value(capsys):
+    x = torch.arange(6.0).reshape(2, 3)
+    print(ember.torch.to_lazy(x) * 2 - 1)
+    assert capsys.readouterr().out == f"LazyTensor({x * 2 - 1!r})\n"
+    assert lazy.metrics().executions == 1
+
+
+def test_inplace_ops_rebind_the_tensor():
+    x = torch.randn(5)
+    lazy_x = ember.torch.to_lazy(x)
+    lazy_x.mul_(2.0).add_(1)
+    lazy_x.clamp_(max=1.5)
+    torch.testing.assert_close(lazy_x.cpu(), (x * 2.0 + 1).clamp(max=1.5))
+
+
+def test_mlp_forward_matches_eager():
+    model, x = _mlp(), torch.randn(8, 12)
+    expected = model(x)
+    ember.torch.to_lazy(model)
+    assert all(isinstance(p, lazy.LazyTensor) for p in model.parameters())
+    torch.testing.assert_close(model(ember.torch.to_lazy(x)).cpu(), expected)
+    assert lazy.metrics().compiles == 1 and lazy.metrics().eager_fallbacks == 0
+
+
+def test_gradients_match_eager():
+    model, x = _mlp(), torch.randn(8, 12)
+    eager = copy.deepcopy(model)
+    eager(x).square().mean().backward()
+    ember.torch.to_lazy(model)
+    model(ember.torch.to_lazy(x)).square().mean().backward()
+    for reference, param in zip(eager.parameters(), model.parameters()):
+        assert isinstance(param.grad, lazy.LazyTensor)
+        torch.testing.assert_close(param.grad.cpu(), reference.grad, rtol=1e-5, atol=1e-6)
+
+
+def test_gradient_flows_back_through_cpu():
+    x = torch.randn(3, requires_grad=True)
+    lazy_x = ember.torch.to_lazy(x.detach()).requires_grad_()
+    (lazy_x.exp().cpu() * torch.arange(3.0)).sum().backward()
+    torch.testing.assert_close(lazy_x.grad.cpu(), x.detach().exp() * torch.arange(3.0))
+
+
+def _sgd_train(model: nn.Module, x, y, step=lambda: None) -> list[float]:
+    losses = []
+    for _ in range(STEPS):
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        with torch.no_grad():
+            for param in model.parameters():
+                param -= 0.1 * param.grad
+                param.grad = None
+        step()
+        losses.append(loss.item())
+    return losses
+
+
+def test_training_loop_matches_eager_and_compiles_once():
+    model, x, y = _mlp(), torch.randn(16, 12), torch.randint(0, 5, (16,))
+    eager = copy.deepcopy(model)
+    expected_losses = _sgd_train(eager, x, y)
+    ember.torch.to_lazy(model)
+    losses = _sgd_train(model, ember.torch.to_lazy(x), ember.torch.to_lazy(y),
+                        step=ember.torch.mark_step)
+    assert losses == pytest.approx(expected_losses, rel=1e-4)
+    for reference, param in zip(eager.parameters(), model.parameters()):
+        torch.testing.assert_close(param.cpu(), reference.detach(), rtol=1e-4, atol=1e-5)
+    metrics = lazy.metrics()
+    assert (metrics.compiles, metrics.cache_hits) == (1, STEPS - 1)
+    assert metrics.eager_fallbacks == 0
+
+
+def test_a_new_shape_compiles_and_a_seen_one_hits_the_cache():
+    for n in (3, 4, 3, 4):
+        x = torch.randn(n)
+        torch.testing.assert_close((ember.torch.to_lazy(x) * 2).cpu(), x * 2)
+    assert (lazy.metrics().compiles, lazy.metrics().cache_hits) == (2, 2)
+
+
+def test_constants_are_part_of_the_structure():
+    x = torch.randn(4)
+    for scale in (2.0, 3.0):
+        torch.testing.assert_close((ember.torch.to_lazy(x) * scale).cpu(), x * scale)
+    assert lazy.metrics().compiles == 2
+
+
+class _CNN(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1, bias=False)
+        self.bn = nn.BatchNorm2d(8)
+        self.head = nn.Linear(8 * 4 * 4, 10)
+
+    def forward(self, x):
+        return self.head(F.max_pool2d(F.relu(self.bn(self.conv(x))), 2).flatten(1))
+
+
+def test_cnn_with_batchnorm_trains_like_eager_and_compiles_once():
+    # (batch norm updates its running statistics in place: recorded functionally)
+    model, x, y = _CNN(), torch.randn(4, 3, 8, 8), torch.randint(0, 10, (4,))
+    eager = copy.deepcopy(model)
+    expected_losses = _sgd_train(eager, x, y)
+    ember.torch.to_lazy(model)
+    losses = _sgd_train(model, ember.torch.to_lazy(x), ember.torch.to_lazy(y),
+                        step=ember.torch.mark_step)
+    assert losses == pytest.approx(expected_losses, rel=1e-4, abs=1e-6)
+    for reference, param in zip(eager.parameters(), model.parameters()):
+        torch.testing.assert_close(param.cpu(), reference.detach(), rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(model.bn.running_mean.cpu(), eager.bn.running_mean)
+    torch.testing.assert_close(model.bn.running_var.cpu(), eager.bn.running_var)
+    metrics = lazy.metrics()
+    assert (metrics.compiles, metrics.cache_hits, metrics.eager_fallbacks) == (1, STEPS - 1, 0)
+
+
+def test_torch_optim_adamw_steps_like_eager():
+    model, x, y = _mlp(), torch.randn(16, 12), torch.randint(0, 5, (16,))
+    eager = copy.deepcopy(model)
+    ember.torch.to_lazy(model)
+    for net, inputs, targets in ((eager, x, y),
+                                 (model, ember.torch.to_lazy(x), ember.torch.to_lazy(y))):
+        optimizer = torch.optim.AdamW(net.parameters(), lr=1e-2)
+        for _ in range(3):
+            F.cross_entropy(net(inputs), targets).backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            ember.torch.mark_step()
+    for reference, param in zip(eager.parameters(), model.parameters()):
+        torch.testing.assert_close(param.cpu(), reference.detach(), rtol=1e-4, atol=1e-5)
+
+
+def test_an_inplace_update_of_a_tensor_off_the_device_says_how_to_fix_it():
+    bn = nn.BatchNorm1d(3)  # (its running statistics stay plain tensors)
+    bn.weight = nn.Parameter(ember.torch.to_lazy(bn.weight.detach()))
+    with pytest.raises(ember.errors.EmberTypeError, match="to_lazy"):
+        bn(ember.torch.to_lazy(torch.randn(4, 3)))
+
+
+def test_metrics_name_the_line_that_forced_a_value():
+    lazy_x = ember.torch.to_lazy(torch.randn(3)) * 2
+    line = inspect.currentframe().f_lineno + 1
+    lazy_x.sum().item()
+    assert lazy.metrics().forced_by == [f"{__file__}:{line}"]
+    (lazy_x + 1).sum()
+    ember.torch.mark_step()  # (a step's end forces nothing: it is the expected sync)
+    assert len(lazy.metrics().forced_by) == 1
+
+
+def test_an_inplace_write_through_a_view_is_an_error_not_a_wrong_value():
+    lazy_x = ember.torch.to_lazy(torch.zeros(2, 3))
+    with pytest.raises(ember.errors.EmberTypeError, match="view"):
+        lazy_x[0] = 1.0
+    with pytest.raises(ember.errors.EmberTypeError, match="view"):
+        lazy_x.t().mul_(2)
+
+
+def test_to_lazy_takes_the_lazy_device():
+    x = torch.randn(2)
+    torch.testing.assert_close(ember.torch.to_lazy(x, lazy.device()).cpu(), x)
+    with pytest.raises(TypeError, match="lazy.device"):
+        ember.torch.to_lazy(x, torch.device("cpu"))
+
+
+def test_an_inplace_update_of_a_detached_alias_reaches_its_source():
+    x = torch.randn(3)
+    lazy_x = ember.torch.to_lazy(x)
+    alias = lazy_x.detach()
+    alias.mul_(2)
+    torch.testing.assert_close(lazy_x.cpu(), x * 2)
+    torch.testing.assert_close(alias.cpu(), x * 2)
