@@ -7,7 +7,6 @@ import sys
 from functools import partial
 
 import numpy as np
-import pytest
 from swap_to_jax import run_on_jax
 
 import ember as jax
@@ -89,8 +88,6 @@ def test_matches_jax(x64):
     np.testing.assert_allclose(ours["acceptance"], theirs["acceptance"], rtol=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason="jnp.mean of a bool array is float64 under x64 on "
-                   "Ember, float32 on JAX 0.10 (bool and int8..int32 become float32 there)")
 def test_acceptance_rate_has_jax_dtype(x64):
     ours = main(3, 20)
     theirs = run_on_jax(sys.modules[__name__], "main", 3, 20)
