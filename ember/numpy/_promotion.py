@@ -129,8 +129,14 @@ def result_dtype(*args: Any) -> np.dtype:
 
 
 def inexact_dtype(dtype: np.dtype) -> np.dtype:
-    """``dtype`` if floating or complex, else the default float (as JAX's ``jnp.sin(int)``)."""
-    return dtype if dtypes.is_inexact(dtype) else dtypes.default_float()
+    """``dtype`` if floating or complex, else a float as JAX 0.10 picks one: 64-bit
+    integers become the default float, narrower integers and bools float32 (so
+    ``jnp.mean`` of bools is float32 even with x64, as on JAX)."""
+    if dtypes.is_inexact(dtype):
+        return dtype
+    if np.dtype(dtype).itemsize == 8:
+        return dtypes.default_float()
+    return dtypes.float32
 
 
 def promote_args(*args: Any, dtype: np.dtype | None = None) -> list[Any]:
