@@ -69,6 +69,30 @@ static inline int64_t ember_item_offset(const ember_batch *batch, const int64_t 
     }                                                                                       \
   }
 
+/* The split of ember_gemm_f32/f64 over the OpenMP team, shared by the BLAS path below
+ * and Ember's own GEMM (ember_gemm_lib.c): split 0 divides the batch items, 1 the rows of
+ * C, 2 its columns, into `parts` static blocks. BLOCK runs once per item of a thread's
+ * block with a, b, c (that item's operands, moved to the block), rows, cols and lo (the
+ * block's first row or column) in scope. */
+#define EMBER_GEMM_PARTS(T, BLOCK)                                                          \
+  _Pragma("omp parallel for num_threads(parts) schedule(static) if(parts > 1)")           \
+  for (int64_t part = 0; part < parts; part++) {                                           \
+    const int64_t size = split == 1 ? m : n;                                               \
+    const int64_t first = split == 0 ? part * count / parts : 0;                           \
+    const int64_t last = split == 0 ? (part + 1) * count / parts : count;                  \
+    const int64_t lo = split == 0 ? 0 : part * size / parts;                               \
+    const int64_t hi = split == 0 ? size : (part + 1) * size / parts;                      \
+    for (int64_t item = first; item < last; item++) {                                      \
+      const T *a = A + ember_item_offset(batch, batch->a_strides, item);                   \
+      const T *b = B + ember_item_offset(batch, batch->b_strides, item);                   \
+      T *c = C + ember_item_offset(batch, batch->c_strides, item);                         \
+      int64_t rows = m, cols = n;                                                          \
+      if (split == 1) { a += lo * a_row_step; c += lo * ldc; rows = hi - lo; }             \
+      if (split == 2) { b += lo * b_col_step; c += lo; cols = hi - lo; }                   \
+      BLOCK                                                                                \
+    }                                                                                      \
+  }
+
 #define EMBER_DEFINE_GEMM(NAME, T, CBLAS_GEMM)                                              \
   EMBER_DEFINE_GEMM_START(NAME, T)                                                          \
   static __attribute__((noinline, unused)) void NAME(                                     \
@@ -77,27 +101,13 @@ static inline int64_t ember_item_offset(const ember_batch *batch, const int64_t 
       const T *B, int64_t ldb, int64_t b_col_step, T *C, int64_t ldc, T alpha,             \
       const T *D, T d_scale, const T *row, T row_scale) {                                  \
     const int saved_threads = ember_blas_single_threaded();                                \
-    _Pragma("omp parallel for num_threads(parts) schedule(static) if(parts > 1)")         \
-    for (int64_t part = 0; part < parts; part++) {                                         \
-      const int64_t size = split == 1 ? m : n;                                             \
-      const int64_t first = split == 0 ? part * count / parts : 0;                         \
-      const int64_t last = split == 0 ? (part + 1) * count / parts : count;                \
-      const int64_t lo = split == 0 ? 0 : part * size / parts;                             \
-      const int64_t hi = split == 0 ? size : (part + 1) * size / parts;                    \
-      for (int64_t item = first; item < last; item++) {                                    \
-        const T *a = A + ember_item_offset(batch, batch->a_strides, item);                 \
-        const T *b = B + ember_item_offset(batch, batch->b_strides, item);                 \
-        T *c = C + ember_item_offset(batch, batch->c_strides, item);                       \
-        int64_t rows = m, cols = n;                                                        \
-        if (split == 1) { a += lo * a_row_step; c += lo * ldc; rows = hi - lo; }           \
-        if (split == 2) { b += lo * b_col_step; c += lo; cols = hi - lo; }                 \
-        if (D != NULL || row != NULL) /* this thread's block of C starts as the addends */ \
-          ember_gemm_start_##NAME(c, ldc, rows, cols, D ? D + (c - C) : NULL, d_scale,       \
-                                  row ? row + (split == 2 ? lo : 0) : NULL, row_scale);    \
-        CBLAS_GEMM(101, ta, tb, (int)rows, (int)cols, (int)k, alpha, a, (int)lda, b,       \
-                   (int)ldb, (D != NULL || row != NULL) ? 1 : 0, c, (int)ldc);             \
-      }                                                                                    \
-    }                                                                                      \
+    EMBER_GEMM_PARTS(T, {                                                                  \
+      if (D != NULL || row != NULL) /* this thread's block of C starts as the addends */   \
+        ember_gemm_start_##NAME(c, ldc, rows, cols, D ? D + (c - C) : NULL, d_scale,         \
+                                row ? row + (split == 2 ? lo : 0) : NULL, row_scale);      \
+      CBLAS_GEMM(101, ta, tb, (int)rows, (int)cols, (int)k, alpha, a, (int)lda, b,         \
+                 (int)ldb, (D != NULL || row != NULL) ? 1 : 0, c, (int)ldc);               \
+    })                                                                                     \
     ember_blas_restore_threads(saved_threads);                                             \
   }
 

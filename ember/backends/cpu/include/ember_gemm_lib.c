@@ -294,26 +294,12 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
     const int64_t b_row_step = tb == EMBER_TRANS ? 1 : ldb;                                \
     /* (a product as thin as one narrow tile: the wide one would compute 64 columns) */   \
     const int narrow = n <= NAME##_narrow_nr;                                              \
-    _Pragma("omp parallel for num_threads(parts) schedule(static) if(parts > 1)")         \
-    for (int64_t part = 0; part < parts; part++) {                                         \
-      const int64_t size = split == 1 ? m : n;                                             \
-      const int64_t first = split == 0 ? part * count / parts : 0;                         \
-      const int64_t last = split == 0 ? (part + 1) * count / parts : count;                \
-      const int64_t lo = split == 0 ? 0 : part * size / parts;                             \
-      const int64_t hi = split == 0 ? size : (part + 1) * size / parts;                    \
-      for (int64_t item = first; item < last; item++) {                                    \
-        const T *a = A + ember_item_offset(batch, batch->a_strides, item);                 \
-        const T *b = B + ember_item_offset(batch, batch->b_strides, item);                 \
-        T *c = C + ember_item_offset(batch, batch->c_strides, item);                       \
-        int64_t rows = m, cols = n;                                                        \
-        if (split == 1) { a += lo * a_row_step; c += lo * ldc; rows = hi - lo; }           \
-        if (split == 2) { b += lo * b_col_step; c += lo; cols = hi - lo; }                 \
-        (narrow ? NAME##_narrow_blocked : NAME##_wide_blocked)(                            \
-            rows, cols, k, a, a_row_step, a_col_step, b, b_row_step, b_col_step, c, ldc,   \
-            alpha, D ? D + (c - C) : NULL, d_scale, row ? row + (split == 2 ? lo : 0) : NULL, \
-            row_scale);                                                                    \
-      }                                                                                    \
-    }                                                                                      \
+    EMBER_GEMM_PARTS(T, {                                                                  \
+      (narrow ? NAME##_narrow_blocked : NAME##_wide_blocked)(                              \
+          rows, cols, k, a, a_row_step, a_col_step, b, b_row_step, b_col_step, c, ldc,     \
+          alpha, D ? D + (c - C) : NULL, d_scale, row ? row + (split == 2 ? lo : 0) : NULL,  \
+          row_scale);                                                                      \
+    })                                                                                     \
   }
 
 #define EMBER_TRANS 112 /* CblasTrans */
