@@ -408,6 +408,15 @@ def flatten_up_to(treedef: PyTreeDef, tree: Any) -> list[Any]:
     return _flatten_up_to(treedef, tree)
 
 
+def broadcast_prefix(prefix: Any, tree: Any,
+                     is_leaf: Callable[[Any], bool] | None = None) -> list[Any]:
+    """One leaf of ``prefix`` (a pytree prefix of ``tree``: vmap's in_axes, shard_map's
+    specs) per leaf of ``tree``; ValueError when ``prefix`` is not a prefix of it."""
+    leaves, treedef = tree_flatten(prefix, is_leaf=is_leaf)
+    return [leaf for leaf, sub in zip(leaves, flatten_up_to(treedef, tree))
+            for _ in range(tree_flatten(sub)[1].num_leaves)]
+
+
 def tree_all(tree: Any, *, is_leaf: Callable[[Any], bool] | None = None) -> bool:
     return all(tree_leaves(tree, is_leaf))
 

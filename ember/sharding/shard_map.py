@@ -126,19 +126,16 @@ def _spec_of(leaf: Any, mesh: Mesh) -> PartitionSpec:
 
 
 def _specs_per_leaf(specs: Any, tree: Any, what: str, name: str) -> list[PartitionSpec]:
-    from ember.core.pytree import flatten_up_to
+    from ember.core.pytree import broadcast_prefix
 
     is_spec = lambda x: isinstance(x, PartitionSpec) or x is None  # noqa: E731
-    spec_leaves, spec_tree = tree_flatten(specs, is_leaf=is_spec)
     try:
-        subtrees = flatten_up_to(spec_tree, tree)
+        spec_per_leaf = broadcast_prefix(specs, tree, is_leaf=is_spec)
     except ValueError:
         raise EmberValueError(f"shard_map of {name}: {what} {specs!r} must be a pytree "
                               f"prefix of the values it describes, structured as "
                               f"{tree_flatten(tree)[1]}") from None
-    return [PartitionSpec() if spec is None else spec
-            for spec, sub in zip(spec_leaves, subtrees)
-            for _ in range(tree_flatten(sub)[1].num_leaves)]
+    return [PartitionSpec() if spec is None else spec for spec in spec_per_leaf]
 
 
 def _to_blocks(leaf: Any, spec: PartitionSpec, mesh: Mesh, index: int,

@@ -14,7 +14,7 @@ import numpy as np
 
 from ember.core.abstract import ShapedArray, aval_of
 from ember.core.primitive import Primitive
-from ember.core.pytree import flatten_up_to, tree_flatten, tree_unflatten
+from ember.core.pytree import broadcast_prefix, tree_flatten, tree_unflatten
 from ember.core.staging import trace_to_graph
 from ember.core.trace import Trace, Tracer, full_lower, new_main
 from ember.errors import EmberTypeError, EmberValueError
@@ -224,15 +224,12 @@ def _is_axis_spec(x: Any) -> bool:
 
 def _broadcast_prefix(spec: Any, tree: Any, what: str) -> list[Any]:
     """One entry of ``spec`` (a prefix of ``tree``) per leaf of ``tree``."""
-    spec_leaves, spec_tree = tree_flatten(spec, is_leaf=_is_axis_spec)
     try:
-        subtrees = flatten_up_to(spec_tree, tree)
+        return broadcast_prefix(spec, tree, is_leaf=_is_axis_spec)
     except ValueError:
         raise EmberValueError(f"vmap {what} specification {spec!r} must be a tree prefix "
                               f"of the value it describes, structured as "
                               f"{tree_flatten(tree)[1]}") from None
-    return [axis for axis, sub in zip(spec_leaves, subtrees)
-            for _ in range(tree_flatten(sub)[1].num_leaves)]
 
 
 def _leaf_axes(axes: Sequence[Any], args: Sequence[Any]) -> list[Any]:
