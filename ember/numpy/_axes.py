@@ -31,16 +31,3 @@ def canonicalize_axes(axis: int | Sequence[int] | None, ndim: int,
     if len(set(axes)) != len(axes):
         raise EmberValueError(f"repeated {name} in {axis!r}")
     return axes
-
-
-def move_to_end(ndim: int, axes: Sequence[int]) -> tuple[int, ...]:
-    """The permutation that moves ``axes`` (in order) behind the other axes."""
-    kept = [i for i in range(ndim) if i not in axes]
-    return (*kept, *axes)
-
-
-def inverse_permutation(perm: Sequence[int]) -> tuple[int, ...]:
-    inverse = [0] * len(perm)
-    for i, p in enumerate(perm):
-        inverse[p] = i
-    return tuple(inverse)

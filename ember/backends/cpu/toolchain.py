@@ -572,6 +572,7 @@ def _commands(cc: str, files: list[str], compile_flags: Sequence[str],
 
 _running: set[subprocess.Popen] = set()  # compilers running now, for stop_compilers
 _running_lock = threading.Lock()
+_stopped = False  # set at exit by stop_compilers: no compiler starts after it
 
 
 def _run_all(commands: Sequence[Sequence[str]], cwd: str) -> list[subprocess.CompletedProcess]:
@@ -579,9 +580,12 @@ def _run_all(commands: Sequence[Sequence[str]], cwd: str) -> list[subprocess.Com
     processes: list[subprocess.Popen] = []
     try:
         for command in commands:
-            processes.append(subprocess.Popen(list(command), cwd=cwd, stdout=subprocess.PIPE,
-                                              stderr=subprocess.PIPE, text=True))
-            with _running_lock:
+            with _running_lock:  # (a build that starts late must not escape stop_compilers)
+                if _stopped:
+                    raise CompileError("the process is exiting: compilers were stopped")
+                processes.append(subprocess.Popen(list(command), cwd=cwd,
+                                                  stdout=subprocess.PIPE,
+                                                  stderr=subprocess.PIPE, text=True))
                 _running.add(processes[-1])
         results = []
         for command, process in zip(commands, processes):
@@ -601,9 +605,11 @@ def _run_all(commands: Sequence[Sequence[str]], cwd: str) -> list[subprocess.Com
 
 
 def stop_compilers() -> None:
-    """Kill the compilers running now (at exit, those of background builds): their
-    builds then fail and clean up after themselves."""
+    """At exit: kill the compilers running now (those of background builds), and start
+    no more. Their builds then fail and clean up after themselves."""
+    global _stopped
     with _running_lock:
+        _stopped = True
         for process in _running:
             try:
                 process.kill()

@@ -72,6 +72,7 @@ def test_at_exit_a_build_still_running_is_stopped(monkeypatch, tmp_path):
     monkeypatch.setattr(launcher.toolchain, "find_shared_library", lambda *a, **k: None)
     monkeypatch.setattr(launcher.toolchain, "compile_shared_library", slow_compile)
     monkeypatch.setattr(launcher, "_EXIT_WAIT_S", 0.2)
+    monkeypatch.setattr(launcher.toolchain, "_stopped", False)  # restored after the test
     build = launcher._Build()
     build.start()
     start = time.monotonic()
