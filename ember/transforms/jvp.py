@@ -18,6 +18,7 @@ from ember.core.pytree import tree_map
 from ember.core.trace import Trace, Tracer, full_lower, new_main
 from ember.errors import EmberTypeError
 from ember.ops.rules import Zero, defjvp_zero, instantiate
+from ember.ops.sharding_rules import elementwise_sharding
 
 __all__ = ["JVPTrace", "JVPTracer", "jvp_flat", "stop_gradient", "stop_gradient_p",
            "not_differentiable"]
@@ -134,3 +135,5 @@ def stop_gradient(x: Any) -> Any:
         return stop_gradient_p.bind(leaf) if has_tangent(aval_of(leaf)) else leaf
 
     return tree_map(stop, x)
+
+stop_gradient_p.def_sharding(elementwise_sharding)

@@ -25,6 +25,7 @@ from ember.transforms.jvp import has_tangent, jvp_flat
 from ember.transforms.partial_eval import (PartialEvalTrace, Saveable, partial_eval_rules,
                                            trace_partial_graph)
 from ember.ops.rules import Zero, instantiate, is_undefined_primal
+from ember.ops.sharding_rules import elementwise_sharding
 from ember.transforms.transpose import backward_pass
 from ember.transforms.vmap import batch_graph
 
@@ -187,3 +188,6 @@ def optimization_barrier(operands: Any) -> Any:
     """``operands`` (a pytree) unchanged, opaque to common-subexpression elimination."""
     leaves, treedef = tree_flatten(operands)
     return tree_unflatten(treedef, optimization_barrier_p.bind(*leaves))
+
+name_p.def_sharding(elementwise_sharding)
+optimization_barrier_p.waive("sharding", "computed on whole operands: a barrier is rare in partitioned programs")
