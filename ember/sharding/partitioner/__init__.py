@@ -33,8 +33,10 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
+from ember.config import config
 from ember.errors import EmberValueError
 from ember.ir.graph import Graph, Var
+from ember.ir.verifier import verify
 from ember.ops.sharding_constraint import constraint_dims, sharding_constraint_p
 from ember.ops.sharding_rules import Dims
 from ember.sharding.mesh import Mesh
@@ -74,4 +76,7 @@ def partition(graph: Graph, mesh: Mesh, in_dims: Sequence[Dims | None],
     final_out = [tuple(d) if d is not None else
                  (specs[a] if isinstance(a, Var) else whole(a.aval.ndim))
                  for a, d in zip(graph.outputs, out_dims)]
-    return rewrite(graph, sizes, specs, final_in, final_out)
+    program = rewrite(graph, sizes, specs, final_in, final_out)
+    if config.verify:  # EMBER_VERIFY: the per-device program keeps the IR's invariants
+        verify(program.graph)
+    return program
