@@ -95,12 +95,15 @@ def elementwise_sharding(query: ShardingQuery) -> ShardingDecision:
 
 def mapped_sharding(query: ShardingQuery, in_to_out: Sequence[Sequence[int | None]],
                     params: dict[str, Any] | None = None,
-                    partial: Sequence[int] = (), reduce: str = "sum") -> ShardingDecision:
+                    partial: Sequence[int] = (), reduce: str = "sum",
+                    creates: bool = False) -> ShardingDecision:
     """The rule of an equation whose result dimensions each come from at most one
     dimension of every operand: ``in_to_out[i][d]`` is the result dimension operand
     ``i``'s dimension ``d`` becomes (None: it must stay whole). Dimensions of operand 0
     listed in ``partial`` are reduced: a split of one makes the result partial.
-    ``params``, if given, maps each local result shape to the per-device parameters."""
+    ``params``, if given, maps each local result shape to the per-device parameters.
+    A result dimension no operand dimension becomes stays whole, unless the equation
+    ``creates`` it at the size ``params`` gives (a broadcast)."""
     out = query.out_avals[0]
     picker = DimPicker(query)
     out_spec: list[Axes | None] = [None] * out.ndim
@@ -120,7 +123,7 @@ def mapped_sharding(query: ShardingQuery, in_to_out: Sequence[Sequence[int | Non
         in_specs[0][d] = axes
         reduced += list(axes or ())
     for o in range(out.ndim):  # then what the results are wanted as
-        if out_spec[o] is None:
+        if out_spec[o] is None and (o in groups or creates):
             size = math.gcd(out.shape[o], *(query.in_avals[i].shape[d]
                                             for i, d in groups.get(o, [])))
             out_spec[o] = picker.pick([dim_of(dims, o) for dims in query.outputs], size)

@@ -794,8 +794,8 @@ def _broadcast_sharding(query: ShardingQuery) -> ShardingDecision:
     (x,), params = query.in_avals, query.params
     shape, dims = params["shape"], params["broadcast_dimensions"]
     mapping = [o if x.shape[i] == shape[o] else None for i, o in enumerate(dims)]
-    return mapped_sharding(query, [mapping], lambda local: dict(
-        params, shape=local))
+    return mapped_sharding(query, [mapping], lambda local: dict(params, shape=local),
+                           creates=True)
 
 
 def _reshape_dim_pairs(in_shape: Sequence[int], out_shape: Sequence[int]) -> list[int | None]:
