@@ -147,11 +147,11 @@ class Jitted:
 
     def _call_general(self, args: tuple, kwargs: dict) -> Any:
         if is_tracing():
-            return self.fun(*args, **kwargs)
+            return self._inline(args, kwargs)
         statics, dynamic = self._split(args, kwargs)
         leaves, treedef = tree_flatten(dynamic)
         if any(isinstance(leaf, Tracer) for leaf in leaves):
-            return self.fun(*args, **kwargs)
+            return self._inline(args, kwargs)
         avals = tuple(_leaf_aval(leaf) for leaf in leaves)
         backend = get_backend(self.backend_name or _committed_backend(leaves))
         shardings = _arg_shardings(leaves)
@@ -165,6 +165,21 @@ class Jitted:
         if fast is not None:
             self._fast_cache[(fast[0], config.snapshot())] = compiled
         return compiled._call_flat(leaves)
+
+    def _inline(self, args: tuple, kwargs: dict) -> Any:
+        """Inside another trace the enclosing one sees the operations; in_shardings and
+        out_shardings become sharding constraints on the arguments and results there."""
+        if self.in_shardings is None and self.out_shardings is None:
+            return self.fun(*args, **kwargs)
+        from ember.sharding.partitioner.jit_program import constrained_call
+
+        statics, (dynamic_args, dynamic_kwargs) = self._split(args, kwargs)
+
+        def call(*positional: Any) -> Any:
+            call_args, call_kwargs = self._rebuild_call(statics, (positional, dynamic_kwargs))
+            return self.fun(*call_args, **call_kwargs)
+
+        return constrained_call(call, dynamic_args, self.in_shardings, self.out_shardings)
 
     def lower(self, *args: Any, **kwargs: Any) -> "Lowered":
         statics, dynamic = self._split(args, kwargs)

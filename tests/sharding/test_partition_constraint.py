@@ -125,3 +125,14 @@ def test_repeated_calls_reuse_the_one_partitioned_program(mesh):
     for _ in range(3):
         np.testing.assert_allclose(f(np.arange(16, dtype=np.float32)), 1240.0)
     assert f._cache_size() == 1
+
+
+def test_a_jit_with_shardings_inside_a_jit_constrains_its_arguments_and_results(mesh):
+    rows, cols = NamedSharding(mesh, P("i")), NamedSharding(mesh, P(None, "i"))
+    inner = ember.jit(lambda x: x * 2, in_shardings=rows, out_shardings=cols)
+    outer = ember.jit(lambda x: inner(x) + 1)
+    x = np.arange(128, dtype=np.float32).reshape(16, 8)
+    out = outer(x)
+    np.testing.assert_array_equal(out, x * 2 + 1)
+    assert out.sharding == cols  # propagated from the inner jit's out_shardings
+    assert _kinds(outer.lower(x).compile()) == ["all-to-all"]

@@ -2,7 +2,7 @@
 global program the backend compiles (the per-device program under ``shard_map``)."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from ember.core.pytree import PyTreeDef, broadcast_prefix, tree_unflatten
 from ember.core.staging import trace_to_graph
@@ -16,7 +16,7 @@ from ember.sharding.partitioner import SpmdProgram, partition
 from ember.sharding.placement import as_sharding
 from ember.sharding.shardings import NamedSharding, Sharding
 
-__all__ = ["PartitionedJit", "partition_jit", "wants_partitioning"]
+__all__ = ["PartitionedJit", "constrained_call", "partition_jit", "wants_partitioning"]
 
 
 def _is_annotation(x: Any) -> bool:
@@ -74,6 +74,19 @@ def _global_program(program: SpmdProgram, mesh: Mesh, graph: Graph) -> Graph:
     mapped = shard_map(per_device, mesh=mesh, in_specs=tuple(program.in_specs),
                        out_specs=list(program.out_specs), check_vma=False)
     return trace_to_graph(lambda *xs: list(mapped(*xs)), graph.in_avals)
+
+
+def constrained_call(call: Callable[..., Any], args: tuple, in_shardings: Any,
+                     out_shardings: Any) -> Any:
+    """``call(*args)`` inlined into an enclosing trace (a jit inside a jit, under grad):
+    as in JAX, its in/out shardings constrain its arguments and results."""
+    from ember.lax.sharding import with_sharding_constraint
+
+    if in_shardings is not None:
+        args = with_sharding_constraint(args, tuple(in_shardings)
+                                        if isinstance(in_shardings, list) else in_shardings)
+    out = call(*args)
+    return out if out_shardings is None else with_sharding_constraint(out, out_shardings)
 
 
 def _per_input(in_tree: PyTreeDef, in_shardings: Any, name: str) -> list[Any]:
