@@ -136,3 +136,13 @@ def test_a_jit_with_shardings_inside_a_jit_constrains_its_arguments_and_results(
     np.testing.assert_array_equal(out, x * 2 + 1)
     assert out.sharding == cols  # propagated from the inner jit's out_shardings
     assert _kinds(outer.lower(x).compile()) == ["all-to-all"]
+
+
+def test_ember_dump_writes_the_partitioners_stage(mesh, tmp_path):
+    rows = NamedSharding(mesh, P("i"))
+    with ember.config.override(dump_dir=str(tmp_path)):
+        ember.jit(lambda x: jnp.sum(x), in_shardings=rows)(np.ones(16, np.float32))
+    folder, = tmp_path.glob("*-lambda.partition")
+    names = sorted(p.name for p in folder.iterdir())
+    assert names == ["0000-input.txt", "0001-spmd.txt", "0002-global_program.txt"]
+    assert "all-reduce over 'i'" in (folder / "0001-spmd.txt").read_text()

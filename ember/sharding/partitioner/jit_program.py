@@ -2,11 +2,17 @@
 global program the backend compiles (the per-device program under ``shard_map``)."""
 from __future__ import annotations
 
+import re
+import sys
+import time
 from typing import Any, Callable, Sequence
+
+from ember.config import config
 
 from ember.core.pytree import PyTreeDef, broadcast_prefix, tree_unflatten
 from ember.core.staging import trace_to_graph
 from ember.errors import EmberValueError
+from ember.ir.dump import Dump
 from ember.ir.graph import Graph
 from ember.ir.interpreter import bind_equation, eval_graph
 from ember.ops.sharding_constraint import sharding_constraint_p
@@ -57,8 +63,18 @@ def partition_jit(graph: Graph, in_tree: PyTreeDef, out_tree: PyTreeDef,
                        _dims(chosen, var.aval.shape, f"jit of {name}: argument leaf {k}"))
     out_dims = [None if s is None else _dims(s, atom.aval.shape, f"jit of {name}: output {k}")
                 for k, (atom, s) in enumerate(zip(graph.outputs, outs))]
+    start = time.perf_counter()
     program = partition(graph, mesh, in_dims, out_dims)
-    return _global_program(program, mesh, graph), PartitionedJit(program, mesh)
+    global_graph = _global_program(program, mesh, graph)
+    if config.log_enabled("compile"):
+        print(f"ember: partitioned {name} over {mesh} in {time.perf_counter() - start:.4f} s "
+              f"({len(program.collectives)} collectives)", file=sys.stderr)
+    dump = Dump.open(graph, "partition", re.sub(r"[^A-Za-z0-9_]+", "_", name).strip("_") or None)
+    if dump is not None:  # EMBER_DUMP: the partitioner's stage, as the compiler's are
+        dump.write("input.txt", graph.pretty_print())
+        dump.write("spmd.txt", program.as_text())
+        dump.write("global_program.txt", global_graph.pretty_print())
+    return global_graph, PartitionedJit(program, mesh)
 
 
 def _global_program(program: SpmdProgram, mesh: Mesh, graph: Graph) -> Graph:
