@@ -21,8 +21,8 @@ Rules are written with plain tuples and axis sizes, so ``ops`` needs nothing fro
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ember.core.abstract import ShapedArray
 
@@ -54,7 +54,6 @@ class ShardingDecision:
     partial: Axes = ()
     reduce: str = "sum"  # how partial results combine: "sum", "max" or "min"
     params: dict[str, Any] | None = None  # None: the equation's own parameters
-    notes: dict[str, str] = field(default_factory=dict)
 
 
 def unknown(ndim: int) -> Dims:
@@ -94,7 +93,7 @@ def elementwise_sharding(query: ShardingQuery) -> ShardingDecision:
 
 
 def mapped_sharding(query: ShardingQuery, in_to_out: Sequence[Sequence[int | None]],
-                    params: dict[str, Any] | None = None,
+                    params: Callable[[tuple[int, ...]], dict[str, Any]] | None = None,
                     partial: Sequence[int] = (), reduce: str = "sum",
                     creates: bool = False) -> ShardingDecision:
     """The rule of an equation whose result dimensions each come from at most one

@@ -122,6 +122,9 @@ def test_fsdp_gathers_forward_and_reduce_scatters_backward(any_backend):
     assert counts["all-gather"] >= 2 and counts["reduce-scatter"] == 2
     gathers = [c for c in program.collectives if c.kind == "all-gather"]
     assert all("test_partition_training.py" in str(c.source) for c in gathers)
+    # the cause: the batch split of x takes 'data', so the weight must be whole
+    assert all("mesh axis 'data' splits dimension 0 of operand 0" in c.reason
+               for c in gathers)
     got = _train(step, params, x, y)
     assert got[0]["w1"].sharding == fsdp
     _assert_same_run(got, _train(ember.jit(_step), params, x, y))

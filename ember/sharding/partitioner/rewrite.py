@@ -67,6 +67,15 @@ class _Need:
 
     what: str
     source: SourceInfo | None
+    others: tuple[Dims, ...] = ()  # the splits the equation's other operands run with
+
+    def clash(self, axis: str) -> str:
+        """Where the equation uses ``axis`` otherwise, if it does."""
+        for k, dims in enumerate(self.others):
+            for d, axes in enumerate(dims):
+                if axis in axes:
+                    return f"; mesh axis {axis!r} splits dimension {d} of operand {k} there"
+        return ""
 
 
 class _Rewriter:
@@ -146,7 +155,8 @@ class _Rewriter:
         else:
             partial = decision.partial
             inputs = [self.convert(atom, want, _Need(
-                f"operand {k} of {eqn.prim.name}", eqn.source)).atom
+                f"operand {k} of {eqn.prim.name}", eqn.source,
+                tuple(w if j != k else () for j, w in enumerate(wants)))).atom
                 for k, (atom, want) in enumerate(zip(eqn.inputs, wants))]
         params = decision.params if decision.params is not None else eqn.params
         outs = self.emit(eqn.prim, inputs, params, eqn.source)
@@ -218,7 +228,8 @@ class _Rewriter:
                         need.source)
                     self.record("all-gather", axis, x.aval, need,
                                 f"{need.what} is {before}, needed as {describe(want)}: "
-                                f"dimension {d} must not be split over {axis!r}")
+                                f"dimension {d} must not be split over {axis!r}"
+                                f"{need.clash(axis)}")
                 have[d] = have[d][:-1]
         for d in range(len(have)):
             while have[d] != want[d]:
