@@ -76,13 +76,15 @@ def test_a_constraint_is_the_identity_under_grad_and_vmap(mesh, x64):
     np.testing.assert_allclose(grad, 2 * np.sin(x) * np.cos(x), rtol=1e-12)
 
 
-def test_in_shardings_win_over_an_arguments_own_sharding(mesh):
+def test_in_shardings_that_differ_from_an_arguments_own_sharding_are_an_error(mesh):
     x = np.arange(32, dtype=np.float32).reshape(8, 4)
     xs = ember.device_put(x, NamedSharding(mesh, P("i")))
     f = ember.jit(lambda x: x + 1, in_shardings=NamedSharding(mesh, P()))
-    compiled = f.lower(xs).compile()
-    assert compiled.spmd_program.in_specs == [P()]
-    np.testing.assert_array_equal(f(xs), x + 1)
+    with pytest.raises(EmberValueError, match="differs from its in_shardings"):
+        f(xs)
+    assert f.lower(x).compile().spmd_program.in_specs == [P()]
+    same = ember.jit(lambda x: x + 1, in_shardings=NamedSharding(mesh, P("i")))
+    np.testing.assert_array_equal(same(xs), x + 1)
 
 
 def test_in_shardings_must_split_evenly(mesh):

@@ -15,16 +15,18 @@ Stages, each a module:
 
 Priority, when splits conflict (highest first):
 
-1. ``with_sharding_constraint``: the constrained value has exactly that split.
-2. ``jit(in_shardings=, out_shardings=)``: arguments and results have exactly these
-   splits; an argument that carries another sharding of its own is resharded.
-3. An argument's own sharding (``device_put(x, NamedSharding(...))``).
-4. Propagation: forward sweeps (program order) before backward ones; within one
+1. ``with_sharding_constraint``: the constrained value has exactly that split (also
+   when it is a result with another ``out_shardings``: it is converted after).
+2. ``jit(in_shardings=, out_shardings=)`` and an argument's own sharding
+   (``device_put(x, NamedSharding(...))``): arguments and results have exactly these
+   splits. (An argument whose own sharding differs from its ``in_shardings`` entry is
+   an error, as in JAX.)
+3. Propagation: forward sweeps (program order) before backward ones; within one
    equation's rule, operands before results and earlier operands before later ones;
    the first proposal that splits a dimension fixes it, and a mesh axis splits at most
    one dimension of a value. Whole (replicated) dimensions are never propagated: only
    splits are.
-5. Whatever is still unknown is whole (replicated).
+4. Whatever is still unknown is whole (replicated).
 
 A value used with another split than its own is converted where it is used (the
 collective is then attributed to that use's source line).

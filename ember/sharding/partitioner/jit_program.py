@@ -57,10 +57,16 @@ def partition_jit(graph: Graph, in_tree: PyTreeDef, out_tree: PyTreeDef,
         return None
     in_dims = []
     for k, (var, given, own) in enumerate(zip(graph.inputs, ins, arg_shardings)):
+        what = f"jit of {name}: argument leaf {k}"
+        if given is not None and isinstance(own, NamedSharding) \
+                and as_sharding(given, what) != own:
+            raise EmberValueError(
+                f"{what} carries {own}, which differs from its in_shardings "
+                f"{as_sharding(given, what)} (as in JAX, this is an error); move it first "
+                "with ember.reshard(x, sharding), or leave its in_shardings entry None")
         chosen = given if given is not None else own if isinstance(own, NamedSharding) \
             else None
-        in_dims.append(None if chosen is None else
-                       _dims(chosen, var.aval.shape, f"jit of {name}: argument leaf {k}"))
+        in_dims.append(None if chosen is None else _dims(chosen, var.aval.shape, what))
     out_dims = [None if s is None else _dims(s, atom.aval.shape, f"jit of {name}: output {k}")
                 for k, (atom, s) in enumerate(zip(graph.outputs, outs))]
     start = time.perf_counter()
