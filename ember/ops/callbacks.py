@@ -262,5 +262,6 @@ def debug_callback(callback: Callable[..., Any], *args: Any, **kwargs: Any) -> N
     leaves, in_tree = tree_flatten((args, kwargs))
     debug_callback_p.bind(*leaves, callback=FlatCallback(callback, in_tree))
 
+
 for _prim in (pure_callback_p, io_callback_p, debug_callback_p):
     _prim.waive("sharding", "a host callback sees whole arrays")

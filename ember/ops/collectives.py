@@ -314,6 +314,7 @@ def _axis_index_named(values: Sequence[Any], dims, size, *, axis_name):
 
     return iota(np.int32, size), 0
 
+
 # The partitioner inserts collectives; a global program that names a mesh axis itself
 # belongs in shard_map.
 for _prim in (psum_p, pmax_p, pmin_p, all_gather_p, psum_scatter_p, ppermute_p, all_to_all_p,

@@ -127,6 +127,7 @@ stop_gradient_p.def_impl(lambda x: x)
 defjvp_zero(stop_gradient_p)
 stop_gradient_p.def_batch(lambda values, dims: (stop_gradient_p.bind(values[0]), dims[0]))
 stop_gradient_p.waive("transpose", "its tangent is zero, so it never appears in a linear graph")
+stop_gradient_p.def_sharding(elementwise_sharding)
 
 
 def stop_gradient(x: Any) -> Any:
@@ -135,5 +136,3 @@ def stop_gradient(x: Any) -> Any:
         return stop_gradient_p.bind(leaf) if has_tangent(aval_of(leaf)) else leaf
 
     return tree_map(stop, x)
-
-stop_gradient_p.def_sharding(elementwise_sharding)

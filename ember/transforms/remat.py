@@ -158,6 +158,7 @@ name_p.def_abstract_eval(lambda x, *, name: x)
 name_p.def_impl(lambda x, *, name: x)
 rules.deflinear(name_p, lambda ct, x, *, name: [ct])
 name_p.def_batch(lambda values, dims, *, name: (name_p.bind(values[0], name=name), dims[0]))
+name_p.def_sharding(elementwise_sharding)
 IDENTITY_PRIMITIVES.add(name_p)
 
 
@@ -179,6 +180,8 @@ def _barrier_jvp(primals, tangents):
 
 
 optimization_barrier_p.def_jvp(rules.accepts_symbolic_zeros(_barrier_jvp))
+optimization_barrier_p.waive("sharding", "computed on whole operands: a barrier is rare in "
+                            "partitioned programs")
 optimization_barrier_p.def_transpose(lambda cts, *xs: list(cts))
 optimization_barrier_p.def_batch(
     lambda values, dims: (optimization_barrier_p.bind(*values), list(dims)))
@@ -188,6 +191,3 @@ def optimization_barrier(operands: Any) -> Any:
     """``operands`` (a pytree) unchanged, opaque to common-subexpression elimination."""
     leaves, treedef = tree_flatten(operands)
     return tree_unflatten(treedef, optimization_barrier_p.bind(*leaves))
-
-name_p.def_sharding(elementwise_sharding)
-optimization_barrier_p.waive("sharding", "computed on whole operands: a barrier is rare in partitioned programs")
