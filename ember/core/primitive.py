@@ -13,6 +13,9 @@ Rule signatures:
         (inputs that are linear are ``UndefinedPrimal``; return None for non-linear ones;
          cotangents_out is a single value, or a list when multiple_results)
   batch(values, batch_dims, **params) -> (outputs, out_batch_dims)
+  sharding(query) -> ShardingDecision   (see ``ember.ops.sharding_rules``: how the
+        equation is split over a mesh given what is known of its operands' and results'
+        splits; the partitioner propagates with it and computes each shard with it)
 """
 from __future__ import annotations
 
@@ -36,6 +39,7 @@ class Primitive:
         self.jvp_rule: Callable | None = None
         self.transpose_rule: Callable | None = None
         self.batch_rule: Callable | None = None
+        self.sharding_rule: Callable | None = None
         # Why a rule is intentionally absent, e.g. {"jvp": "integer-valued"}.
         self.waived: dict[str, str] = {}
         REGISTRY[name] = self
@@ -69,8 +73,14 @@ class Primitive:
         self.batch_rule = fn
         return fn
 
+    def def_sharding(self, fn: Callable) -> Callable:
+        self.sharding_rule = fn
+        return fn
+
     def waive(self, rule: str, reason: str) -> None:
-        """Declare that ``rule`` ('jvp', 'transpose', 'batch') does not exist, and why."""
+        """Declare that ``rule`` ('jvp', 'transpose', 'batch', 'sharding') does not
+        exist, and why. (The partitioner computes an equation without a sharding rule
+        on whole, replicated operands.)"""
         self.waived[rule] = reason
 
     def abstract_eval(self, *avals: Any, **params: Any):

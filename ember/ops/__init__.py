@@ -11,6 +11,7 @@ from ember.ops import (  # noqa: F401
     linalg,
     random_bits,
     reductions,
+    sharding_constraint,
     sorting,
     structural,
 )

@@ -313,3 +313,10 @@ def _axis_index_named(values: Sequence[Any], dims, size, *, axis_name):
     from ember.ops.structural import iota
 
     return iota(np.int32, size), 0
+
+
+# The partitioner inserts collectives; a global program that names a mesh axis itself
+# belongs in shard_map.
+for _prim in (psum_p, pmax_p, pmin_p, all_gather_p, psum_scatter_p, ppermute_p, all_to_all_p,
+              axis_index_p):
+    _prim.waive("sharding", "a per-device operation: it appears only inside shard_map")

@@ -717,3 +717,7 @@ def _register_reverse_rules() -> None:
 
 
 _register_reverse_rules()
+
+
+for _prim in (cond_p, while_p, scan_p):
+    _prim.waive("sharding", "bodies are not partitioned yet: computed on whole operands")

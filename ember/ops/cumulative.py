@@ -20,6 +20,8 @@ from ember.core.pytree import tree_flatten, tree_unflatten
 from ember.errors import EmberTypeError, EmberValueError
 from ember.ops import elementwise as ew
 from ember.ops.reductions import MONOIDS, Monoid, accumulator_dtype, check_axes, normalize_axis
+from ember.ops.sharding_rules import (
+    ShardingDecision, ShardingQuery, identity_map, mapped_sharding)
 from ember.ops.structural import (
     broadcast_in_dim, concatenate, expand_dims, pad, reshape, rev, slice_in_dim)
 from ember.ops.rules import UndefinedPrimal, Zero, deflinear
@@ -209,3 +211,15 @@ for _prim in CUMULATIVE.values():
 for _prim in _COMBINE:
     _prim.def_jvp(functools.partial(_scan_jvp, prim=_prim))
     _prim.waive("transpose", "not linear")
+
+
+# --- sharding rules ----------------------------------------------------------------------
+
+def _cumulative_sharding(query: ShardingQuery) -> ShardingDecision:
+    """Split anywhere but along the accumulated axis, which stays whole."""
+    ndim = query.in_avals[0].ndim
+    return mapped_sharding(query, [identity_map(ndim, [query.params["axis"]])])
+
+
+for _prim in CUMULATIVE.values():
+    _prim.def_sharding(_cumulative_sharding)

@@ -627,3 +627,8 @@ for _prim in (cholesky_p, lu_p, qr_p, eigh_p, eig_p, svd_p, lu_pivots_to_permuta
 for _prim in (cholesky_p, lu_p, triangular_solve_p, qr_p, eigh_p, eig_p, svd_p,
               lu_pivots_to_permutation_p):
     _prim.def_batch(functools.partial(_batch_leading, _prim))
+
+
+for _prim in (cholesky_p, lu_p, lu_pivots_to_permutation_p, triangular_solve_p, qr_p, eigh_p,
+              eig_p, svd_p):
+    _prim.waive("sharding", "a matrix decomposition needs whole matrices")

@@ -23,6 +23,7 @@ from ember.core.abstract import ShapedArray
 from ember.core.primitive import Primitive
 from ember.errors import EmberTypeError, EmberValueError
 from ember.ops import rules
+from ember.ops.sharding_rules import elementwise_sharding
 
 __all__ = [
     "neg", "sign", "floor", "ceil", "round", "is_finite", "exp", "exp2", "log", "log1p",
@@ -158,6 +159,7 @@ def define_elementwise(op: ElementwiseOp) -> Primitive:
         return np.asarray(out, dtype=dtype)
 
     rules.def_elementwise_batch(prim)
+    prim.def_sharding(elementwise_sharding)
     if op.jvp == ZERO:
         rules.defjvp_zero(prim)
     elif op.jvp == LINEAR:
@@ -705,6 +707,7 @@ def _select_n_impl(which: np.ndarray, *cases: np.ndarray) -> np.ndarray:
 
 
 rules.def_elementwise_batch(select_n_p)
+select_n_p.def_sharding(elementwise_sharding)
 select_n_p.def_jvp(rules.accepts_symbolic_zeros(_select_n_jvp))
 select_n_p.def_transpose(_select_n_transpose)
 
@@ -728,6 +731,7 @@ def _clamp_impl(lo, x, hi):
 
 
 rules.def_elementwise_batch(clamp_p)
+clamp_p.def_sharding(elementwise_sharding)
 rules.defjvp(clamp_p, _clamp_jvp_lo, _clamp_jvp_x, _clamp_jvp_hi)
 clamp_p.waive("transpose", "not linear in its operands")
 
@@ -759,6 +763,7 @@ def _convert_impl(x: np.ndarray, *, new_dtype: np.dtype) -> np.ndarray:
 
 
 rules.def_elementwise_batch(convert_element_type_p)
+convert_element_type_p.def_sharding(elementwise_sharding)
 rules.deflinear(convert_element_type_p,
                 lambda ct, x, *, new_dtype: [convert_element_type(ct, x.dtype)])
 

@@ -604,3 +604,7 @@ scatter_add = _scatter_function(scatter_add_p, "adding updates into the operand"
 scatter_mul = _scatter_function(scatter_mul_p, "multiplying updates into the operand")
 scatter_min = _scatter_function(scatter_min_p, "keeping the minimum")
 scatter_max = _scatter_function(scatter_max_p, "keeping the maximum")
+
+
+for _prim in (gather_p, scatter_p, scatter_add_p, scatter_mul_p, scatter_min_p, scatter_max_p):
+    _prim.waive("sharding", "indices may point anywhere: computed on whole operands")

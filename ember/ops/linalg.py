@@ -21,6 +21,7 @@ from ember.core.primitive import Primitive
 from ember.errors import EmberIndexError, EmberTypeError, EmberValueError
 from ember.ops.elementwise import convert_element_type
 from ember.ops.reductions import accumulator_dtype
+from ember.ops.sharding_rules import DimPicker, ShardingDecision, ShardingQuery, dim_of
 from ember.ops.structural import reshape, rev, transpose
 from ember.ops.rules import (
     UndefinedPrimal, batch_size, defjvp, is_undefined_primal, move_batch_axis)
@@ -767,3 +768,49 @@ def _conv_batch(values: Sequence[Any], dims: Sequence[int | None], **params: Any
 
 
 conv_general_dilated_p.def_batch(_conv_batch)
+
+
+# --- sharding rules -------------------------------------------------------------------
+
+def _dot_general_sharding(query: ShardingQuery) -> ShardingDecision:
+    """Batch and free dimensions carry their split to the result; a split contracting
+    dimension (the same on both operands) leaves each shard a partial sum. Splits come
+    from the operands first (batch, then free, then contracting dimensions), then from
+    what the result is wanted as."""
+    lhs, rhs = query.in_avals
+    (lc, rc), (lb, rb) = query.params["dimension_numbers"]
+    lfree, rfree = _free_dims(lhs.ndim, lc, lb), _free_dims(rhs.ndim, rc, rb)
+    nb = len(lb)
+    # (lhs dimension, rhs dimension, result dimension) of every group of dimensions
+    groups = ([(lb[i], rb[i], i) for i in range(nb)]
+              + [(d, None, nb + k) for k, d in enumerate(lfree)]
+              + [(None, d, nb + len(lfree) + k) for k, d in enumerate(rfree)]
+              + [(lc[k], rc[k], None) for k in range(len(lc))])
+    picker = DimPicker(query)
+    chosen: dict[int, tuple[str, ...] | None] = {}
+    for g, (ld, rd, od) in enumerate(groups):
+        size = lhs.shape[ld] if ld is not None else rhs.shape[rd]
+        chosen[g] = picker.pick([dim_of(query.inputs[0], ld), dim_of(query.inputs[1], rd)],
+                                size)
+    for g, (ld, rd, od) in enumerate(groups):
+        if chosen[g] is None and od is not None:
+            size = lhs.shape[ld] if ld is not None else rhs.shape[rd]
+            chosen[g] = picker.pick([dim_of(dims, od) for dims in query.outputs], size)
+    left: list = [None] * lhs.ndim
+    right: list = [None] * rhs.ndim
+    out: list = [None] * query.out_avals[0].ndim
+    partial: list[str] = []
+    for g, (ld, rd, od) in enumerate(groups):
+        if ld is not None:
+            left[ld] = chosen[g]
+        if rd is not None:
+            right[rd] = chosen[g]
+        if od is not None:
+            out[od] = chosen[g]
+        else:
+            partial += list(chosen[g] or ())
+    return ShardingDecision([tuple(left), tuple(right)], [tuple(out)], tuple(partial))
+
+
+dot_general_p.def_sharding(_dot_general_sharding)
+conv_general_dilated_p.waive("sharding", "not split yet: computed on whole operands")

@@ -19,6 +19,7 @@ from ember.core.abstract import ShapedArray, aval_of
 from ember.core.primitive import Primitive
 from ember.errors import EmberIndexError, EmberTypeError, EmberValueError
 from ember.ops.elementwise import convert_element_type, div, eq, mul
+from ember.ops.sharding_rules import ShardingDecision, ShardingQuery, mapped_sharding
 from ember.ops.structural import (
     broadcast_in_dim, concatenate, reshape, slice_in_dim, transpose)
 from ember.ops.rules import (
@@ -335,3 +336,26 @@ for _prim in REDUCTIONS.values():
     _prim.def_batch(functools.partial(_batch_monoid, prim=_prim))
 for _prim in (argmax_p, argmin_p):
     _prim.def_batch(functools.partial(_batch_index, prim=_prim))
+
+
+# --- sharding rules ----------------------------------------------------------------------
+
+def _reduction_sharding(combine: str | None):
+    """Kept dimensions keep their split. A split reduced dimension leaves each shard a
+    partial result, combined across shards with ``combine`` (psum / pmax / pmin); a
+    reduction with no such collective keeps its reduced dimensions whole."""
+    def rule(query: ShardingQuery) -> ShardingDecision:
+        axes = set(query.params["axes"] if "axes" in query.params else (query.params["axis"],))
+        kept = [d for d in range(query.in_avals[0].ndim) if d not in axes]
+        mapping: list[int | None] = [None] * query.in_avals[0].ndim
+        for o, d in enumerate(kept):
+            mapping[d] = o
+        partial = sorted(axes) if combine else ()
+        return mapped_sharding(query, [mapping], partial=partial, reduce=combine or "sum")
+    return rule
+
+
+for _prim, _combine in ((reduce_sum_p, "sum"), (reduce_max_p, "max"), (reduce_min_p, "min"),
+                        (reduce_prod_p, None), (reduce_and_p, None), (reduce_or_p, None),
+                        (reduce_xor_p, None), (argmax_p, None), (argmin_p, None)):
+    _prim.def_sharding(_reduction_sharding(_combine))

@@ -17,6 +17,8 @@ from ember.core import dtypes
 from ember.core.abstract import ShapedArray, aval_of
 from ember.core.primitive import Primitive
 from ember.errors import EmberIndexError, EmberTypeError, EmberValueError, ShapeError
+from ember.ops.sharding_rules import (
+    ShardingDecision, ShardingQuery, identity_map, mapped_sharding)
 from ember.ops.rules import (
     batch_size, deflinear, is_undefined_primal, move_batch_axis, zeros_like_aval)
 
@@ -781,3 +783,102 @@ def dynamic_update_index_in_dim(x: Any, update: Any, index: Any, axis: int, *,
         update = expand_dims(update, (axis,))
     return dynamic_update_slice_in_dim(x, update, index, axis,
                                        allow_negative_indices=allow_negative_indices)
+
+
+# --- sharding rules -------------------------------------------------------------------
+# Each result dimension comes from one operand dimension (``mapped_sharding``); a
+# dimension the operation moves data along (sliced, padded, reversed, concatenated)
+# stays whole. Size parameters are rewritten at the shard's sizes.
+
+def _broadcast_sharding(query: ShardingQuery) -> ShardingDecision:
+    (x,), params = query.in_avals, query.params
+    shape, dims = params["shape"], params["broadcast_dimensions"]
+    mapping = [o if x.shape[i] == shape[o] else None for i, o in enumerate(dims)]
+    return mapped_sharding(query, [mapping], lambda local: dict(params, shape=local),
+                           creates=True)
+
+
+def _reshape_dim_pairs(in_shape: Sequence[int], out_shape: Sequence[int]) -> list[int | None]:
+    """Operand dimension -> the result dimension a split of it carries over to: the one
+    starting at the same row-major offset (equal products of the sizes before them).
+    A split of a dimension into n blocks is then a split of that result dimension into
+    the same n blocks whenever both sizes divide by n (the picker checks that)."""
+    starts_out = {int(np.prod(out_shape[:o], dtype=np.int64)): o
+                  for o in range(len(out_shape)) if out_shape[o] != 1}
+    return [starts_out.get(int(np.prod(in_shape[:d], dtype=np.int64)))
+            if in_shape[d] != 1 else None for d in range(len(in_shape))]
+
+
+def _reshape_sharding(query: ShardingQuery) -> ShardingDecision:
+    (x,), params = query.in_avals, query.params
+    mapping = _reshape_dim_pairs(x.shape, params["new_sizes"])
+    return mapped_sharding(query, [mapping], lambda local: dict(params, new_sizes=local))
+
+
+def _transpose_sharding(query: ShardingQuery) -> ShardingDecision:
+    perm = query.params["permutation"]
+    mapping = [perm.index(d) for d in range(len(perm))]
+    return mapped_sharding(query, [mapping])
+
+
+def _squeeze_sharding(query: ShardingQuery) -> ShardingDecision:
+    removed = set(query.params["dimensions"])
+    kept = [d for d in range(query.in_avals[0].ndim) if d not in removed]
+    mapping: list[int | None] = [None] * query.in_avals[0].ndim
+    for o, d in enumerate(kept):
+        mapping[d] = o
+    return mapped_sharding(query, [mapping])
+
+
+def _whole_along(*dims_of: Callable[[ShardingQuery], Sequence[int]]):
+    """The rule of an operation that keeps every dimension's place but moves data
+    along some (``dims_of(query)``); its other operands are scalars."""
+    def rule(query: ShardingQuery) -> ShardingDecision:
+        whole = {d for dims in dims_of for d in dims(query)}
+        x = query.in_avals[0]
+        maps = [identity_map(x.ndim, whole)] + [[] for _ in query.in_avals[1:]]
+        return mapped_sharding(query, maps)
+    return rule
+
+
+def _slice_sharding(query: ShardingQuery) -> ShardingDecision:
+    (x,), params = query.in_avals, query.params
+    whole = [d for d, (start, limit, stride) in enumerate(zip(
+        params["start_indices"], params["limit_indices"], params["strides"]))
+        if (start, limit, stride) != (0, x.shape[d], 1)]
+    return mapped_sharding(query, [identity_map(x.ndim, whole)], lambda local: dict(
+        params, limit_indices=tuple(local[d] if d not in whole else limit
+                                    for d, limit in enumerate(params["limit_indices"]))))
+
+
+def _concatenate_sharding(query: ShardingQuery) -> ShardingDecision:
+    dim = query.params["dimension"]
+    return mapped_sharding(query, [identity_map(a.ndim, [dim]) for a in query.in_avals])
+
+
+def _dynamic_slice_sharding(query: ShardingQuery) -> ShardingDecision:
+    x, params = query.in_avals[0], query.params
+    whole = [d for d, size in enumerate(params["slice_sizes"]) if size != x.shape[d]]
+    maps = [identity_map(x.ndim, whole)] + [[] for _ in query.in_avals[1:]]
+    return mapped_sharding(query, maps, lambda local: dict(params, slice_sizes=local))
+
+
+def _dynamic_update_slice_sharding(query: ShardingQuery) -> ShardingDecision:
+    x, update = query.in_avals[:2]
+    whole = [d for d in range(x.ndim) if update.shape[d] != x.shape[d]]
+    maps = [identity_map(x.ndim, whole), identity_map(x.ndim, whole)]
+    return mapped_sharding(query, maps + [[] for _ in query.in_avals[2:]])
+
+
+broadcast_in_dim_p.def_sharding(_broadcast_sharding)
+reshape_p.def_sharding(_reshape_sharding)
+transpose_p.def_sharding(_transpose_sharding)
+squeeze_p.def_sharding(_squeeze_sharding)
+rev_p.def_sharding(_whole_along(lambda q: q.params["dimensions"]))
+pad_p.def_sharding(_whole_along(lambda q: [d for d, c in enumerate(q.params["padding_config"])
+                                           if tuple(c) != (0, 0, 0)]))
+concatenate_p.def_sharding(_concatenate_sharding)
+slice_p.def_sharding(_slice_sharding)
+dynamic_slice_p.def_sharding(_dynamic_slice_sharding)
+dynamic_update_slice_p.def_sharding(_dynamic_update_slice_sharding)
+iota_p.waive("sharding", "no operands: made whole on every shard, then sliced")

@@ -2,6 +2,10 @@
 
 Inside another transformation (an enclosing jit, grad, vmap) a jitted function is
 inlined: the enclosing trace sees its operations directly.
+
+With ``in_shardings`` / ``out_shardings``, arguments that carry a NamedSharding, or a
+``with_sharding_constraint`` inside, the traced global program is partitioned over the
+mesh (``ember.sharding.partitioner``) before the backend compiles it.
 """
 from __future__ import annotations
 
@@ -61,6 +65,7 @@ class _Signature:
     statics: tuple[Hashable, ...]
     backend: str
     flags: tuple
+    shardings: tuple = ()
 
 
 def _check_static(value: Any, name: str) -> Hashable:
@@ -78,7 +83,8 @@ class Jitted:
     """The result of ``ember.jit(f)``: callable, with ``.lower(*args)`` for AOT inspection."""
 
     def __init__(self, fun: Callable, static_argnums=(), static_argnames=(),
-                 donate_argnums=(), backend: str | None = None) -> None:
+                 donate_argnums=(), backend: str | None = None, in_shardings: Any = None,
+                 out_shardings: Any = None) -> None:
         # First: update_wrapper copies fun.__dict__, which must not clobber our fields.
         functools.update_wrapper(self, fun)
         self.fun = fun
@@ -87,6 +93,8 @@ class Jitted:
             else tuple(static_argnames or ())
         self.donate_argnums = _normalize_argnums(donate_argnums)
         self.backend_name = backend
+        self.in_shardings = in_shardings
+        self.out_shardings = out_shardings
         self._cache: dict[_Signature, "Compiled"] = {}
         self._fast_cache: dict[tuple, "Compiled"] = {}
         self._signature = _safe_signature(fun)
@@ -139,17 +147,18 @@ class Jitted:
 
     def _call_general(self, args: tuple, kwargs: dict) -> Any:
         if is_tracing():
-            return self.fun(*args, **kwargs)
+            return self._inline(args, kwargs)
         statics, dynamic = self._split(args, kwargs)
         leaves, treedef = tree_flatten(dynamic)
         if any(isinstance(leaf, Tracer) for leaf in leaves):
-            return self.fun(*args, **kwargs)
+            return self._inline(args, kwargs)
         avals = tuple(_leaf_aval(leaf) for leaf in leaves)
         backend = get_backend(self.backend_name or _committed_backend(leaves))
-        key = _Signature(treedef, avals, statics, backend.name, config.snapshot())
+        shardings = _arg_shardings(leaves)
+        key = _Signature(treedef, avals, statics, backend.name, config.snapshot(), shardings)
         compiled = self._cache.get(key)
         if compiled is None:
-            compiled = self._lower(statics, treedef, avals, backend).compile()
+            compiled = self._lower(statics, treedef, avals, backend, shardings).compile()
             compiled.commits = self.backend_name is not None
             self._cache[key] = compiled
         fast = _fast_key(args) if not kwargs and not statics else None
@@ -157,13 +166,30 @@ class Jitted:
             self._fast_cache[(fast[0], config.snapshot())] = compiled
         return compiled._call_flat(leaves)
 
+    def _inline(self, args: tuple, kwargs: dict) -> Any:
+        """Inside another trace the enclosing one sees the operations; in_shardings and
+        out_shardings become sharding constraints on the arguments and results there."""
+        if self.in_shardings is None and self.out_shardings is None:
+            return self.fun(*args, **kwargs)
+        from ember.sharding.partitioner.jit_program import constrained_call
+
+        statics, (dynamic_args, dynamic_kwargs) = self._split(args, kwargs)
+
+        def call(*positional: Any) -> Any:
+            call_args, call_kwargs = self._rebuild_call(statics, (positional, dynamic_kwargs))
+            return self.fun(*call_args, **call_kwargs)
+
+        return constrained_call(call, dynamic_args, self.in_shardings, self.out_shardings)
+
     def lower(self, *args: Any, **kwargs: Any) -> "Lowered":
         statics, dynamic = self._split(args, kwargs)
         leaves, treedef = tree_flatten(dynamic)
         avals = tuple(_leaf_aval(leaf) for leaf in leaves)
-        return self._lower(statics, treedef, avals, get_backend(self.backend_name))
+        return self._lower(statics, treedef, avals, get_backend(self.backend_name),
+                           _arg_shardings(leaves))
 
-    def _lower(self, statics, treedef: PyTreeDef, avals, backend: Backend) -> "Lowered":
+    def _lower(self, statics, treedef: PyTreeDef, avals, backend: Backend,
+               arg_shardings: tuple = ()) -> "Lowered":
         out_tree_box: list[PyTreeDef] = []
 
         def flat_fun(*flat_args):
@@ -182,8 +208,21 @@ class Jitted:
             print(f"ember: traced {getattr(self.fun, '__name__', 'fn')} in "
                   f"{time.perf_counter() - start:.4f} s")
         donated = self._donated_mask(treedef)
-        return Lowered(graph, treedef, out_tree_box[0], backend, donated,
-                       getattr(self.fun, "__name__", "fn"))
+        name = getattr(self.fun, "__name__", "fn")
+        partitioned = self._partition(graph, treedef, out_tree_box[0], arg_shardings, name)
+        if partitioned is not None:
+            graph, partitioned = partitioned
+        return Lowered(graph, treedef, out_tree_box[0], backend, donated, name, partitioned)
+
+    def _partition(self, graph: Graph, treedef: PyTreeDef, out_tree: PyTreeDef,
+                   arg_shardings: tuple, name: str):
+        from ember.sharding.partitioner.jit_program import partition_jit, wants_partitioning
+
+        shardings = arg_shardings or (None,) * len(graph.inputs)
+        if not wants_partitioning(graph, shardings, self.in_shardings, self.out_shardings):
+            return None
+        return partition_jit(graph, treedef, out_tree, shardings, self.in_shardings,
+                             self.out_shardings, name)
 
     def _donated_mask(self, treedef: PyTreeDef) -> tuple[bool, ...]:
         if not self.donate_argnums:
@@ -222,7 +261,7 @@ def _fast_key(args: tuple) -> tuple[tuple, list] | None:
     leaves: list = []
     for arg in args:
         if type(arg) is Array:  # (the common case, inline: this is the per-call cost)
-            key.append((arg.aval, arg._device) if arg.committed else arg.aval)
+            key.append((arg.aval, arg._device, arg._sharding) if arg.committed else arg.aval)
             leaves.append(arg)
         elif not _fast_items(arg, key, leaves):
             return None
@@ -232,7 +271,7 @@ def _fast_key(args: tuple) -> tuple[tuple, list] | None:
 def _fast_items(tree: Any, key: list, leaves: list) -> bool:
     kind = type(tree)
     if kind is Array:
-        key.append((tree.aval, tree._device) if tree.committed else tree.aval)
+        key.append((tree.aval, tree._device, tree._sharding) if tree.committed else tree.aval)
         leaves.append(tree)
     elif kind is np.ndarray:
         key.append((tree.shape, tree.dtype))
@@ -255,6 +294,12 @@ def _fast_items(tree: Any, key: list, leaves: list) -> bool:
     else:
         return False
     return True
+
+
+def _arg_shardings(leaves: Sequence[Any]) -> tuple:
+    """The NamedSharding each argument carries (None for the others), or () if none."""
+    found = tuple(leaf._sharding if isinstance(leaf, Array) else None for leaf in leaves)
+    return found if any(s is not None for s in found) else ()
 
 
 def _committed_backend(leaves: Sequence[Any]) -> str | None:
@@ -280,8 +325,10 @@ class Lowered:
     """A traced, not yet optimized program (``ember.jit(f).lower(*args)``)."""
 
     def __init__(self, graph: Graph, in_tree: PyTreeDef, out_tree: PyTreeDef,
-                 backend: Backend, donated: tuple[bool, ...], name: str) -> None:
+                 backend: Backend, donated: tuple[bool, ...], name: str,
+                 partitioned: Any = None) -> None:
         self.graph = graph
+        self.partitioned = partitioned  # a PartitionedJit, or None
         self.in_tree = in_tree
         self.out_tree = out_tree
         self.backend = backend
@@ -299,7 +346,8 @@ class Lowered:
         elapsed = time.perf_counter() - start
         if config.log_enabled("compile"):
             print(f"ember: compiled {self.name} for {self.backend.name} in {elapsed:.4f} s")
-        return Compiled(executable, self.in_tree, self.out_tree, device, self.donated)
+        return Compiled(executable, self.in_tree, self.out_tree, device, self.donated,
+                        self.partitioned)
 
 
 def _const_buffer(value: Any, device) -> Any:
@@ -314,8 +362,10 @@ class Compiled:
     """An executable plus what a user may inspect about it."""
 
     def __init__(self, executable: Executable, in_tree: PyTreeDef, out_tree: PyTreeDef,
-                 device, donated: tuple[bool, ...]) -> None:
+                 device, donated: tuple[bool, ...], partitioned: Any = None) -> None:
         self.executable = executable
+        self.partitioned = partitioned  # a PartitionedJit, or None
+        self._out_shardings = partitioned.out_shardings if partitioned else None
         self.in_tree = in_tree
         self.out_tree = out_tree
         self.device = device
@@ -330,13 +380,29 @@ class Compiled:
         return self.executable.kernels
 
     def as_text(self, source: bool = True) -> str:
+        """The optimized program (and its schedule); for a partitioned program, first
+        the per-device SPMD program and every collective the partitioner inserted, with
+        the user's line and the conflict of shardings that caused it."""
         text = self.executable.optimized.pretty_print(source=source)
         if self.executable.schedule_text:
             text += "\n\n" + self.executable.schedule_text
+        if self.partitioned is not None:
+            text = self.partitioned.program.as_text(source) + "\n\n" + text
         return text
 
+    @property
+    def spmd_program(self):
+        """The per-device program of a partitioned jit (an ``SpmdProgram``), or None."""
+        return self.partitioned.program if self.partitioned is not None else None
+
     def cost_analysis(self) -> dict[str, float]:
-        return dict(self.executable.cost)
+        """The backend's costs; a partitioned program adds the bytes each device
+        sends per call (``"bytes communicated per device"``)."""
+        cost = dict(self.executable.cost)
+        if self.partitioned is not None:
+            cost["bytes communicated per device"] = \
+                self.partitioned.program.bytes_communicated()
+        return cost
 
     def memory_analysis(self) -> dict[str, int]:
         return dict(self.executable.memory)
@@ -379,6 +445,8 @@ class Compiled:
             _consume_donated(args, self.donated)
         committed = self.commits or any(arg.committed for arg in args)
         arrays = [Array(buf, aval, device, committed) for buf, aval in zip(outs, self._out_avals)]
+        if self._out_shardings:
+            _place(arrays, self._out_shardings)
         if self._single_output:
             return arrays[0]
         return tree_unflatten(self.out_tree, arrays)
@@ -415,12 +483,22 @@ class Compiled:
         committed = self.commits or any(isinstance(leaf, Array) and leaf.committed
                                         for leaf in leaves)
         arrays = [Array(buf, aval, device, committed) for buf, aval in zip(outs, self._out_avals)]
+        if self._out_shardings:
+            _place(arrays, self._out_shardings)
         if config.debug_nans:
             from ember.runtime.debug import check_nans_in_outputs
 
             check_nans_in_outputs(self.executable.graph, [backend.to_host(b) for b in buffers],
                                   [a._host() for a in arrays])
         return tree_unflatten(self.out_tree, arrays)
+
+
+def _place(arrays: list[Array], shardings: Sequence[Any]) -> None:
+    """Results of a partitioned program carry their shardings (their global buffers
+    stay on the device that holds the mesh's arrays)."""
+    for array, sharding in zip(arrays, shardings):
+        array.committed = True
+        array._sharding = sharding
 
 
 def _read_only_view(array: np.ndarray) -> np.ndarray:
@@ -444,13 +522,21 @@ def _consume_donated(leaves: Sequence[Any], donated: Sequence[bool]) -> None:
             leaf.mark_donated()
 
 
-def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(),
-        donate_argnums=(), backend: str | None = None):
-    """Compile ``fun`` with Ember's optimizing compiler (usable as a decorator)."""
+def jit(fun: Callable | None = None, *, in_shardings: Any = None, out_shardings: Any = None,
+        static_argnums=(), static_argnames=(), donate_argnums=(),
+        backend: str | None = None):
+    """Compile ``fun`` with Ember's optimizing compiler (usable as a decorator).
+
+    ``in_shardings`` / ``out_shardings`` (as in JAX): a pytree prefix of the positional
+    arguments / of the results, of ``NamedSharding``s or ``PartitionSpec``s (under
+    ``ember.set_mesh``), None leaving a value to the partitioner. The program is then
+    partitioned over the mesh and compiled once for all its devices."""
     if fun is None:
-        return functools.partial(jit, static_argnums=static_argnums,
+        return functools.partial(jit, in_shardings=in_shardings, out_shardings=out_shardings,
+                                 static_argnums=static_argnums,
                                  static_argnames=static_argnames,
                                  donate_argnums=donate_argnums, backend=backend)
     if not callable(fun):
         raise EmberTypeError(f"ember.jit expects a function, got {type(fun).__name__}")
-    return Jitted(fun, static_argnums, static_argnames, donate_argnums, backend)
+    return Jitted(fun, static_argnums, static_argnames, donate_argnums, backend,
+                  in_shardings, out_shardings)

@@ -354,3 +354,4 @@ def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, diff, name):
 
 custom_lin_p.waive("jvp", "it is only transposed (reverse mode), never differentiated")
 custom_lin_p.waive("batch", "it is only transposed (reverse mode), never evaluated")
+custom_lin_p.waive("sharding", "only transposed (reverse mode), never in a program to partition")

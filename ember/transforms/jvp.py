@@ -18,6 +18,7 @@ from ember.core.pytree import tree_map
 from ember.core.trace import Trace, Tracer, full_lower, new_main
 from ember.errors import EmberTypeError
 from ember.ops.rules import Zero, defjvp_zero, instantiate
+from ember.ops.sharding_rules import elementwise_sharding
 
 __all__ = ["JVPTrace", "JVPTracer", "jvp_flat", "stop_gradient", "stop_gradient_p",
            "not_differentiable"]
@@ -126,6 +127,7 @@ stop_gradient_p.def_impl(lambda x: x)
 defjvp_zero(stop_gradient_p)
 stop_gradient_p.def_batch(lambda values, dims: (stop_gradient_p.bind(values[0]), dims[0]))
 stop_gradient_p.waive("transpose", "its tangent is zero, so it never appears in a linear graph")
+stop_gradient_p.def_sharding(elementwise_sharding)
 
 
 def stop_gradient(x: Any) -> Any:

@@ -25,6 +25,7 @@ from ember.transforms.jvp import has_tangent, jvp_flat
 from ember.transforms.partial_eval import (PartialEvalTrace, Saveable, partial_eval_rules,
                                            trace_partial_graph)
 from ember.ops.rules import Zero, instantiate, is_undefined_primal
+from ember.ops.sharding_rules import elementwise_sharding
 from ember.transforms.transpose import backward_pass
 from ember.transforms.vmap import batch_graph
 
@@ -157,6 +158,7 @@ name_p.def_abstract_eval(lambda x, *, name: x)
 name_p.def_impl(lambda x, *, name: x)
 rules.deflinear(name_p, lambda ct, x, *, name: [ct])
 name_p.def_batch(lambda values, dims, *, name: (name_p.bind(values[0], name=name), dims[0]))
+name_p.def_sharding(elementwise_sharding)
 IDENTITY_PRIMITIVES.add(name_p)
 
 
@@ -178,6 +180,8 @@ def _barrier_jvp(primals, tangents):
 
 
 optimization_barrier_p.def_jvp(rules.accepts_symbolic_zeros(_barrier_jvp))
+optimization_barrier_p.waive("sharding", "computed on whole operands: a barrier is rare in "
+                            "partitioned programs")
 optimization_barrier_p.def_transpose(lambda cts, *xs: list(cts))
 optimization_barrier_p.def_batch(
     lambda values, dims: (optimization_barrier_p.bind(*values), list(dims)))
