@@ -54,6 +54,8 @@ def _pipeline(backend: str) -> int:
         print(f"ember info: no pipeline for backend {backend!r}; pipelines: "
               f"{', '.join(sorted(PIPELINES))}", file=sys.stderr)
         return 2
+    print("(a program split over a mesh is partitioned first, in jit: "
+          "ember.sharding.partitioner)")
     for number, name in enumerate(stage_names(backend), start=1):
         print(f"{number}. {name}")
         if name == "graph_passes":
