@@ -30,7 +30,8 @@ def test_info_pipeline_lists_the_stages_of_a_backend(capsys):
 
     for backend in ("cpu", "opencl", "cuda", "reference"):
         assert cli.main(["info", "--pipeline", backend]) == 0
-        lines = capsys.readouterr().out.splitlines()
+        note, *lines = capsys.readouterr().out.splitlines()
+        assert "partitioned first" in note
         stages = [line.split(". ", 1)[1] for line in lines if not line.startswith("   - ")]
         assert stages == stage_names(backend)
         passes = [line[5:] for line in lines if line.startswith("   - ")]
