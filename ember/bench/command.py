@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ember.bench import floors, gpu_floors, target
+from ember.bench import floors, gpu_floors, sharded, target
 from ember.bench.harness import ALL_NAMES, FLOOR_NAMES, run_bench
 from ember.bench.workloads import SUITE
 
@@ -40,6 +40,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="run only these workloads (their floors come along)")
     parser.add_argument("--list", action="store_true",
                         help="list the workloads at the sizes a run would use and exit")
+    parser.add_argument("--sharded", action="store_true",
+                        help="instead of the suite: data-parallel train steps on 1, 2 and 8 "
+                             "CPU devices against JAX's (ember.bench.sharded)")
     return parser
 
 
@@ -48,6 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     not start (a GPU backend without a GPU), else 0."""
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.sharded:
+        return sharded.main((["--quick"] if args.quick else [])
+                            + (["--json", args.json] if args.json else []))
     platform = target.platform(args.backend)
     if args.list:
         sizes = target.sizes(platform, args.quick)
