@@ -4,8 +4,9 @@
 shard replicated over several devices is written once, by the first of them), and then
 ``index.json``, which maps each leaf (named by its path in the tree, as in
 ``ember.serialization``) to its global shape, dtype, the sharding it was saved with, and
-where each of its pieces lies. The index is written last, atomically: it is the commit
-point, so a crash mid-save leaves the previous checkpoint readable.
+where each of its pieces lies. Every save writes files of new names, and the index last,
+atomically: it is the commit point, so a crash mid-save leaves the previous checkpoint
+whole and readable; the older files are removed once the new index is in place.
 
 ``restore(directory, target, shardings)`` assembles each leaf from its pieces and places
 it on the sharding asked for, which may be on another mesh, with another spec, or one
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from typing import Any
 
 import numpy as np
@@ -38,8 +40,9 @@ def _bounds(index: tuple[slice, ...], shape: tuple[int, ...]) -> Bounds:
     return tuple((s.indices(n)[0], s.indices(n)[1]) for s, n in zip(index, shape))
 
 
-def _file_of(device: Any) -> str:
-    return f"shards-{device.platform}-{device.id:05d}.safetensors"
+def _file_of(save_id: str, device: Any) -> str:
+    where = f"{device.platform}-{device.id:05d}" if device is not None else "host"
+    return f"shards-{save_id}-{where}.safetensors"
 
 
 def _describe(sharding: Sharding) -> dict[str, Any]:
@@ -58,6 +61,7 @@ def save(directory: str | os.PathLike, tree: Any) -> None:
     directory = os.fspath(directory)
     os.makedirs(directory, exist_ok=True)
     leaves, treedef = tree_flatten(tree)
+    save_id = uuid.uuid4().hex[:12]  # new names: the old files stay whole until the index
     per_file: dict[str, dict[str, np.ndarray]] = {}
     entries: dict[str, Any] = {}
     for name, leaf in zip(leaf_paths(treedef), leaves):
@@ -74,7 +78,7 @@ def save(directory: str | os.PathLike, tree: Any) -> None:
                 continue  # a replica of a piece already written
             written.add(bounds)
             host = np.asarray(data, order="C")  # (ascontiguousarray makes 0-d arrays 1-d)
-            file = _file_of(device) if device is not None else "shards-host.safetensors"
+            file = _file_of(save_id, device)
             key = f"{name}#{len(pieces)}"
             per_file.setdefault(file, {})[key] = host
             pieces.append({"file": file, "key": key, "bounds": [list(b) for b in bounds]})

@@ -3,6 +3,7 @@ another mesh, another spec or one device, bitwise equal; replicas written once."
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -99,9 +100,11 @@ def test_saving_again_replaces_the_older_files(mesh42, mesh_devices, tmp_path):
     checkpoint.save(tmp_path, sharded)
     small = {"x": ember.device_put(np.ones(4, np.float32),
                                    SingleDeviceSharding(mesh_devices[0]))}
+    first = {p.name for p in tmp_path.iterdir()}
     checkpoint.save(tmp_path, small)
-    assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "index.json", f"shards-{mesh_devices[0].platform}-00000.safetensors"]
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert len(names) == 2 and names[0] == "index.json" and names[1] not in first
+    assert re.fullmatch(rf"shards-\w+-{mesh_devices[0].platform}-00000\.safetensors", names[1])
     np.testing.assert_array_equal(checkpoint.restore(tmp_path, small)["x"], np.ones(4))
 
 
@@ -121,3 +124,22 @@ def test_mismatches_are_clear_errors(mesh42, tmp_path):
                                             "step": whole, "layers": whole})
     with pytest.raises(EmberValueError, match="no sharded checkpoint"):
         checkpoint.restore(tmp_path / "nowhere", host)
+
+
+def test_a_save_that_fails_before_its_index_leaves_the_previous_one(mesh42, tmp_path,
+                                                                    monkeypatch):
+    host, sharded = _saved_on_42(mesh42)
+    checkpoint.save(tmp_path, sharded)
+    write = checkpoint._atomic_write
+
+    def crash_at_the_index(path, payload):
+        if path.endswith("index.json"):
+            raise OSError("disk full")
+        write(path, payload)
+
+    monkeypatch.setattr(checkpoint, "_atomic_write", crash_at_the_index)
+    changed = dict(sharded, w=ember.device_put(np.zeros((8, 6), np.float32),
+                                               NamedSharding(mesh42, P("data", "model"))))
+    with pytest.raises(OSError, match="disk full"):
+        checkpoint.save(tmp_path, changed)
+    _assert_bitwise(checkpoint.restore(tmp_path, host), host)
