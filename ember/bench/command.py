@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ember.bench import floors, gpu_floors, sharded, target
+from ember.bench import floors, gpu_floors, target
 from ember.bench.harness import ALL_NAMES, FLOOR_NAMES, run_bench
 from ember.bench.workloads import SUITE
 
@@ -52,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.sharded:
+        from ember.bench import sharded  # (not at import: it runs as `python -m` children)
+
         return sharded.main((["--quick"] if args.quick else [])
                             + (["--json", args.json] if args.json else []))
     platform = target.platform(args.backend)
