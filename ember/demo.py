@@ -4,6 +4,8 @@ The corpus is the Python standard library's own source code (no download). The w
 train step (forward, backward, AdamW update) is one ``ember.jit``-compiled program.
 The demo reports loss and tokens/s, compares the compiled step with the same step run
 eagerly (op by op), writes a loss-curve PNG and prints a sample from the trained model.
+With ``--devices N`` the step is data-parallel: a ``shard_map`` over N devices (the host
+CPU split in N), each taking 1/N of the batch, with ``pmean`` in the loss.
 """
 from __future__ import annotations
 
@@ -19,8 +21,10 @@ import numpy as np
 
 import ember
 import ember.numpy as jnp
-from ember import nn, optim, random
+from ember import P, lax, nn, optim, random
+from ember.errors import EmberValueError
 from ember.nn.layers import layer
+from ember.sharding import Mesh
 
 Batch = tuple[np.ndarray, np.ndarray]
 
@@ -104,6 +108,39 @@ def make_train_step(optimizer: optim.GradientTransformation) -> Callable:
         return optim.apply_updates(model, updates), opt_state, loss
 
     return train_step
+
+
+def make_data_parallel_step(optimizer: optim.GradientTransformation,
+                            mesh: Mesh) -> Callable:
+    """The train step over ``mesh``'s one axis, ``'data'``: each device takes its slice of
+    the batch; the model and optimizer state stay replicated. The gradient of the
+    ``pmean``-ed loss with respect to replicated parameters already includes the psum
+    over devices (as JAX with ``check_vma``), so no extra ``pmean`` on the gradients."""
+    def local_step(model, opt_state, inputs, targets):
+        def global_loss(model):
+            return lax.pmean(loss_fn(model, inputs, targets), "data")
+
+        loss, grads = ember.value_and_grad(global_loss)(model)
+        updates, opt_state = optimizer.update(grads, opt_state, model)
+        return optim.apply_updates(model, updates), opt_state, loss
+
+    return ember.shard_map(local_step, mesh=mesh, in_specs=(P(), P(), P("data"), P("data")),
+                           out_specs=(P(), P(), P()))
+
+
+def data_mesh(count: int, batch: int) -> Mesh:
+    """A ``'data'`` mesh over the first ``count`` devices of the default backend."""
+    if batch % count:
+        raise EmberValueError(
+            f"--batch {batch} does not split over --devices {count}; pick a batch that is "
+            f"a multiple of {count}")
+    backend = ember.default_backend().name
+    found = ember.devices(backend)
+    if len(found) < count:
+        raise EmberValueError(
+            f"--devices {count}: the {backend} backend has only {len(found)} devices; the "
+            "host backends have ember.config.num_cpu_devices of them")
+    return ember.make_mesh((count,), ("data",), devices=found[:count])
 
 
 def load_corpus(limit_bytes: int = 4_000_000) -> np.ndarray:
@@ -242,9 +279,13 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--batch", type=int, default=GPTConfig.batch)
     parser.add_argument("--sample", type=int, default=100, help="bytes to generate at the end")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--devices", type=int, default=None,
+                        help="train data-parallel over N devices (the host CPU split in N)")
     args = parser.parse_args(argv)
     if args.steps is not None and args.steps < 2:
         parser.error("--steps must be at least 2 (the first step compiles)")
+    if args.devices is not None and args.devices < 1:
+        parser.error("--devices must be at least 1")
     return args
 
 
@@ -252,15 +293,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parse(argv)
     if args.backend:
         ember.config.update("backend", args.backend)
+    if args.devices and ember.default_backend().name in ("cpu", "reference"):
+        ember.config.update("num_cpu_devices", args.devices)  # the host CPU split in N
     cfg = GPTConfig(width=args.width, layers=args.layers, batch=args.batch)
     corpus = load_corpus()
     data = batches(corpus, cfg, args.seed)
     model = GPT.init(random.PRNGKey(args.seed), cfg)
     optimizer = make_optimizer(args.steps or 2000)  # 2000: a schedule for --seconds
-    train_step = make_train_step(optimizer)
+    if args.devices is None:
+        train_step, where = make_train_step(optimizer), ""
+    else:
+        train_step = make_data_parallel_step(optimizer, data_mesh(args.devices, cfg.batch))
+        where = f", data-parallel over {args.devices} devices"
     params = sum(leaf.size for leaf in ember.tree_util.tree_leaves(model))
     print(f"ember demo: {cfg.layers}-layer GPT, {params / 1e6:.2f}M parameters, "
-          f"{len(corpus) / 1e6:.1f} MB of stdlib source, backend {ember.default_backend().name}")
+          f"{len(corpus) / 1e6:.1f} MB of stdlib source, backend "
+          f"{ember.default_backend().name}{where}")
 
     state = (model, optimizer.init(model))
     compiled_step = ember.jit(train_step, donate_argnums=(0, 1))

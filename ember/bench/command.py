@@ -40,6 +40,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="run only these workloads (their floors come along)")
     parser.add_argument("--list", action="store_true",
                         help="list the workloads at the sizes a run would use and exit")
+    parser.add_argument("--sharded", action="store_true",
+                        help="instead of the suite: data-parallel train steps on 1, 2 and 8 "
+                             "CPU devices against JAX's (ember.bench.sharded)")
     return parser
 
 
@@ -48,6 +51,11 @@ def main(argv: list[str] | None = None) -> int:
     not start (a GPU backend without a GPU), else 0."""
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.sharded:
+        from ember.bench import sharded  # (not at import: it runs as `python -m` children)
+
+        return sharded.main((["--quick"] if args.quick else [])
+                            + (["--json", args.json] if args.json else []))
     platform = target.platform(args.backend)
     if args.list:
         sizes = target.sizes(platform, args.quick)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ember.core.pytree import flatten_up_to, tree_flatten, tree_map, tree_unflatten
 from ember.errors import EmberValueError
 from ember.sharding.mesh import get_mesh
@@ -82,7 +84,8 @@ def shards_of(array: Any) -> list[Shard]:
     host = array._host()
     found = []
     for device, index in array.sharding.devices_indices_map(array.shape).items():
-        found.append(Shard(device, index, from_host(host[index], device, committed=True)))
+        part = np.asarray(host[index])  # a 0-d array, not a NumPy scalar, for a scalar
+        found.append(Shard(device, index, from_host(part, device, committed=True)))
     return found
 
 
