@@ -87,6 +87,59 @@ class CRenderer(Renderer):
                  f"{sym.name}++) {{"
         return [*pragma, header]
 
+    def loop_lines(self, loop: Loop, depth: int) -> list[str]:
+        if loop.parallel and loop.accumulators:
+            return self.ordered_reduction_lines(loop, depth)
+        return super().loop_lines(loop, depth)
+
+    def ordered_reduction_lines(self, loop: Loop, depth: int) -> list[str]:
+        """A reduction over threads in a fixed order, so that its result is the same bit
+        for bit from run to run. (OpenMP's reduction clause combines the threads' parts
+        in the order they finish, and a guided schedule deals out different iterations
+        each run.) Thread t reduces the t-th of ``threads`` equal blocks into its own
+        copy of each accumulator; the copies are then combined in thread order."""
+        pad, inner = self.indent_unit * depth, self.indent_unit * (depth + 1)
+        sym, count = loop.sym, self.threads
+        parts = [(acc, f"{acc.name}_part") for acc in loop.accumulators]
+        lines = [pad + "{"]
+        for acc, part in parts:
+            lines.append(f"{inner}{self.ctype(acc.dtype)} {part}[{count}];")
+            if self.tracks_nan(acc):
+                lines.append(f"{inner}int {part}_nan[{count}];")
+        lines.append(f"{inner}for (int ember_t = 0; ember_t < {count}; ember_t++) {{")
+        for acc, part in parts:
+            lines.append(f"{inner}  {part}[ember_t] = {self.reduction_identity(acc)};")
+            if self.tracks_nan(acc):
+                lines.append(f"{inner}  {part}_nan[ember_t] = 0;")
+        lines += [f"{inner}}}", f"{inner}#pragma omp parallel num_threads({count})",
+                  f"{inner}{{"]
+        body = self.indent_unit * (depth + 2)
+        lines += [f"{body}const {self.index_type} ember_t = omp_get_thread_num(), "
+                  "ember_nt = omp_get_num_threads();",
+                  f"{body}const {self.index_type} ember_lo = {sym.extent} * ember_t / ember_nt,"
+                  f" ember_hi = {sym.extent} * (ember_t + 1) / ember_nt;"]
+        for acc, _ in parts:
+            lines += [body + text for text in self.acc_init(acc)]  # this thread's copy
+        if loop.vector:
+            clauses = [c for acc in loop.accumulators for c in self.reduction_clauses(acc)]
+            lines.append(f"{body}#pragma omp simd {' '.join(clauses)}")
+        lines.append(f"{body}for ({self.index_type} {sym.name} = ember_lo; {sym.name} < "
+                     f"ember_hi; {sym.name}++) {{")
+        lines += self.block(loop.body, depth + 3)
+        lines.append(body + "}")
+        for acc, part in parts:
+            lines.append(f"{body}{part}[ember_t] = {acc.name};")
+            if self.tracks_nan(acc):
+                lines.append(f"{body}{part}_nan[ember_t] = {acc.name}_nan;")
+        lines += [f"{inner}}}", f"{inner}for (int ember_t = 0; ember_t < {count}; ember_t++) {{"]
+        for acc, part in parts:
+            lines += [f"{inner}  {text}" for text in self.acc_update(acc, f"{part}[ember_t]",
+                                                                     None)]
+            if self.tracks_nan(acc):
+                lines.append(f"{inner}  {acc.name}_nan |= {part}_nan[ember_t];")
+        lines += [f"{inner}}}", pad + "}"]
+        return lines
+
     def reduction_clauses(self, acc: Accumulator) -> list[str]:
         symbol = _REDUCTION_CLAUSE[acc.kind]
         clauses = [f"reduction({symbol}:{acc.name})"]

@@ -135,6 +135,22 @@ def test_thread_count_follows_the_config():
     assert "omp parallel" not in source
 
 
+def test_a_parallel_reduction_combines_the_threads_in_a_fixed_order():
+    """Bitwise reproducible: thread t sums the t-th block, the parts are added in thread
+    order (no OpenMP reduction clause across threads, no guided schedule)."""
+    big = np.random.default_rng(1).standard_normal(1 << 20).astype(np.float32)
+    with ember.config.override(num_threads=3):
+        program = compiled(lambda a: (jnp.sum(a * 1.5), jnp.max(a)), big)
+        source = program.kernels[0].source
+        sums = {float(np.asarray(ember.jit(lambda a: jnp.sum(a * 1.5))(big)))
+                for _ in range(5)}
+    assert "omp_get_thread_num()" in source and "acc0_part[3]" in source
+    assert "parallel for" not in source and "guided" not in source
+    assert len(sums) == 1
+    np.testing.assert_allclose(sums.pop(), np.sum(big.astype(np.float64) * 1.5), rtol=1e-5)
+    assert_matches_reference(lambda a: (jnp.sum(a * 1.5), jnp.max(a), jnp.min(a)), big)
+
+
 def test_half_precision_is_stored_as_16_bits():
     half = x.astype(np.float16)
     source = compiled(lambda a: jnp.exp(a) * a, half).kernels[0].source

@@ -1,4 +1,5 @@
-/* Helpers for Ember's generated CPU kernels: half-precision storage and integer power.
+/* Helpers for Ember's generated CPU kernels: half-precision storage, integer power, and
+ * the OpenMP team functions.
  *
  * float16 and bfloat16 are stored as 16-bit patterns and computed in float. Conversions
  * round to nearest even, keep NaN a (quiet) NaN and are branch-free, so loops that use
@@ -10,6 +11,16 @@
 #include "ember_libm.h"
 #include <stdint.h>
 #include <string.h>
+
+/* The team of a parallel reduction (which block of iterations is this thread's); one
+ * thread when the compiler has no OpenMP. */
+#ifdef _OPENMP
+int omp_get_thread_num(void);
+int omp_get_num_threads(void);
+#else
+static inline int omp_get_thread_num(void) { return 0; }
+static inline int omp_get_num_threads(void) { return 1; }
+#endif
 
 static inline float ember_bits_to_f32(uint32_t bits) {
   float value;
