@@ -42,6 +42,7 @@ class Guard:
         self.notices: dict[int, dict] = {}
         self._sends: list[tuple[Any, bytes]] = []  # in flight, with their buffers
         self.announced = False
+        self.gone: set[int] = set()
 
     # --- meeting at a collective ----------------------------------------------------
     def check(self, what: str, peers: Sequence[int]) -> None:
@@ -132,7 +133,19 @@ class Guard:
                     self.control.Recv([buffer, MPI.BYTE], source=source, tag=TAG_NOTICE)
                     self.notices[source] = json.loads(buffer.decode())
             except MPI.Exception:
-                continue  # a process that is gone; _failed_ranks names it
+                self.gone.add(source)  # a process that is gone; _failed_ranks names it
+
+    def wait_for_peers(self, seconds: float) -> None:
+        """Until every other process has sent a notice or is gone (at most ``seconds``):
+        a failing process lingers so that MPI does not end the others before they have
+        reported the failure."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            self._collect_notices()
+            self.gone.update(self._failed_ranks())
+            if len(set(self.notices) | self.gone | {self.rank}) >= self.size:
+                return
+            time.sleep(0.01)
 
     # --- helpers --------------------------------------------------------------------
     def _send(self, payload: bytes, peer: int, tag: int) -> None:
@@ -211,6 +224,9 @@ def install_exit_hooks(guard: Guard) -> None:
         guard.announce("failed", f"{kind.__name__}: {value}", origin)
         previous(kind, value, tb)
         record_exit(1)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        guard.wait_for_peers(float(config.distributed_timeout))
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(1)  # MPI_Finalize would wait for processes that are gone

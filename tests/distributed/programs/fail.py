@@ -1,6 +1,7 @@
 """A data-parallel step that process 1 breaks in the way the first argument names:
-'raise', 'kill' (SIGKILL, mid-step), 'exit' (a clean early exit), 'mismatch' (another
-batch shape), 'stall' (later than the timeout). The others must raise an error that
+'raise', 'kill' (SIGKILL, mid-step), 'exit' (an early sys.exit(3)), 'mismatch'
+(another batch shape), 'stall' (later than the timeout). A second argument is ignored:
+the test finds the processes by it. The others must raise an error that
 names process 1, well within the timeout, and every process must end."""
 import os
 import signal
@@ -49,7 +50,7 @@ try:
         if mode == "raise":
             raise ValueError("boom on purpose")
         if mode == "exit":
-            sys.exit(0)
+            sys.exit(3)
         if mode == "stall":
             time.sleep(float(ember.config.distributed_timeout) + 2)
     print("second step", float(run(w, x)), flush=True)

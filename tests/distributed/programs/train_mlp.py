@@ -1,9 +1,13 @@
 """Data-parallel MLP training across the processes of `ember launch` (also run as one
 process): 20 SGD steps; process 0 writes the loss curve (and the final parameters) to
 the JSON file named by the first argument. The same program works on any split of the
-8 shards among processes."""
+8 shards among processes.
+
+``--save DIR`` writes a checkpoint of the trained parameters and the sharded data;
+``--restore DIR`` first reads one (written by another number of processes) and checks
+it against what this run computes."""
+import argparse
 import json
-import sys
 
 import numpy as np
 
@@ -13,6 +17,13 @@ import ember.numpy as jnp
 from ember import lax
 from ember.sharding import NamedSharding, P
 
+from ember.distributed import checkpoint
+
+parser = argparse.ArgumentParser()
+parser.add_argument("out")
+parser.add_argument("--save")
+parser.add_argument("--restore")
+options = parser.parse_args()
 ember.distributed.initialize()
 SHARDS = ember.device_count("cpu")
 mesh = ember.make_mesh((SHARDS,), ("data",))
@@ -46,8 +57,30 @@ losses = []
 for _ in range(20):
     params, loss = step(params, x, y)
     losses.append(float(loss))
+restored = None
+if options.restore:  # a checkpoint of another process count, resharded onto this one
+    back = checkpoint.restore(options.restore, {"params": {k: NamedSharding(mesh, P())
+                                                           for k in params},
+                                                "x": data})
+    assert back["x"].shape == X.shape
+    assert np.array_equal(np.asarray(back["x"].local_data), X[mine])
+    restored = all(np.array_equal(np.asarray(back["params"][k]), np.asarray(params[k]))
+                   for k in params)
+from ember.experimental import multihost_utils  # noqa: E402
+
+utilities = {
+    "allgather_global": bool(np.array_equal(multihost_utils.process_allgather(x), X)),
+    "allgather_ranks": multihost_utils.process_allgather(
+        np.array([ember.process_index()])).ravel().tolist(),
+    "broadcast": multihost_utils.broadcast_one_to_all(
+        np.full(3, ember.process_index(), np.int32)).tolist(),
+}
+multihost_utils.sync_global_devices("after training")
+if options.save:
+    checkpoint.save(options.save, {"params": params, "x": x})
 if ember.process_index() == 0:
-    with open(sys.argv[1], "w") as out:
-        json.dump({"losses": [v.hex() for v in losses],
+    with open(options.out, "w") as out:
+        json.dump({"losses": [v.hex() for v in losses], "restored_equal": restored,
+                   "utilities": utilities,
                    "params": {k: np.asarray(v).tolist() for k, v in params.items()}}, out)
 print("final loss", losses[-1])
