@@ -25,6 +25,7 @@ SIGNATURE_BYTES = 512
 TAG_SIGNATURE = 7001
 TAG_NOTICE = 7002
 _POLL_SECONDS = 0.0002
+_SPIN_SECONDS = 0.005
 
 
 class Guard:
@@ -60,7 +61,8 @@ class Guard:
         pending = {p: self.control.Irecv(buffers[p], source=p, tag=TAG_SIGNATURE)
                    for p in others}
         timeout = float(config.distributed_timeout)
-        deadline = time.monotonic() + timeout
+        start = time.monotonic()
+        deadline = start + timeout
         while pending:
             for peer, request in list(pending.items()):
                 if self._test(request, what):
@@ -75,7 +77,10 @@ class Guard:
                     f"rank {late} did not reach collective #{self.seq} ({what}) within "
                     f"{timeout:g} s (ember.config distributed_timeout); this is rank "
                     f"{self.rank}. A process may be stuck, or run a different program")
-            time.sleep(_POLL_SECONDS)
+            if time.monotonic() - start < _SPIN_SECONDS:
+                os.sched_yield()  # peers usually come within microseconds
+            else:
+                time.sleep(_POLL_SECONDS)
         self._prune_sends()
 
     def run(self, what: str, operation: Callable[[], Any]) -> Any:

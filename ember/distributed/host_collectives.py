@@ -57,7 +57,8 @@ def reduce_in_order(stacked: np.ndarray, ranks: Sequence[int], op: str = "sum",
     """The reduction (``sum``, ``max``, ``min``) of every contribution: ``stacked``
     holds this process's contributions on axis 0, the processes of ``ranks`` come in
     that order. A reduce-scatter (MPI Alltoall) gives each process one chunk of every
-    contribution, which it reduces in order; an Allgather shares the chunks."""
+    contribution, which it reduces in order; an Allgather shares the chunks. Small
+    buffers are gathered whole and reduced in order on every process (one step)."""
     job = current("a reduction across processes")
     ranks = tuple(ranks)
     stacked = np.ascontiguousarray(stacked)
@@ -67,6 +68,11 @@ def reduce_in_order(stacked: np.ndarray, ranks: Sequence[int], op: str = "sum",
     count = len(ranks)
     if count == 1:
         return _reduce_rows(stacked, op)
+    comm = job.communicator(ranks)
+    if stacked.nbytes <= _SMALL_BYTES:  # latency-bound: one Allgather of everything
+        every = np.empty((count, *stacked.shape), stacked.dtype)
+        job.guard.run(description, lambda: comm.Allgather(_bytes(stacked), _bytes_out(every)))
+        return _reduce_rows(every.reshape(count * local, *shape), op)
     n = math.prod(shape)
     chunk = -(-n // count)
     flat = stacked.reshape(local, n)
@@ -76,7 +82,6 @@ def reduce_in_order(stacked: np.ndarray, ranks: Sequence[int], op: str = "sum",
         flat = padded
     send = np.ascontiguousarray(flat.reshape(local, count, chunk).transpose(1, 0, 2))
     received = np.empty_like(send)  # [source process, its contribution, chunk]
-    comm = job.communicator(ranks)
     job.guard.run(description, lambda: comm.Alltoall(_bytes(send), _bytes_out(received)))
     mine = _reduce_rows(received.reshape(count * local, chunk), op)
     chunks = np.empty((count, chunk), stacked.dtype)
@@ -84,6 +89,7 @@ def reduce_in_order(stacked: np.ndarray, ranks: Sequence[int], op: str = "sum",
     return chunks.reshape(-1)[:n].reshape(shape)
 
 
+_SMALL_BYTES = 1 << 16
 _REDUCERS = {"sum": np.add, "max": np.maximum, "min": np.minimum}
 
 
