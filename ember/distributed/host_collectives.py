@@ -96,7 +96,7 @@ _REDUCERS = {"sum": np.add, "max": np.maximum, "min": np.minimum}
 def _reduce_rows(rows: np.ndarray, op: str) -> np.ndarray:
     """Row 0, then row 1, ... folded in: one fixed order, whatever the chunking."""
     combine = _REDUCERS[op]
-    total = rows[0].copy()
+    total = np.array(rows[0], copy=True)  # an array even for scalar rows
     for row in rows[1:]:
         combine(total, row, out=total)
     return total

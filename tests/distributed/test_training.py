@@ -1,6 +1,8 @@
-"""Data-parallel training across processes equals the one-process run; the split of
-8 shards among processes does not change a bit; checkpoints reshard across process
-counts; multihost_utils across processes. Three runs, shared by every test here."""
+"""Training across processes equals the one-process run: data-parallel, tensor-parallel
+on a 2-D mesh (data x model) and fully sharded (FSDP: all_gather of the parameters,
+psum_scatter of their gradients); the split of 8 shards among processes does not change
+a bit; checkpoints reshard across process counts; multihost_utils across processes.
+Three runs, shared by every test here."""
 from __future__ import annotations
 
 import json
@@ -45,9 +47,21 @@ def test_processes_train_as_one(runs, split):
         np.testing.assert_allclose(runs[split]["params"][name], value, rtol=1e-5, atol=1e-7)
 
 
+@pytest.mark.parametrize("split", ["2x4", "4x2"])
+@pytest.mark.parametrize("model", ["tensor_parallel", "fsdp"])
+def test_sharded_models_train_as_one(runs, split, model):
+    one, many = runs["1x8"]["sharded"][model], runs[split]["sharded"][model]
+    np.testing.assert_allclose(_losses(many), _losses(one), rtol=1e-5)
+    np.testing.assert_allclose(_losses(many), _losses(runs["1x8"]), rtol=1e-5)  # same MLP
+    for name, value in one["params"].items():
+        np.testing.assert_allclose(many["params"][name], value, rtol=1e-5, atol=1e-7)
+
+
 def test_split_among_processes_is_bitwise_deterministic(runs):
     assert runs["2x4"]["losses"] == runs["4x2"]["losses"]
     assert runs["2x4"]["params"] == runs["4x2"]["params"]
+    for model in ("tensor_parallel", "fsdp"):
+        assert runs["2x4"]["sharded"][model] == runs["4x2"]["sharded"][model]
 
 
 def test_output_lines_carry_their_rank(runs):

@@ -68,6 +68,60 @@ if options.restore:  # a checkpoint of another process count, resharded onto thi
                    for k in params)
 from ember.experimental import multihost_utils  # noqa: E402
 
+
+# --- the same MLP, tensor-parallel on a 2-D mesh and fully sharded (FSDP) --------------
+
+def global_array(sharding, value):
+    return ember.make_array_from_callback(value.shape, sharding, lambda index: value[index])
+
+
+def train_sharded(mesh, specs, loss, steps=20):
+    """SGD on parameters split as ``specs``; the loss curve and the gathered result."""
+    def step(p, x, y):
+        value, grads = ember.value_and_grad(loss)(p, x, y)
+        return ember.tree_util.tree_map(lambda a, g: a - 0.1 * g, p, grads), value
+
+    batch = NamedSharding(mesh, P("data"))
+    run = ember.jit(ember.shard_map(step, mesh=mesh, in_specs=(specs, P("data"), P("data")),
+                                    out_specs=(specs, P())))
+    p = {k: global_array(NamedSharding(mesh, specs[k]), v) for k, v in initial.items()}
+    xs, ys = global_array(batch, X), global_array(batch, Y)
+    curve = []
+    for _ in range(steps):
+        p, value = run(p, xs, ys)  # inside jit: this process's blocks in and out
+        curve.append(float(value))
+    whole = {k: multihost_utils.process_allgather(ember.make_array_from_process_local_data(
+        NamedSharding(mesh, specs[k]), np.asarray(v), initial[k].shape)).tolist()
+        for k, v in p.items()}
+    return {"losses": [v.hex() for v in curve], "params": whole}
+
+
+def tensor_parallel_loss(p, x, y):
+    h = jnp.tanh(x @ p["w1"] + p["b1"])  # this shard's hidden units
+    out = lax.psum(h @ p["w2"], "model")
+    return lax.pmean(jnp.mean((out - y) ** 2), "data")
+
+
+def fsdp_loss(p, x, y):
+    whole = {k: lax.all_gather(v, "data", tiled=True) for k, v in p.items()}
+    return loss_fn(whole, x, y)
+
+
+rng = np.random.default_rng(0)
+X = rng.standard_normal((64, 8)).astype(np.float32)
+Y = np.sin(X.sum(axis=1, keepdims=True)).astype(np.float32)
+initial = {"w1": (rng.standard_normal((8, 16)) * 0.3).astype(np.float32),
+           "b1": np.zeros(16, np.float32),
+           "w2": (rng.standard_normal((16, 1)) * 0.3).astype(np.float32)}
+sharded = {
+    "tensor_parallel": train_sharded(
+        ember.make_mesh((2, SHARDS // 2), ("data", "model")),
+        {"w1": P(None, "model"), "b1": P("model"), "w2": P("model", None)},
+        tensor_parallel_loss),
+    "fsdp": train_sharded(mesh, {"w1": P("data"), "b1": P("data"), "w2": P("data")},
+                          fsdp_loss),
+}
+
 utilities = {
     "allgather_global": bool(np.array_equal(multihost_utils.process_allgather(x), X)),
     "allgather_ranks": multihost_utils.process_allgather(
@@ -81,6 +135,6 @@ if options.save:
 if ember.process_index() == 0:
     with open(options.out, "w") as out:
         json.dump({"losses": [v.hex() for v in losses], "restored_equal": restored,
-                   "utilities": utilities,
+                   "utilities": utilities, "sharded": sharded,
                    "params": {k: np.asarray(v).tolist() for k, v in params.items()}}, out)
 print("final loss", losses[-1])
