@@ -16,7 +16,6 @@ __all__ = ["Launch", "detect_launch"]
 _SOURCES = (
     ("Open MPI (mpirun)", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
     ("MPICH (mpiexec)", "PMI_RANK", "PMI_SIZE"),
-    ("PMIx", "PMIX_RANK", "PMIX_SIZE"),
     ("Slurm", "SLURM_PROCID", "SLURM_NTASKS"),
 )
 

@@ -1,7 +1,10 @@
 """Failures never hang: a process that raises, is killed mid-step, exits early, runs
 another shape or stalls makes the others raise an error naming it, and every process
-of the job ends; a wrong coordinator is a clear error."""
+of the job ends; a wrong coordinator is a clear error. The mismatch job joins through
+an explicit coordinator (initialize(coordinator_address=...)) to test that path too."""
 from __future__ import annotations
+
+import socket
 
 import pytest
 
@@ -17,12 +20,20 @@ CASES = {
 }
 
 
+def _free_address() -> str:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{probe.getsockname()[1]}"
+
+
 @pytest.mark.parametrize("mode", sorted(CASES))
 def test_survivor_names_the_failed_process(mode):
     needs_mpi()
     marker = new_marker()
-    done = launch(2, "fail.py", mode, marker, timeout=4 if mode == "stall" else 20,
-                  deadline=120)
+    # One of the jobs joins through an explicit coordinator (and its shared secret).
+    explicit = [_free_address()] if mode == "mismatch" else []
+    done = launch(2, "fail.py", mode, marker, *explicit,
+                  timeout=4 if mode == "stall" else 20, deadline=120)
     output = done.stdout + done.stderr
     survivor = [line for line in output.splitlines() if line.startswith("[rank 0]")]
     assert any(CASES[mode] in line for line in survivor), output

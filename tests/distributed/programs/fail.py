@@ -2,7 +2,9 @@
 'raise', 'kill' (SIGKILL, mid-step), 'exit' (an early sys.exit(3)), 'mismatch'
 (another batch shape), 'stall' (later than the timeout). A second argument is ignored:
 the test finds the processes by it. The others must raise an error that
-names process 1, well within the timeout, and every process must end."""
+names process 1, well within the timeout, and every process must end. A third argument,
+'host:port', makes the processes join explicitly through a coordinator there instead of
+by detecting the launch."""
 import os
 import signal
 import sys
@@ -16,7 +18,12 @@ import ember.numpy as jnp
 from ember import lax
 from ember.sharding import P
 
-ember.distributed.initialize()
+if len(sys.argv) > 3:  # explicit: this process's place as another launcher would give it
+    ember.distributed.initialize(coordinator_address=sys.argv[3],
+                                 num_processes=int(os.environ["OMPI_COMM_WORLD_SIZE"]),
+                                 process_id=int(os.environ["OMPI_COMM_WORLD_RANK"]))
+else:
+    ember.distributed.initialize()
 mode = sys.argv[1]
 mesh = ember.make_mesh((ember.device_count("cpu"),), ("data",))
 me = ember.process_index()

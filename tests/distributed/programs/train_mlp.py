@@ -138,3 +138,5 @@ if ember.process_index() == 0:
                    "utilities": utilities, "sharded": sharded,
                    "params": {k: np.asarray(v).tolist() for k, v in params.items()}}, out)
 print("final loss", losses[-1])
+ember.distributed.shutdown()  # every process waits for the others, then works alone
+assert ember.process_count() == 1 and not ember.distributed.is_initialized()
