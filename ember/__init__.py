@@ -22,6 +22,12 @@ _LAZY = {
     "devices": "ember.runtime.devices",
     "device_count": "ember.runtime.devices",
     "local_device_count": "ember.runtime.devices",
+    "local_devices": "ember.runtime.devices",
+    # several processes (ember.distributed)
+    "process_index": "ember.distributed.state",
+    "process_count": "ember.distributed.state",
+    "make_array_from_process_local_data": "ember.distributed.global_array",
+    "make_array_from_callback": "ember.distributed.global_array",
     "default_backend": "ember.runtime.devices",
     "device_put": "ember.runtime.dispatch",
     "block_until_ready": "ember.runtime.sync",
@@ -62,7 +68,7 @@ _LAZY = {
 }
 _SUBMODULES = {"lax", "numpy", "random", "nn", "optim", "tree", "tree_util", "ad_checkpoint",
                "custom_batching", "debug", "dtypes", "experimental", "errors", "sharding",
-               "test_util", "bench", "scipy"}
+               "test_util", "bench", "scipy", "distributed"}
 
 __all__ = ["Array", "config", "jit", *_LAZY, *sorted(_SUBMODULES)]
 

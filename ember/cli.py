@@ -1,4 +1,5 @@
-"""The ``ember`` command: ``ember demo``, ``ember bench``, ``ember info``, ``ember fuzz``."""
+"""The ``ember`` command: ``ember demo``, ``ember bench``, ``ember info``, ``ember fuzz``,
+``ember launch``."""
 from __future__ import annotations
 
 import argparse
@@ -86,6 +87,8 @@ COMMANDS: dict[str, tuple[Callable[[Sequence[str]], int], str]] = {
     "bench": (_lazy("ember.bench"), "benchmark Ember against NumPy, JAX and PyTorch on this machine"),
     "info": (_info, "show backends, devices, compiler, BLAS and cache"),
     "fuzz": (_lazy("ember.fuzz"), "differential fuzzing of the compiler against the reference"),
+    "launch": (_lazy("ember.distributed.launcher"),
+               "run a script in N processes through mpirun (ember.distributed)"),
 }
 
 

@@ -71,6 +71,9 @@ FLAGS: dict[str, Flag] = {
         Flag("num_cpu_devices", 1, int,
              "Devices the host CPU is split into (as jax_num_cpu_devices), for meshes, "
              "shard_map and pmap on one machine."),
+        Flag("distributed_timeout", 60.0, float,
+             "Seconds a process waits for the others at a cross-process collective "
+             "(ember.distributed) before it raises, naming the processes that did not come."),
         Flag("blas", "auto", str,
              "BLAS linked by native CPU code: 'openblas' (the scipy-openblas32 wheel), "
              "'mkl' (the mkl wheel), 'ember' (Ember's own GEMM, built for the host's "

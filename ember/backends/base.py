@@ -16,6 +16,7 @@ class Device:
     platform: str  # backend name: 'cpu', 'reference', 'cuda', 'opencl'
     id: int = 0
     description: str = ""
+    process_index: int = 0  # the process that owns it (ember.distributed)
 
     def __repr__(self) -> str:
         return f"{self.platform.capitalize()}Device(id={self.id})"

@@ -49,7 +49,14 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Exit status 1 when Ember gave a wrong answer on any workload, 2 when the run could
     not start (a GPU backend without a GPU), else 0."""
+    given = sys.argv[1:] if argv is None else list(argv)
+    if "--distributed" in given:  # a suite of its own
+        from ember.bench import distributed
+
+        return distributed.main([a for a in given if a != "--distributed"])
     parser = _parser()
+    parser.add_argument("--distributed", action="store_true",
+                        help="all-reduce across 2 and 4 processes, Ember vs mpi4py")
     args = parser.parse_args(argv)
     if args.sharded:
         from ember.bench import sharded  # (not at import: it runs as `python -m` children)

@@ -11,8 +11,8 @@ from typing import Any, Sequence
 from ember.core.pytree import tree_map
 from ember.errors import EmberTypeError
 from ember.ops.collectives import (
-    all_gather_p, all_to_all_p, axis_frame, axis_index_p, pmax_p, pmin_p, ppermute_p,
-    psum_p, psum_scatter_p)
+    all_gather_p, all_to_all_p, axis_extent, axis_index_p, pmax_p, pmin_p,
+    ppermute_p, psum_p, psum_scatter_p)
 
 __all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute",
            "all_to_all", "axis_index", "axis_size"]
@@ -36,7 +36,7 @@ def axis_size(axis_name: AxisName) -> int:
     """The number of shards along ``axis_name`` (the product, for a tuple of names)."""
     size = 1
     for name in _names(axis_name):
-        size *= axis_frame(name).global_data.size
+        size *= axis_extent(name)
     return size
 
 

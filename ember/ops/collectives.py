@@ -17,7 +17,7 @@ permutation, all_to_all into the swapped one.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -28,7 +28,7 @@ from ember.errors import EmberValueError
 from ember.ops.rules import (
     def_elementwise_batch, deflinear, defjvp_zero, move_batch_axis)
 
-__all__ = ["axis_frame", "psum_p", "pmax_p", "pmin_p", "all_gather_p", "psum_scatter_p",
+__all__ = ["axis_extent", "axis_frame", "psum_p", "pmax_p", "pmin_p", "all_gather_p", "psum_scatter_p",
            "ppermute_p", "all_to_all_p", "axis_index_p"]
 
 
@@ -72,6 +72,18 @@ class CollectivePrimitive(Primitive):
         return bind_with_trace(self, trace, args, params)
 
 
+# Hook of ember.distributed: a mesh axis that crosses processes is mapped over this
+# process's shards only; its ProcessSpan (None for an axis inside one process) takes
+# over the collectives' named batch rules, which then go across processes.
+process_span: Callable[[Any], Any] = lambda axis_name: None
+
+
+def axis_extent(name: Any) -> int:
+    """The number of shards along axis ``name``, across every process."""
+    span = process_span(name)
+    return span.size if span is not None else axis_frame(name).global_data.size
+
+
 def _no_impl(name: str):
     def impl(*args: Any, **params: Any):
         raise UnboundAxisError(f"{name} over axis {params['axis_name']!r} ran outside the "
@@ -104,6 +116,9 @@ def _reduction(name: str, reduce: str, invariant_scale: bool) -> CollectivePrimi
     @prim.def_named_batch
     def named(values, dims, size, *, axis_name):
         (x,), (dim,) = values, dims
+        span = process_span(axis_name)
+        if span is not None:
+            return span.reduce(reduce, x, dim), None
         if dim is None:  # the same on every shard
             return (x * size if invariant_scale else x), None
         return getattr(_np(), reduce)(x, axis=dim), None
@@ -146,14 +161,15 @@ def _all_gather_batch(values, dims, *, axis, **params):
 def _all_gather_named(values, dims, size, *, axis_name, axis, tiled, axis_size):
     (x,), (dim,) = values, dims
     enp = _np()
-    x = _at_front(x, dim, size)
+    span = process_span(axis_name)
+    x = _at_front(x, dim, size) if span is None else span.gather(x, dim)
     gathered = enp.moveaxis(x, 0, axis)
     if tiled:
         shape = list(gathered.shape)
         shape[axis:axis + 2] = [shape[axis] * shape[axis + 1]]
         gathered = enp.reshape(gathered, shape)
     # Varying across the axis, as in JAX (every shard holds its own copy).
-    return move_batch_axis(gathered, None, 0, size), 0
+    return move_batch_axis(gathered, None, 0, size if span is None else span.local), 0
 
 
 psum_scatter_p = CollectivePrimitive("psum_scatter")
@@ -187,12 +203,19 @@ def _psum_scatter_named(values, dims, size, *, axis_name, scatter_dimension, til
                         axis_size):
     (x,), (dim,) = values, dims
     enp = _np()
-    total = x * size if dim is None else enp.sum(x, axis=dim)
-    if not tiled:
-        return total, scatter_dimension
-    shape = list(total.shape)
-    shape[scatter_dimension:scatter_dimension + 1] = [size, shape[scatter_dimension] // size]
-    return enp.reshape(total, shape), scatter_dimension
+    span = process_span(axis_name)
+    if span is not None:
+        total, size = span.reduce("sum", x, dim), span.size
+    else:
+        total = x * size if dim is None else enp.sum(x, axis=dim)
+    if tiled:
+        shape = list(total.shape)
+        shape[scatter_dimension:scatter_dimension + 1] = [size,
+                                                          shape[scatter_dimension] // size]
+        total = enp.reshape(total, shape)
+    if span is not None:
+        total = span.mine(total, scatter_dimension)
+    return total, scatter_dimension
 
 
 def _all_gather_transpose(ct, x, *, axis_name, axis, tiled, axis_size):
@@ -221,10 +244,16 @@ def_elementwise_batch(ppermute_p)
 def _ppermute_named(values, dims, size, *, axis_name, perm):
     (x,), (dim,) = values, dims
     enp = _np()
-    source = np.full(size, -1)
+    span = process_span(axis_name)
+    total = size if span is None else span.size
+    source = np.full(total, -1)
     for src, dst in perm:
         source[dst] = src
-    x = _at_front(x, dim, size)
+    if span is None:
+        x = _at_front(x, dim, size)
+    else:  # every shard of the axis, then the sources of this process's shards
+        x = span.gather(x, dim)
+        source = source[span.offset:span.offset + span.local]
     moved = enp.take(x, np.maximum(source, 0), axis=0)
     received = (source >= 0).reshape((size,) + (1,) * (x.ndim - 1))
     return enp.where(received, moved, enp.zeros_like(moved)), 0
@@ -273,6 +302,9 @@ def _all_to_all_named(values, dims, size, *, axis_name, split_axis, concat_axis,
                       axis_size):
     """Shard i's chunk j goes to shard j, which concatenates the chunks by source i."""
     (x,), (dim,) = values, dims
+    if process_span(axis_name) is not None:
+        raise EmberValueError(f"all_to_all over mesh axis {axis_name!r}, which crosses "
+                              "processes, is not supported yet; use all_gather and slice")
     enp = _np()
     x = _at_front(x, dim, size)  # [source, ...per-shard...]
     split = split_axis + 1
@@ -312,7 +344,8 @@ axis_index_p.waive("batch", "takes no operand, so it is never batched over anoth
 def _axis_index_named(values: Sequence[Any], dims, size, *, axis_name):
     from ember.ops.structural import iota
 
-    return iota(np.int32, size), 0
+    span = process_span(axis_name)
+    return (iota(np.int32, size) if span is None else span.axis_index()), 0
 
 
 # The partitioner inserts collectives; a global program that names a mesh axis itself

@@ -85,6 +85,15 @@ def default_backend() -> Backend:
 
 _HOST_BACKENDS = ("cpu", "reference")  # their devices share the host's memory and cores
 
+# This process's place in a job of several (set by ember.distributed.initialize): every
+# process has the same number of host devices, numbered process by process.
+_processes = {"index": 0, "count": 1}
+
+
+def set_process_layout(index: int, count: int) -> None:
+    """Record that this is process ``index`` of ``count`` (ember.distributed)."""
+    _processes.update(index=index, count=count)
+
 
 def devices(backend: str | None = None) -> list[Device]:
     """Devices of one backend, or of every backend present when ``backend`` is None.
@@ -96,7 +105,9 @@ def devices(backend: str | None = None) -> list[Device]:
         return [d for name in available_backends() for d in devices(name)]
     chosen = get_backend(backend)
     if chosen.name in _HOST_BACKENDS:
-        return [Device(chosen.name, index) for index in range(config.num_cpu_devices)]
+        per = config.num_cpu_devices
+        return [Device(chosen.name, process * per + index, process_index=process)
+                for process in range(_processes["count"]) for index in range(per)]
     return chosen.devices()
 
 
@@ -106,9 +117,16 @@ def device_count(backend: str | None = None) -> int:
     return len(devices(backend or default_backend().name))
 
 
+def local_devices(process_index: int | None = None, backend: str | None = None) -> list[Device]:
+    """The devices of one process (default: this one), as ``jax.local_devices``."""
+    index = _processes["index"] if process_index is None else process_index
+    return [d for d in devices(backend or default_backend().name) if d.process_index == index]
+
+
 def local_device_count(backend: str | None = None) -> int:
-    """Devices attached to this process: all of them, on one host."""
-    return device_count(backend)
+    """Devices attached to this process (all of them, unless ember.distributed runs
+    several processes)."""
+    return len(local_devices(backend=backend))
 
 
 def default_device() -> Device:

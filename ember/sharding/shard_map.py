@@ -39,6 +39,10 @@ from ember.sharding.shardings import NamedSharding
 
 __all__ = ["shard_map"]
 
+# Hook of ember.distributed: for a mesh whose devices belong to several processes, the
+# view that runs this process's block of it (None for a mesh inside one process).
+process_view: Callable[[Mesh], Any] = lambda mesh: None
+
 
 def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = None,
               mesh: Mesh | None = None, axis_names: Any = None,
@@ -70,6 +74,15 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
         leaves, in_tree = tree_flatten(args)
         specs = (_specs_per_leaf(in_specs, args, "in_specs", name) if in_specs is not None
                  else [_spec_of(leaf, grid) for leaf in leaves])
+        view = process_view(grid)
+        if view is not None:  # the mesh spans processes: run this process's block
+            leaves = [view.local_argument(leaf) for leaf in leaves]
+            with view.active(name, leaves):
+                return run(view.local_mesh, leaves, in_tree, specs, view.place)
+        return run(grid, leaves, in_tree, specs,
+                   lambda value, spec: _placed(value, grid, spec))
+
+    def run(grid, leaves, in_tree, specs, place):
         blocked = [_to_blocks(leaf, spec, grid, i, name)
                    for i, (leaf, spec) in enumerate(zip(leaves, specs))]
         store: dict[str, Any] = {}
@@ -83,8 +96,8 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
         outs = _map_axes(body, axes, blocked, store, check_vma, name)
         out_tree = store["tree"]
         out_specs_flat = store["out_specs"]
-        return tree_unflatten(out_tree, [_placed(_from_blocks(o, spec, grid, name), grid, spec)
-                                     for o, spec in zip(outs, out_specs_flat)])
+        return tree_unflatten(out_tree, [place(_from_blocks(o, spec, grid, name), spec)
+                                         for o, spec in zip(outs, out_specs_flat)])
 
     def _map_axes(body, axes, blocked, store, check, name):
         """Nest one named batch interpreter per mesh axis, outermost first."""

@@ -1,0 +1,240 @@
+"""Collectives that never hang: every cross-process collective first meets its peers.
+
+Before the data moves, each process sends its peers a small signature of the collective
+it is at (its sequence number, operation, shape and dtype) and waits for theirs, while
+it watches for notices from processes that raised or exited. So processes that run
+different programs get an error naming the mismatch, a process that is gone is named
+within ``config.distributed_timeout`` seconds, and MPI's process-failure reports (Open
+MPI's ULFM, which ``ember launch`` turns on) name a process killed mid-step. All of it
+is MPI point-to-point messages on a communicator of its own, apart from the data.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import Any, Callable, Sequence
+
+from ember.config import config
+from ember.distributed.errors import DistributedError, PeerFailedError
+
+__all__ = ["Guard"]
+
+SIGNATURE_BYTES = 512
+TAG_SIGNATURE = 7001
+TAG_NOTICE = 7002
+_POLL_SECONDS = 0.0002
+_SPIN_SECONDS = 0.005
+
+
+class Guard:
+    """The meeting point of one job's processes (``world``: an MPI intracommunicator)."""
+
+    def __init__(self, world: Any) -> None:
+        from mpi4py import MPI
+
+        self.MPI = MPI
+        self.control = world.Dup()  # signatures and notices, never data
+        self.control.Set_errhandler(MPI.ERRORS_RETURN)
+        self.rank = self.control.Get_rank()
+        self.size = self.control.Get_size()
+        self.seq = 0
+        self.notices: dict[int, dict] = {}
+        self._sends: list[tuple[Any, bytes]] = []  # in flight, with their buffers
+        self.announced = False
+        self.gone: set[int] = set()
+
+    # --- meeting at a collective ----------------------------------------------------
+    def check(self, what: str, peers: Sequence[int]) -> None:
+        """Meet ``peers`` (ranks of the job) at the collective ``what``; raise a
+        DistributedError if one of them is elsewhere, failed, exited or too late."""
+        self.seq += 1
+        self._read_notices(what, ())
+        others = [p for p in peers if p != self.rank]
+        if not others:
+            return
+        mine = _record(self.seq, what)
+        for peer in others:
+            self._send(mine, peer, TAG_SIGNATURE)
+        buffers = {p: bytearray(SIGNATURE_BYTES) for p in others}
+        pending = {p: self.control.Irecv(buffers[p], source=p, tag=TAG_SIGNATURE)
+                   for p in others}
+        timeout = float(config.distributed_timeout)
+        start = time.monotonic()
+        deadline = start + timeout
+        while pending:
+            for peer, request in list(pending.items()):
+                if self._test(request, what):
+                    del pending[peer]
+                    self._compare(peer, buffers[peer], what)
+            if not pending:
+                break
+            self._read_notices(what, pending)
+            if time.monotonic() > deadline:
+                late = ", ".join(map(str, sorted(pending)))
+                raise DistributedError(
+                    f"rank {late} did not reach collective #{self.seq} ({what}) within "
+                    f"{timeout:g} s (ember.config distributed_timeout); this is rank "
+                    f"{self.rank}. A process may be stuck, or run a different program")
+            if time.monotonic() - start < _SPIN_SECONDS:
+                os.sched_yield()  # peers usually come within microseconds
+            else:
+                time.sleep(_POLL_SECONDS)
+        self._prune_sends()
+
+    def run(self, what: str, operation: Callable[[], Any]) -> Any:
+        """Run an MPI data operation; a peer that dies during it is named."""
+        try:
+            return operation()
+        except self.MPI.Exception as error:
+            raise self._failure(what, error) from None
+
+    # --- notices: a process that raised or exits tells the others -------------------
+    def announce(self, kind: str, message: str, origin: int) -> None:
+        """Tell every other process that this one stops ('failed' or 'left')."""
+        if self.announced:
+            return
+        self.announced = True
+        notice = json.dumps({"kind": kind, "message": message[:2000], "origin": origin,
+                             "seq": self.seq}).encode()
+        for peer in range(self.size):
+            if peer != self.rank:
+                try:
+                    self._send(notice, peer, TAG_NOTICE)
+                except self.MPI.Exception:
+                    pass  # a process that is gone needs no notice
+        deadline = time.monotonic() + 2.0
+        while self._sends and time.monotonic() < deadline:
+            self._prune_sends()
+            time.sleep(0.001)
+
+    def _read_notices(self, what: str, pending: Any) -> None:
+        self._collect_notices()
+        for source, notice in sorted(self.notices.items()):
+            if notice["kind"] == "failed":
+                origin = notice["origin"]
+                raise PeerFailedError(
+                    f"rank {origin} failed ({notice['message']}); rank {self.rank} stops "
+                    f"at collective #{self.seq} ({what})", origin)
+        for source, notice in sorted(self.notices.items()):
+            if source in pending and notice["seq"] < self.seq:
+                raise PeerFailedError(
+                    f"rank {source} exited after {notice['seq']} collectives, before "
+                    f"collective #{self.seq} ({what}) that rank {self.rank} waits for it "
+                    "at", source)
+
+    def _collect_notices(self) -> None:
+        """Receive the notices that have arrived. Probed source by source: after a
+        process failure MPI refuses receives from any source (ULFM)."""
+        MPI = self.MPI
+        status = MPI.Status()
+        for source in range(self.size):
+            if source == self.rank:
+                continue
+            try:
+                while self.control.Iprobe(source=source, tag=TAG_NOTICE, status=status):
+                    buffer = bytearray(status.Get_count(MPI.BYTE))
+                    self.control.Recv([buffer, MPI.BYTE], source=source, tag=TAG_NOTICE)
+                    self.notices[source] = json.loads(buffer.decode())
+            except MPI.Exception:
+                self.gone.add(source)  # a process that is gone; _failed_ranks names it
+
+    def wait_for_peers(self, seconds: float) -> None:
+        """Until every other process has sent a notice or is gone (at most ``seconds``):
+        a failing process lingers so that MPI does not end the others before they have
+        reported the failure."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            self._collect_notices()
+            self.gone.update(self._failed_ranks())
+            if len(set(self.notices) | self.gone | {self.rank}) >= self.size:
+                return
+            time.sleep(0.01)
+
+    # --- helpers --------------------------------------------------------------------
+    def _send(self, payload: bytes, peer: int, tag: int) -> None:
+        request = self.control.Isend([payload, self.MPI.BYTE], dest=peer, tag=tag)
+        self._sends.append((request, payload))
+
+    def _prune_sends(self) -> None:
+        kept = []
+        for request, payload in self._sends:
+            try:
+                done = request.Test()
+            except self.MPI.Exception:
+                done = True  # to a process that is gone: nothing left to deliver
+            if not done:
+                kept.append((request, payload))
+        self._sends = kept
+
+    def _test(self, request: Any, what: str) -> bool:
+        try:
+            return request.Test()
+        except self.MPI.Exception as error:
+            raise self._failure(what, error) from None
+
+    def _compare(self, peer: int, buffer: bytearray, what: str) -> None:
+        theirs = json.loads(bytes(buffer).rstrip(b"\0").decode())
+        if theirs["seq"] != self.seq or theirs["what"] != _short(what):
+            raise DistributedError(
+                f"processes disagree at a collective: rank {self.rank} is at collective "
+                f"#{self.seq}: {_short(what)}, but rank {peer} is at collective "
+                f"#{theirs['seq']}: {theirs['what']}. Every process must run the same "
+                "program on arrays of the same shapes and dtypes")
+
+    def _failure(self, what: str, error: Exception) -> DistributedError:
+        """The error for an MPI failure report: a notice that explains it, else the
+        processes MPI found gone."""
+        try:
+            self._read_notices(what, ())
+        except DistributedError as noticed:
+            return noticed
+        failed = self._failed_ranks()
+        named = f"rank {', '.join(map(str, failed))}" if failed else "a process"
+        return PeerFailedError(
+            f"{named} died (MPI reports: {error}) during collective #{self.seq} ({what}); "
+            f"rank {self.rank} stops", failed[0] if failed else -1)
+
+    def _failed_ranks(self) -> list[int]:
+        try:
+            group = self.control.Get_failed()
+            ranks = self.MPI.Group.Translate_ranks(group, list(range(group.Get_size())),
+                                                   self.control.Get_group())
+            return sorted(int(r) for r in ranks)
+        except (self.MPI.Exception, NotImplementedError, AttributeError):
+            return []
+
+
+def _short(what: str) -> str:
+    return what if len(what) <= 400 else what[:400] + "..."
+
+
+def _record(seq: int, what: str) -> bytes:
+    record = json.dumps({"seq": seq, "what": _short(what)}).encode()
+    return record.ljust(SIGNATURE_BYTES, b"\0")[:SIGNATURE_BYTES]
+
+
+def install_exit_hooks(guard: Guard) -> None:
+    """An uncaught exception tells the other processes before this one exits; a normal
+    exit tells them how many collectives this process took part in."""
+    import atexit
+
+    previous = sys.excepthook
+
+    def on_error(kind: type, value: BaseException, tb: Any) -> None:
+        from ember.distributed.exit_status import record_exit
+
+        origin = value.origin if isinstance(value, PeerFailedError) else guard.rank
+        guard.announce("failed", f"{kind.__name__}: {value}", origin)
+        previous(kind, value, tb)
+        record_exit(1)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        guard.wait_for_peers(float(config.distributed_timeout))
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(1)  # MPI_Finalize would wait for processes that are gone
+
+    sys.excepthook = on_error
+    atexit.register(lambda: guard.announce("left", "", guard.rank))

@@ -1,0 +1,121 @@
+"""Collectives across processes on host (NumPy) arrays, through MPI.
+
+Every one meets its peers first (``Guard.check``), then moves bytes with one or two
+MPI collectives. Data moves as raw bytes, so any dtype works (bfloat16 too); sums are
+computed here in a fixed order, the global order of the contributions, so the result
+is bitwise the same however the contributions are split among processes.
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from ember.distributed.state import current
+
+__all__ = ["allgather", "barrier", "broadcast", "reduce_in_order"]
+
+
+def _describe(op: str, array: np.ndarray, ranks: Sequence[int], what: str) -> str:
+    shape = ",".join(map(str, array.shape))
+    return (f"{what}: " if what else "") + (
+        f"{op} of {array.dtype}[{shape}] over processes {list(ranks)}")
+
+
+def _bytes(array: np.ndarray):
+    from mpi4py import MPI
+
+    return [np.ascontiguousarray(array).reshape(-1).view(np.uint8), MPI.BYTE]
+
+
+def allgather(array: np.ndarray, ranks: Sequence[int], what: str = "") -> np.ndarray:
+    """``array`` of every process of ``ranks`` (this one among them), stacked in the
+    order of ``ranks``."""
+    job = current("allgather across processes")
+    ranks = tuple(ranks)
+    array = np.ascontiguousarray(array)
+    description = _describe("allgather", array, ranks, what)
+    job.guard.check(description, ranks)
+    out = np.empty((len(ranks), *array.shape), array.dtype)
+    if len(ranks) == 1:
+        out[0] = array
+        return out
+    comm = job.communicator(ranks)
+    job.guard.run(description, lambda: comm.Allgather(_bytes(array), _bytes_out(out)))
+    return out
+
+
+def _bytes_out(out: np.ndarray):
+    from mpi4py import MPI
+
+    return [out.reshape(-1).view(np.uint8), MPI.BYTE]
+
+
+def reduce_in_order(stacked: np.ndarray, ranks: Sequence[int], op: str = "sum",
+                    what: str = "") -> np.ndarray:
+    """The reduction (``sum``, ``max``, ``min``) of every contribution: ``stacked``
+    holds this process's contributions on axis 0, the processes of ``ranks`` come in
+    that order. A reduce-scatter (MPI Alltoall) gives each process one chunk of every
+    contribution, which it reduces in order; an Allgather shares the chunks. Small
+    buffers are gathered whole and reduced in order on every process (one step)."""
+    job = current("a reduction across processes")
+    ranks = tuple(ranks)
+    stacked = np.ascontiguousarray(stacked)
+    local, shape = stacked.shape[0], stacked.shape[1:]
+    description = _describe(f"reduce({op})", stacked, ranks, what)
+    job.guard.check(description, ranks)
+    count = len(ranks)
+    if count == 1:
+        return _reduce_rows(stacked, op)
+    comm = job.communicator(ranks)
+    if stacked.nbytes <= _SMALL_BYTES:  # latency-bound: one Allgather of everything
+        every = np.empty((count, *stacked.shape), stacked.dtype)
+        job.guard.run(description, lambda: comm.Allgather(_bytes(stacked), _bytes_out(every)))
+        return _reduce_rows(every.reshape(count * local, *shape), op)
+    n = math.prod(shape)
+    chunk = -(-n // count)
+    flat = stacked.reshape(local, n)
+    if chunk * count != n:
+        padded = np.zeros((local, chunk * count), stacked.dtype)
+        padded[:, :n] = flat
+        flat = padded
+    send = np.ascontiguousarray(flat.reshape(local, count, chunk).transpose(1, 0, 2))
+    received = np.empty_like(send)  # [source process, its contribution, chunk]
+    job.guard.run(description, lambda: comm.Alltoall(_bytes(send), _bytes_out(received)))
+    mine = _reduce_rows(received.reshape(count * local, chunk), op)
+    chunks = np.empty((count, chunk), stacked.dtype)
+    job.guard.run(description, lambda: comm.Allgather(_bytes(mine), _bytes_out(chunks)))
+    return chunks.reshape(-1)[:n].reshape(shape)
+
+
+_SMALL_BYTES = 1 << 16
+_REDUCERS = {"sum": np.add, "max": np.maximum, "min": np.minimum}
+
+
+def _reduce_rows(rows: np.ndarray, op: str) -> np.ndarray:
+    """Row 0, then row 1, ... folded in: one fixed order, whatever the chunking."""
+    combine = _REDUCERS[op]
+    total = np.array(rows[0], copy=True)  # an array even for scalar rows
+    for row in rows[1:]:
+        combine(total, row, out=total)
+    return total
+
+
+def broadcast(array: np.ndarray, root: int = 0, what: str = "") -> np.ndarray:
+    """Process ``root``'s ``array`` on every process (each passes one of the same
+    shape and dtype)."""
+    job = current("broadcast across processes")
+    array = np.array(array, copy=True, order="C")
+    ranks = tuple(range(job.num_processes))
+    description = _describe(f"broadcast from {root}", array, ranks, what)
+    job.guard.check(description, ranks)
+    if job.num_processes > 1:
+        job.guard.run(description, lambda: job.world.Bcast(_bytes_out(array), root=root))
+    return array
+
+
+def barrier(name: str = "") -> None:
+    """Wait until every process has come here (``name`` must match on all of them)."""
+    job = current("a barrier across processes")
+    job.guard.check(f"barrier {name!r}", tuple(range(job.num_processes)))
