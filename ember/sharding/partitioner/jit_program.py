@@ -32,8 +32,15 @@ def _is_annotation(x: Any) -> bool:
 def wants_partitioning(graph: Graph, arg_shardings: Sequence[Any], in_shardings: Any,
                        out_shardings: Any) -> bool:
     return (in_shardings is not None or out_shardings is not None
-            or any(isinstance(s, NamedSharding) for s in arg_shardings)
+            or any(isinstance(s, NamedSharding) and not spans_processes(s.mesh)
+                   for s in arg_shardings)
             or any(eqn.prim is sharding_constraint_p for eqn in graph.eqns))
+
+
+def spans_processes(mesh: Mesh) -> bool:
+    """Whether ``mesh`` holds devices of several processes. Such arrays are this
+    process's blocks (``ember.distributed``), run by ``shard_map``, not partitioned."""
+    return len({device.process_index for device in mesh.devices.flat}) > 1
 
 
 class PartitionedJit:
@@ -55,6 +62,11 @@ def partition_jit(graph: Graph, in_tree: PyTreeDef, out_tree: PyTreeDef,
     mesh = _the_mesh(graph, [*ins, *outs, *arg_shardings], name)
     if mesh is None:
         return None
+    if spans_processes(mesh):
+        raise EmberValueError(
+            f"jit of {name}: in_shardings / out_shardings / with_sharding_constraint over "
+            "a mesh that spans processes are not supported yet; write the per-device "
+            "program with ember.shard_map over that mesh")
     in_dims = []
     for k, (var, given, own) in enumerate(zip(graph.inputs, ins, arg_shardings)):
         what = f"jit of {name}: argument leaf {k}"
