@@ -60,6 +60,13 @@ def gemm_parts(plan: GemmPlan, threads: int) -> int:
     return _split(plan, _count(plan), threads)[1]
 
 
+def gemm_split(plan: GemmPlan, threads: int) -> tuple[int, int]:
+    """(the ``split`` argument of ``render_gemm``'s call, its ``parts``), for callers of
+    the ``ember_gemm_*`` functions outside generated code (probes, benchmarks)."""
+    axis, parts = _split(plan, _count(plan), threads)
+    return _SPLITS[axis], parts
+
+
 def _count(plan: GemmPlan) -> int:
     return int(np.prod(plan.batch, dtype=np.int64))
 

@@ -313,33 +313,68 @@ BLAS_CHOICES = ("auto", "openblas", "mkl", "ember")
 
 
 def blas() -> BlasInfo | None:
-    """The BLAS generated code links, as ``config.blas`` says: "openblas", "mkl",
-    "ember" (Ember's own GEMM, ember_gemm.py), or "auto" (MKL where the ``mkl`` wheel is
-    installed, else OpenBLAS); None when the chosen one is not installed."""
+    """The GEMM generated code links, as ``config.blas`` says: "openblas", "mkl",
+    "ember" (Ember's own GEMM, ember_gemm.py), or "auto" (per shape class, whichever of
+    those is installed measured fastest on this host: blas_choice.py); None when the
+    chosen one is not installed."""
     if config.blas == "ember":
         return _ember_gemm() if find_toolchain() is not None else None
+    if config.blas == "auto":
+        return _auto_blas()
     return _find_blas(config.blas)
 
 
 def _ember_gemm() -> BlasInfo:
     """Ember's GEMM library as the current toolchain builds it (once per target ISA and
-    flags, through the compile cache)."""
-    from ember.backends.cpu import ember_gemm
+    flags, through the compile cache), called for every product."""
+    from ember.backends.cpu import blas_choice, ember_gemm
 
     path = ember_gemm.library_path()
-    return BlasInfo(name="ember", lib_dir=str(path.parent), compile_flags=("-DEMBER_BLAS_EMBER",),
+    return BlasInfo(name="ember", lib_dir=str(path.parent),
+                    compile_flags=(f"-DEMBER_GEMM_OWN_CLASSES={blas_choice.ALL_CLASSES}",),
                     link_flags=(str(path),), version=f"ember-gemm {path.stem[:16]}")
+
+
+def _auto_blas() -> BlasInfo | None:
+    toolchain = find_toolchain()
+    from ember.backends.cpu.backend import num_threads
+
+    return _measured_blas(toolchain, str(default_cache().directory), num_threads())
+
+
+@functools.lru_cache(maxsize=None)
+def _measured_blas(toolchain: Toolchain | None, cache_directory: str,
+                   threads: int) -> BlasInfo | None:
+    """The choice of "auto" for this toolchain, cache and thread count, among each vendor
+    BLAS installed and Ember's GEMM where there is a compiler (blas_choice.auto_choice)."""
+    from ember.backends.cpu import blas_choice
+
+    vendors = {info.name: info for info in (_mkl(), _openblas()) if info is not None}
+    own = _ember_gemm() if toolchain is not None else None
+    choice = blas_choice.auto_choice({name: info.version for name, info in vendors.items()},
+                                     own.version if own is not None else None, threads,
+                                     toolchain.target_isa if toolchain else "", _cpu_identity())
+    if choice.blas is None:
+        return own
+    vendor = vendors[choice.blas]
+    if not choice.own_classes:
+        return vendor
+    classes = [name for name, bit in blas_choice.CLASS_BITS.items() if choice.own_classes & bit]
+    # (named for whoever computes the wide products: the floors of `ember bench`)
+    wide_by_own = bool(choice.own_classes & blas_choice.CLASS_BITS["wide"])
+    return BlasInfo(
+        name="ember" if wide_by_own else vendor.name, lib_dir=vendor.lib_dir,
+        compile_flags=(*vendor.compile_flags,
+                       f"-DEMBER_GEMM_OWN_CLASSES={choice.own_classes}"),
+        link_flags=(*own.link_flags, *vendor.link_flags),
+        version=f"{vendor.version} + {own.version} for {', '.join(classes)}")
 
 
 @functools.lru_cache(maxsize=None)
 def _find_blas(choice: str) -> BlasInfo | None:
     if choice not in BLAS_CHOICES:
         raise ValueError(f"unknown BLAS {choice!r}; choose one of {', '.join(BLAS_CHOICES)}")
-    if choice in ("auto", "mkl"):
-        mkl = _mkl()
-        if mkl is not None or choice == "mkl":
-            return mkl
-    return _openblas()
+    return _mkl() if choice == "mkl" else _openblas()
 
 
 def _openblas() -> BlasInfo | None:

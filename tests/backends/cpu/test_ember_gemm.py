@@ -126,7 +126,7 @@ def run_case(library: ctypes.CDLL, case: Case, seed: int = 0) -> None:
     batch = _Batch(len(case.batch), *(ctypes.addressof(array) for array in arrays))
 
     real = ctypes.c_float if dtype == np.float32 else ctypes.c_double
-    function = library.ember_gemm_f32 if dtype == np.float32 else library.ember_gemm_f64
+    function = library.ember_own_gemm_f32 if dtype == np.float32 else library.ember_own_gemm_f64
     pointer = ctypes.c_void_p
     function.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, pointer, ctypes.c_int,
                          ctypes.c_int, *[ctypes.c_int64] * 3, pointer, ctypes.c_int64,

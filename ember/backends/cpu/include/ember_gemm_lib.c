@@ -1,7 +1,7 @@
-/* Ember's own GEMM: the ember_gemm_f32 / ember_gemm_f64 of ember_gemm.h (same contract,
- * same split over the OpenMP team), computed by a BLIS-style blocked product instead of
- * a BLAS. Built once per target ISA into a library of its own (ember_gemm.py), which the
- * generated modules link when config.blas is "ember".
+/* Ember's own GEMM: ember_own_gemm_f32 / _f64, with the contract of ember_gemm.h's
+ * ember_gemm_f32 / _f64 (and the same split over the OpenMP team), computed by a
+ * BLIS-style blocked product instead of a BLAS. Built once per target ISA into a library of its own (ember_gemm.py), which the
+ * generated modules link when config.blas is "ember" (or "auto" measured it fastest).
  *
  * Per thread, for its block of C (rows x cols of one batch item):
  *
@@ -29,7 +29,7 @@
  * the compiler targets AVX-512, 32 with AVX2, else 16 (SSE2, NEON, or scalar code the
  * compiler emulates). Built with -ffp-contract=fast so that `c += a * b` is one FMA.
  */
-#define EMBER_BLAS_EMBER
+#define EMBER_GEMM_LIBRARY
 #include "ember_gemm.h"
 
 #include <stdlib.h>
@@ -286,10 +286,7 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
   EMBER_DEFINE_TILE(NAME, NAME##_wide, T, EMBER_MR, EMBER_NV)                              \
   EMBER_DEFINE_TILE(NAME, NAME##_narrow, T, EMBER_NARROW_MR, 1)                            \
                                                                                            \
-  void NAME(int split, int parts, int64_t count, const ember_batch *batch, int ta, int tb, \
-            int64_t m, int64_t n, int64_t k, const T *A, int64_t lda, int64_t a_row_step,  \
-            const T *B, int64_t ldb, int64_t b_col_step, T *C, int64_t ldc, T alpha,       \
-            const T *D, T d_scale, const T *row, T row_scale) {                            \
+  EMBER_GEMM_SIGNATURE(NAME, T) {                                                          \
     const int64_t a_col_step = ta == EMBER_TRANS ? lda : 1;                                \
     const int64_t b_row_step = tb == EMBER_TRANS ? 1 : ldb;                                \
     /* (a product as thin as one narrow tile: the wide one would compute 64 columns) */   \
@@ -307,8 +304,8 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
 /* Both types, or the one of EMBER_GEMM_TYPE_BITS (ember_gemm.py compiles one unit per
  * type, in parallel). */
 #if !defined(EMBER_GEMM_TYPE_BITS) || EMBER_GEMM_TYPE_BITS == 32
-EMBER_DEFINE_OWN_GEMM(ember_gemm_f32, float)
+EMBER_DEFINE_OWN_GEMM(ember_own_gemm_f32, float)
 #endif
 #if !defined(EMBER_GEMM_TYPE_BITS) || EMBER_GEMM_TYPE_BITS == 64
-EMBER_DEFINE_OWN_GEMM(ember_gemm_f64, double)
+EMBER_DEFINE_OWN_GEMM(ember_own_gemm_f64, double)
 #endif
