@@ -68,11 +68,14 @@ static inline int ember_gemm_class(int64_t n) {
 #define EMBER_GEMM_OWN_CLASSES 0
 #endif
 
-#define EMBER_GEMM_SIGNATURE(NAME, T)                                                      \
+/* The functions' signature, for operands A and B stored as S and results (C, D, the
+ * row, the scales) as T. */
+#define EMBER_GEMM_SIGNATURE_OF(NAME, S, T)                                                 \
   void NAME(int split, int parts, int64_t count, const ember_batch *batch, int ta, int tb, \
-            int64_t m, int64_t n, int64_t k, const T *A, int64_t lda, int64_t a_row_step,  \
-            const T *B, int64_t ldb, int64_t b_col_step, T *C, int64_t ldc, T alpha,       \
+            int64_t m, int64_t n, int64_t k, const S *A, int64_t lda, int64_t a_row_step,  \
+            const S *B, int64_t ldb, int64_t b_col_step, T *C, int64_t ldc, T alpha,       \
             const T *D, T d_scale, const T *row, T row_scale)
+#define EMBER_GEMM_SIGNATURE(NAME, T) EMBER_GEMM_SIGNATURE_OF(NAME, T, T)
 #define EMBER_GEMM_ARGUMENTS                                                               \
   split, parts, count, batch, ta, tb, m, n, k, A, lda, a_row_step, B, ldb, b_col_step, C,  \
       ldc, alpha, D, d_scale, row, row_scale
@@ -99,9 +102,9 @@ static inline int ember_gemm_class(int64_t n) {
 /* The split of ember_gemm_f32/f64 over the OpenMP team, shared by the BLAS path below
  * and Ember's own GEMM (ember_gemm_lib.c): split 0 divides the batch items, 1 the rows of
  * C, 2 its columns, into `parts` static blocks. BLOCK runs once per item of a thread's
- * block with a, b, c (that item's operands, moved to the block), rows, cols and lo (the
- * block's first row or column) in scope. */
-#define EMBER_GEMM_PARTS(T, BLOCK)                                                         \
+ * block with a, b (of S), c (of T: that item's operands, moved to the block), rows, cols
+ * and lo (the block's first row or column) in scope. */
+#define EMBER_GEMM_PARTS(S, T, BLOCK)                                                         \
   _Pragma("omp parallel for num_threads(parts) schedule(static) if(parts > 1)")            \
   for (int64_t part = 0; part < parts; part++) {                                           \
     const int64_t size = split == 1 ? m : n;                                               \
@@ -110,8 +113,8 @@ static inline int ember_gemm_class(int64_t n) {
     const int64_t lo = split == 0 ? 0 : part * size / parts;                               \
     const int64_t hi = split == 0 ? size : (part + 1) * size / parts;                      \
     for (int64_t item = first; item < last; item++) {                                      \
-      const T *a = A + ember_item_offset(batch, batch->a_strides, item);                   \
-      const T *b = B + ember_item_offset(batch, batch->b_strides, item);                   \
+      const S *a = A + ember_item_offset(batch, batch->a_strides, item);                   \
+      const S *b = B + ember_item_offset(batch, batch->b_strides, item);                   \
       T *c = C + ember_item_offset(batch, batch->c_strides, item);                         \
       int64_t rows = m, cols = n;                                                          \
       if (split == 1) { a += lo * a_row_step; c += lo * ldc; rows = hi - lo; }             \
@@ -136,7 +139,7 @@ static inline int ember_gemm_class(int64_t n) {
   static __attribute__((noinline, unused)) EMBER_GEMM_SIGNATURE(NAME, T) {                 \
     EMBER_GEMM_OWN_CALL(OWN)                                                               \
     const int saved_threads = ember_blas_single_threaded();                                \
-    EMBER_GEMM_PARTS(T, {                                                                  \
+    EMBER_GEMM_PARTS(T, T, {                                                                  \
       if (D != NULL || row != NULL) /* this thread's block of C starts as the addends */   \
         ember_gemm_start_##NAME(c, ldc, rows, cols, D ? D + (c - C) : NULL, d_scale,       \
                                 row ? row + (split == 2 ? lo : 0) : NULL, row_scale);      \
@@ -156,6 +159,9 @@ static inline int ember_gemm_class(int64_t n) {
 #if EMBER_GEMM_OWN_CLASSES
 EMBER_GEMM_SIGNATURE(ember_own_gemm_f32, float);
 EMBER_GEMM_SIGNATURE(ember_own_gemm_f64, double);
+/* (bfloat16, float16 operands as their bits; float32 results) */
+EMBER_GEMM_SIGNATURE_OF(ember_own_gemm_bf16, uint16_t, float);
+EMBER_GEMM_SIGNATURE_OF(ember_own_gemm_f16, uint16_t, float);
 #endif
 #if EMBER_GEMM_OWN_CLASSES == EMBER_GEMM_ALL_CLASSES
 EMBER_DEFINE_OWN_CALL(ember_gemm_f32, ember_own_gemm_f32, float)
