@@ -174,35 +174,8 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
       for (int64_t j = 0; j < nr; j++) c[i * ldc + j] = TYPE##_finish(tile[i][j], e, c, ldc, i, j); \
   }
 
-/* A tile of TYPE's elements, for operands stored as S (converted by LOAD as they are
- * packed): its packing, microkernel, and the blocked product on one thread. */
-#define EMBER_DEFINE_TILE(TYPE, TILE, S, T, LOAD, MR, NV)                                  \
-  EMBER_DEFINE_TILE_SIZES(TYPE, TILE, MR, NV, 1)                                           \
-  EMBER_DEFINE_TILE_STORE(TYPE, TILE, T, NV)                                               \
-                                                                                           \
-  /* rows x depth of op(A) (element (i, p) at a[i * rs + p * cs]) as micropanels of MR     \
-   * rows: panel-major, then p, then the MR rows; rows past the end are zeros. */          \
-  static void TILE##_pack_a(const S *a, int64_t rs, int64_t cs, int64_t rows,              \
-                            int64_t depth, T *restrict out) {                              \
-    for (int64_t i0 = 0; i0 < rows; i0 += TILE##_mr) {                                     \
-      const int64_t mr = ember_min(TILE##_mr, rows - i0);                                  \
-      const S *panel = a + i0 * rs;                                                        \
-      if (rs == 1 && mr == TILE##_mr) { /* stored transposed: rows are contiguous */       \
-        for (int64_t p = 0; p < depth; p++)                                                \
-          for (int i = 0; i < TILE##_mr; i++) out[p * TILE##_mr + i] = LOAD(panel[p * cs + i]); \
-      } else {                                                                             \
-        for (int i = 0; i < TILE##_mr; i++) {                                              \
-          if (i < mr)                                                                      \
-            for (int64_t p = 0; p < depth; p++)                                            \
-              out[p * TILE##_mr + i] = LOAD(panel[i * rs + p * cs]);                       \
-          else                                                                             \
-            for (int64_t p = 0; p < depth; p++) out[p * TILE##_mr + i] = 0;                \
-        }                                                                                  \
-      }                                                                                    \
-      out += depth * TILE##_mr;                                                            \
-    }                                                                                      \
-  }                                                                                        \
-                                                                                           \
+/* op(B)'s packing into micropanels of NR columns (converted by LOAD). */
+#define EMBER_DEFINE_PACK_B(TILE, S, T, LOAD)                                              \
   /* depth x cols of op(B) (element (p, j) at b[p * rs + j * cs]) as micropanels of NR     \
    * columns: panel-major, then p, then the NR columns; columns past the end are zeros. */ \
   static void TILE##_pack_b(const S *b, int64_t rs, int64_t cs, int64_t depth,             \
@@ -234,6 +207,39 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
       }                                                                                    \
       out += depth * TILE##_nr;                                                            \
     }                                                                                      \
+  }
+
+/* A tile of TYPE's elements, for operands stored as S (converted by LOAD as they are
+ * packed): its sizes, the store of its sums and the packing of B. Either
+ * EMBER_DEFINE_PACKED or EMBER_DEFINE_IN_PLACE completes it. */
+#define EMBER_DEFINE_TILE(TYPE, TILE, S, T, LOAD, MR, NV)                                  \
+  EMBER_DEFINE_TILE_SIZES(TYPE, TILE, MR, NV, 1)                                           \
+  EMBER_DEFINE_TILE_STORE(TYPE, TILE, T, NV)                                               \
+  EMBER_DEFINE_PACK_B(TILE, S, T, LOAD)
+
+/* The packed tile: A packed too, its microkernel, and the blocked product on one thread. */
+#define EMBER_DEFINE_PACKED(TYPE, TILE, S, T, LOAD)                                         \
+  /* rows x depth of op(A) (element (i, p) at a[i * rs + p * cs]) as micropanels of MR     \
+   * rows: panel-major, then p, then the MR rows; rows past the end are zeros. */          \
+  static void TILE##_pack_a(const S *a, int64_t rs, int64_t cs, int64_t rows,              \
+                            int64_t depth, T *restrict out) {                              \
+    for (int64_t i0 = 0; i0 < rows; i0 += TILE##_mr) {                                     \
+      const int64_t mr = ember_min(TILE##_mr, rows - i0);                                  \
+      const S *panel = a + i0 * rs;                                                        \
+      if (rs == 1 && mr == TILE##_mr) { /* stored transposed: rows are contiguous */       \
+        for (int64_t p = 0; p < depth; p++)                                                \
+          for (int i = 0; i < TILE##_mr; i++) out[p * TILE##_mr + i] = LOAD(panel[p * cs + i]); \
+      } else {                                                                             \
+        for (int i = 0; i < TILE##_mr; i++) {                                              \
+          if (i < mr)                                                                      \
+            for (int64_t p = 0; p < depth; p++)                                            \
+              out[p * TILE##_mr + i] = LOAD(panel[i * rs + p * cs]);                       \
+          else                                                                             \
+            for (int64_t p = 0; p < depth; p++) out[p * TILE##_mr + i] = 0;                \
+        }                                                                                  \
+      }                                                                                    \
+      out += depth * TILE##_mr;                                                            \
+    }                                                                                      \
   }                                                                                        \
                                                                                            \
   /* The MR x NR tile of C at c (mr x nr of it inside C) from packed micropanels a         \
@@ -241,6 +247,7 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
   static void TILE##_microkernel(int64_t depth, const T *restrict a, const T *restrict b,  \
                                  T *restrict c, int64_t ldc, int64_t mr, int64_t nr,       \
                                  const TYPE##_epilogue *e) {                               \
+    enum { NV = TILE##_nr / TYPE##_lanes };                                                \
     TYPE##_vector acc[TILE##_mr][NV];                                                      \
     for (int i = 0; i < TILE##_mr; i++)                                                    \
       for (int v = 0; v < NV; v++) acc[i][v] = (TYPE##_vector){0};                         \
@@ -313,6 +320,73 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
     }                                                                                      \
   }
 
+/* A tile that reads op(A) in place, unpacked: the narrow one, whose few columns leave
+ * packing A (a strided copy of every element, element by element) as costly as the
+ * product itself. Each row of the tile broadcasts its own row of A from memory; B is
+ * packed as for the packed tile (TILE##_pack_b), and the sums stored as it stores them. */
+#define EMBER_DEFINE_IN_PLACE(TYPE, TILE, S, T, LOAD)                                      \
+  /* The MR x NR tile of C at c (mr x nr of it inside C) from op(A)'s mr rows at a         \
+   * (element (i, p) at a[i * rs + p * cs]) and a packed micropanel b (depth x NR). */     \
+  static void TILE##_in_place_kernel(int64_t depth, const S *a, int64_t rs, int64_t cs,    \
+                                     const T *restrict b, T *restrict c, int64_t ldc,      \
+                                     int64_t mr, int64_t nr, const TYPE##_epilogue *e) {   \
+    enum { NV = TILE##_nr / TYPE##_lanes };                                                \
+    const S *rows[TILE##_mr]; /* (rows past mr repeat the last: computed, not stored) */   \
+    for (int i = 0; i < TILE##_mr; i++) rows[i] = a + ember_min(i, mr - 1) * rs;           \
+    TYPE##_vector acc[TILE##_mr][NV];                                                      \
+    for (int i = 0; i < TILE##_mr; i++)                                                    \
+      for (int v = 0; v < NV; v++) acc[i][v] = (TYPE##_vector){0};                         \
+    if (cs == 1) { /* (A row-major: each row read along memory) */                         \
+      for (int64_t p = 0; p < depth; p++) {                                                \
+        TYPE##_vector row[NV];                                                             \
+        for (int v = 0; v < NV; v++)                                                       \
+          row[v] = *(const TYPE##_vector *)(b + p * TILE##_nr + v * TYPE##_lanes);         \
+        for (int i = 0; i < TILE##_mr; i++) {                                              \
+          const T scalar = LOAD(rows[i][p]);                                               \
+          for (int v = 0; v < NV; v++) acc[i][v] += row[v] * scalar;                       \
+        }                                                                                  \
+      }                                                                                    \
+    } else {                                                                               \
+      for (int64_t p = 0; p < depth; p++) {                                                \
+        TYPE##_vector row[NV];                                                             \
+        for (int v = 0; v < NV; v++)                                                       \
+          row[v] = *(const TYPE##_vector *)(b + p * TILE##_nr + v * TYPE##_lanes);         \
+        for (int i = 0; i < TILE##_mr; i++) {                                              \
+          const T scalar = LOAD(rows[i][p * cs]);                                          \
+          for (int v = 0; v < NV; v++) acc[i][v] += row[v] * scalar;                       \
+        }                                                                                  \
+      }                                                                                    \
+    }                                                                                      \
+    TILE##_store(acc, c, ldc, mr, nr, e);                                                  \
+  }                                                                                        \
+                                                                                           \
+  /* TILE##_blocked's product with op(A) read in place: blocks of the sum only. */         \
+  static void TILE##_in_place(int64_t rows, int64_t cols, int64_t k, const S *a,           \
+                              int64_t a_rs, int64_t a_cs, const S *b, int64_t b_rs,        \
+                              int64_t b_cs, T *c, int64_t ldc, T alpha, const T *d,        \
+                              T d_scale, const T *row, T row_scale) {                      \
+    const int64_t kc_step = ember_block(k, TYPE##_kc, 1);                                  \
+    const int64_t panels = (cols + TILE##_nr - 1) / TILE##_nr;                             \
+    T *packed_b = ember_pack_space(sizeof(T) * (size_t)(kc_step * panels * TILE##_nr));    \
+    if (packed_b == NULL) abort(); /* out of memory: as a failed BLAS allocation does */   \
+    int64_t p0 = 0;                                                                        \
+    do { /* (once when k == 0: the addends alone) */                                       \
+      const int64_t kc = ember_min(kc_step, k - p0);                                       \
+      TILE##_pack_b(b + p0 * b_rs, b_rs, b_cs, kc, cols, packed_b);                        \
+      for (int64_t i = 0; i < rows; i += TILE##_mr) {                                      \
+        for (int64_t j = 0; j < cols; j += TILE##_nr) {                                    \
+          const int64_t at = i * ldc + j;                                                  \
+          const TYPE##_epilogue e = {alpha, d_scale, row_scale, d ? d + at : NULL,         \
+                                     row ? row + j : NULL, p0 == 0};                       \
+          TILE##_in_place_kernel(kc, a + i * a_rs + p0 * a_cs, a_rs, a_cs, packed_b + j * kc, \
+                                 c + at, ldc, ember_min(TILE##_mr, rows - i),              \
+                                 ember_min(TILE##_nr, cols - j), &e);                      \
+        }                                                                                  \
+      }                                                                                    \
+      p0 += kc;                                                                            \
+    } while (p0 < k);                                                                      \
+  }
+
 /* One element type's parallel entry point of ember_gemm.h (operands stored as S,
  * results as T), with its two tiles. */
 #define EMBER_DEFINE_OWN_GEMM(NAME, S, T, WIDE, NARROW)                                    \
@@ -322,7 +396,7 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
     /* (a product as thin as one narrow tile: the wide one would compute 64 columns) */    \
     const int narrow = n <= NARROW##_nr;                                                   \
     EMBER_GEMM_PARTS(S, T, {                                                               \
-      (narrow ? NARROW##_blocked : WIDE##_blocked)(                                        \
+      (narrow ? NARROW##_in_place : WIDE##_blocked)(                                       \
           rows, cols, k, a, a_row_step, a_col_step, b, b_row_step, b_col_step, c, ldc,     \
           alpha, D ? D + (c - C) : NULL, d_scale, row ? row + (split == 2 ? lo : 0) : NULL, \
           row_scale);                                                                      \
@@ -339,24 +413,31 @@ EMBER_DEFINE_TYPE(ember_f32, float)
 #endif
 #if !defined(EMBER_GEMM_TYPE) || EMBER_GEMM_TYPE == 32
 EMBER_DEFINE_TILE(ember_f32, ember_f32_narrow, float, float, EMBER_LOAD_AS_IS, EMBER_NARROW_MR, 1)
+EMBER_DEFINE_IN_PLACE(ember_f32, ember_f32_narrow, float, float, EMBER_LOAD_AS_IS)
 EMBER_DEFINE_TILE(ember_f32, ember_f32_wide, float, float, EMBER_LOAD_AS_IS, EMBER_MR, EMBER_NV)
+EMBER_DEFINE_PACKED(ember_f32, ember_f32_wide, float, float, EMBER_LOAD_AS_IS)
 EMBER_DEFINE_OWN_GEMM(ember_own_gemm_f32, float, float, ember_f32_wide, ember_f32_narrow)
 #endif
 #if !defined(EMBER_GEMM_TYPE) || EMBER_GEMM_TYPE == 64
 EMBER_DEFINE_TYPE(ember_f64, double)
 EMBER_DEFINE_TILE(ember_f64, ember_f64_wide, double, double, EMBER_LOAD_AS_IS, EMBER_MR, EMBER_NV)
+EMBER_DEFINE_PACKED(ember_f64, ember_f64_wide, double, double, EMBER_LOAD_AS_IS)
 EMBER_DEFINE_TILE(ember_f64, ember_f64_narrow, double, double, EMBER_LOAD_AS_IS,
                   EMBER_NARROW_MR, 1)
+EMBER_DEFINE_IN_PLACE(ember_f64, ember_f64_narrow, double, double, EMBER_LOAD_AS_IS)
 EMBER_DEFINE_OWN_GEMM(ember_own_gemm_f64, double, double, ember_f64_wide, ember_f64_narrow)
 #endif
 #if !defined(EMBER_GEMM_TYPE) || EMBER_GEMM_TYPE == 16
 EMBER_DEFINE_TILE(ember_f32, ember_f16_narrow, uint16_t, float, ember_f16_to_f32,
                   EMBER_NARROW_MR, 1)
+EMBER_DEFINE_IN_PLACE(ember_f32, ember_f16_narrow, uint16_t, float, ember_f16_to_f32)
 EMBER_DEFINE_TILE(ember_f32, ember_f16_wide, uint16_t, float, ember_f16_to_f32, EMBER_MR,
                   EMBER_NV)
+EMBER_DEFINE_PACKED(ember_f32, ember_f16_wide, uint16_t, float, ember_f16_to_f32)
 EMBER_DEFINE_OWN_GEMM(ember_own_gemm_f16, uint16_t, float, ember_f16_wide, ember_f16_narrow)
 EMBER_DEFINE_TILE(ember_f32, ember_bf16_narrow, uint16_t, float, ember_bf16_to_f32,
                   EMBER_NARROW_MR, 1)
+EMBER_DEFINE_IN_PLACE(ember_f32, ember_bf16_narrow, uint16_t, float, ember_bf16_to_f32)
 /* Whether bfloat16's wide tile multiplies pairs with vdpbf16ps (for the tests). */
 #if defined(__AVX512BF16__)
 const int ember_own_gemm_bf16_pairs = 1;
@@ -365,6 +446,7 @@ const int ember_own_gemm_bf16_pairs = 1;
 const int ember_own_gemm_bf16_pairs = 0;
 EMBER_DEFINE_TILE(ember_f32, ember_bf16_wide, uint16_t, float, ember_bf16_to_f32, EMBER_MR,
                   EMBER_NV)
+EMBER_DEFINE_PACKED(ember_f32, ember_bf16_wide, uint16_t, float, ember_bf16_to_f32)
 #endif
 EMBER_DEFINE_OWN_GEMM(ember_own_gemm_bf16, uint16_t, float, ember_bf16_wide, ember_bf16_narrow)
 #endif
