@@ -62,8 +62,13 @@ static void ember_bf16_wide_microkernel(int64_t depth, const uint16_t *restrict 
   ember_f32_vector acc[MR][NV];
   for (int i = 0; i < MR; i++)
     for (int v = 0; v < NV; v++) acc[i][v] = (ember_f32_vector){0};
+  for (int i = 0; i < MR; i++) /* (C's tile and B ahead, as the float32 tile fetches them) */
+    for (int v = 0; v < NV; v++) __builtin_prefetch(c + i * ldc + v * ember_f32_lanes, 1, 3);
   for (int64_t q = 0; q < depth / 2; q++) {
     __m512bh row[NV];
+    for (int v = 0; v < NV; v++)
+      __builtin_prefetch(b + ((q + EMBER_PREFETCH_STEPS / 2) * NR + v * ember_f32_lanes) * 2, 0,
+                         3);
     for (int v = 0; v < NV; v++)
       row[v] = (__m512bh)_mm512_loadu_si512(b + (q * NR + v * ember_f32_lanes) * 2);
     for (int i = 0; i < MR; i++) {
