@@ -23,11 +23,14 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ember.config import config
 from ember.runtime.compile_cache import default_cache, hash_key
+
+if TYPE_CHECKING:
+    from ember.backends.cpu.toolchain import BlasInfo
 
 # The shape classes of ember_gemm.h, by their bit in EMBER_GEMM_OWN_CLASSES, and the
 # products (m, k, n) each is probed on: big enough to run at speed (about a millisecond),
@@ -89,27 +92,27 @@ def decide(rates: Rates) -> Choice:
     return Choice(None if own == ALL_CLASSES else vendor, own)
 
 
-def auto_choice(vendors: dict[str, str], own_version: str | None, threads: int,
-                target_isa: str, cpu: str | None) -> Choice:
-    """The choice for these candidates (vendor name -> build version; Ember's GEMM's
-    version, None where it cannot be built), measured once per host and kept on disk."""
-    if own_version is None or not vendors:
-        return Choice(min(vendors, default=None), 0 if vendors else ALL_CLASSES)
-    candidates = {**vendors, OWN: own_version}
+def auto_choice(candidates: dict[str, BlasInfo], threads: int, target_isa: str,
+                cpu: str | None) -> Choice:
+    """The choice among ``candidates`` (the vendors installed and, where there is a
+    compiler, ``OWN``: Ember's GEMM), measured once per host and kept on disk."""
+    vendors = sorted(set(candidates) - {OWN})
+    if OWN not in candidates or not vendors:
+        return Choice(vendors[0] if vendors else None, 0 if vendors else ALL_CLASSES)
     key = hash_key([_FORMAT, target_isa, cpu or "unknown-cpu", f"threads={threads}",
-                    *(f"{name}={version}" for name, version in sorted(candidates.items()))])
-    return decide(_rates(key, tuple(sorted(candidates)), threads))
+                    *(f"{name}={info.version}" for name, info in sorted(candidates.items()))])
+    return decide(_rates(key, tuple(sorted(candidates.items())), threads))
 
 
 @functools.lru_cache(maxsize=None)
-def _rates(key: str, candidates: tuple[str, ...], threads: int) -> Rates:
+def _rates(key: str, candidates: tuple[tuple[str, BlasInfo], ...], threads: int) -> Rates:
     path = _entry_path(key)
     if path is not None:
         cached = read_entry(path, key)
         if cached is not None:
             probe_stats.disk_hits += 1
             return cached
-    rates = _measure(candidates, threads)
+    rates = _measure(dict(candidates), threads)
     if path is not None:
         write_entry(path, key, rates)
     return rates
@@ -162,11 +165,11 @@ def write_entry(path: Path, key: str, rates: Rates) -> None:
             tmp.unlink(missing_ok=True)
 
 
-def _measure(candidates: tuple[str, ...], threads: int) -> Rates:
+def _measure(candidates: dict[str, BlasInfo], threads: int) -> Rates:
     """GFLOP/s of every candidate on every class's probe products (best of the rounds,
     summed over a class's products as one rate)."""
     probe_stats.runs += 1
-    functions = {name: _probe_function(name) for name in candidates}
+    functions = {name: _probe_function(info) for name, info in candidates.items()}
     rng = np.random.default_rng(0)
     rates: Rates = {}
     for shape_class, shapes in PROBE_SHAPES.items():
@@ -196,13 +199,12 @@ def _time(function, a: np.ndarray, b: np.ndarray, c: np.ndarray, threads: int) -
     return time.perf_counter() - start
 
 
-def _probe_function(name: str):
-    """``ember_blas_probe`` built against candidate ``name`` alone."""
+def _probe_function(info: BlasInfo):
+    """``ember_blas_probe`` built against the GEMM of ``info`` alone."""
     from ember.backends.cpu import toolchain
 
-    with config.override(blas=name):
-        path = toolchain.compile_shared_library(_PROBE_SOURCE, name=f"blas_probe_{name}",
-                                                link_blas=True)
+    path = toolchain.compile_shared_library(_PROBE_SOURCE, name=f"blas_probe_{info.name}",
+                                            blas_info=info)
     function = toolchain.load_library(path).ember_blas_probe
     i64, pointer = ctypes.c_int64, ctypes.c_void_p
     function.argtypes = [ctypes.c_int, ctypes.c_int, i64, i64, i64, pointer, pointer, pointer]

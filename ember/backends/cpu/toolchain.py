@@ -351,8 +351,8 @@ def _measured_blas(toolchain: Toolchain | None, cache_directory: str,
 
     vendors = {info.name: info for info in (_mkl(), _openblas()) if info is not None}
     own = _ember_gemm() if toolchain is not None else None
-    choice = blas_choice.auto_choice({name: info.version for name, info in vendors.items()},
-                                     own.version if own is not None else None, threads,
+    candidates = {**vendors, **({blas_choice.OWN: own} if own is not None else {})}
+    choice = blas_choice.auto_choice(candidates, threads,
                                      toolchain.target_isa if toolchain else "", _cpu_identity())
     if choice.blas is None:
         return own
@@ -448,15 +448,18 @@ def compile_shared_library(
     name: str,
     link_blas: bool = False,
     extra_flags: Sequence[str] = (),
+    blas_info: BlasInfo | None = None,
 ) -> Path:
     """Compile C ``source`` to a shared object (through the compile cache); return its path.
 
     ``source`` may be several translation units: they are compiled in parallel and
     linked into one library. ``name`` labels the kernel in logs and error reports.
-    Raises ``BackendUnavailableError`` when there is no compiler (or no BLAS
-    but ``link_blas``), and ``CompileError`` when the compiler rejects the source.
+    ``link_blas`` links the GEMM ``config.blas`` chooses, ``blas_info`` this one instead
+    (the BLAS choice's probes). Raises ``BackendUnavailableError`` when there is no
+    compiler (or no BLAS but ``link_blas``), and ``CompileError`` when the compiler
+    rejects the source.
     """
-    build = _LibraryBuild(source, name, link_blas, extra_flags)
+    build = _LibraryBuild(source, name, link_blas, extra_flags, blas_info)
     return default_cache().get_or_build(build.key_parts, ".so", build.run)
 
 
@@ -482,14 +485,16 @@ class _LibraryBuild:
     """How to build a library, and its compile-cache key."""
 
     def __init__(self, source: str | Sequence[str], name: str, link_blas: bool,
-                 extra_flags: Sequence[str]) -> None:
+                 extra_flags: Sequence[str], blas_info: BlasInfo | None = None) -> None:
         toolchain = _required_toolchain()
         self.cc = toolchain.cc
         self.name = name
         self.units = [source] if isinstance(source, str) else list(source)
-        self.compile_flags, self.link_flags = _flags(link_blas, extra_flags)
+        if blas_info is None and link_blas:
+            blas_info = _required_blas()
+        self.compile_flags, self.link_flags = _flags(blas_info, extra_flags)
         self.key_parts = [*_toolchain_key(toolchain, self.compile_flags, self.link_flags,
-                                          link_blas),
+                                          blas_info),
                           f"units:{len(self.units)}", *self.units]
 
     def run(self, output: Path) -> None:
@@ -497,10 +502,11 @@ class _LibraryBuild:
                       output)
 
 
-def _flags(link_blas: bool, extra_flags: Sequence[str]) -> tuple[list[str], list[str]]:
-    """(compile flags, link flags) of a library, from the toolchain's and ``extra_flags``."""
+def _flags(blas_info: BlasInfo | None,
+           extra_flags: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(compile flags, link flags) of a library, from the toolchain's, the GEMM library's
+    it links (if any) and ``extra_flags``."""
     toolchain = find_toolchain()
-    blas_info = _required_blas() if link_blas else None
     compile_flags = [*toolchain.base_flags, f"-I{INCLUDE_DIR}"]
     link_flags = list(_LINK_FLAGS)
     if blas_info is not None:
@@ -510,10 +516,9 @@ def _flags(link_blas: bool, extra_flags: Sequence[str]) -> tuple[list[str], list
 
 
 def _toolchain_key(toolchain: Toolchain, compile_flags: Sequence[str],
-                   link_flags: Sequence[str], link_blas: bool) -> list[str]:
+                   link_flags: Sequence[str], blas_info: BlasInfo | None) -> list[str]:
     """Everything but the source that changes a library: compiler, target, flags,
     bundled headers, BLAS."""
-    blas_info = blas() if link_blas else None
     return [_CACHE_FORMAT, toolchain.cc, toolchain.version, toolchain.target_isa,
             shlex.join(compile_flags), shlex.join(link_flags), _include_digest(),
             blas_info.version if blas_info is not None else "no-blas"]
@@ -532,9 +537,9 @@ def library_identity(extra_flags: Sequence[str] = ()) -> list[str]:
     (compiler, target, flags, bundled headers, the BLAS where installed): a key part for
     caches of what is derived from a library without knowing its source."""
     toolchain = _required_toolchain()
-    with_blas = blas() is not None
-    compile_flags, link_flags = _flags(with_blas, extra_flags)
-    return _toolchain_key(toolchain, compile_flags, link_flags, with_blas)
+    blas_info = blas()
+    compile_flags, link_flags = _flags(blas_info, extra_flags)
+    return _toolchain_key(toolchain, compile_flags, link_flags, blas_info)
 
 
 def _unit_name(name: str, number: int, count: int) -> str:

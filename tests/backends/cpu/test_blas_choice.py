@@ -49,10 +49,16 @@ def test_decision(measured, expected):
     assert decide(measured) == expected
 
 
+def info(name: str, version: str = "1") -> toolchain.BlasInfo:
+    return toolchain.BlasInfo(name, "/lib", (), (), f"{name} {version}")
+
+
 def test_no_probe_without_a_choice(monkeypatch):
     monkeypatch.setattr(blas_choice, "_measure", pytest.fail)
-    assert blas_choice.auto_choice({"openblas": "1"}, None, 2, "isa", "cpu") == Choice("openblas", 0)
-    assert blas_choice.auto_choice({}, "own 1", 2, "isa", "cpu") == Choice(None, ALL_CLASSES)
+    assert blas_choice.auto_choice({"openblas": info("openblas")}, 2, "isa", "cpu") \
+        == Choice("openblas", 0)
+    assert blas_choice.auto_choice({"ember": info("ember")}, 2, "isa", "cpu") \
+        == Choice(None, ALL_CLASSES)
 
 
 @pytest.fixture
@@ -62,7 +68,7 @@ def fake_probe(monkeypatch, tmp_path):
     calls = []
 
     def measure(candidates, threads):
-        calls.append((candidates, threads))
+        calls.append((sorted(candidates), threads))
         return measured
 
     monkeypatch.setattr(blas_choice, "_measure", measure)
@@ -73,13 +79,14 @@ def fake_probe(monkeypatch, tmp_path):
 
 
 def choose(threads: int = 2, openblas: str = "0.3") -> Choice:
-    return blas_choice.auto_choice({"openblas": openblas}, "own 1", threads, "isa", "cpu")
+    return blas_choice.auto_choice({"openblas": info("openblas", openblas), "ember": info("ember")},
+                                   threads, "isa", "cpu")
 
 
 def test_rates_are_measured_once_and_kept_on_disk(fake_probe):
     calls, folder = fake_probe
     assert choose() == Choice("openblas", 1)
-    assert calls == [(("ember", "openblas"), 2)]
+    assert calls == [(["ember", "openblas"], 2)]
     [entry] = folder.glob("blas-*.json")
     assert json.loads(entry.read_text())["rates"]["wide"] == {"ember": 300.0, "openblas": 250.0}
     blas_choice._rates.cache_clear()  # (a new process)
@@ -171,7 +178,8 @@ def test_the_real_probe_measures_every_candidate(tmp_path):
     if toolchain._openblas() is None:
         pytest.skip("scipy-openblas32 is not installed")
     with config.override(cache_dir=str(tmp_path / "cache")):
-        measured = blas_choice._measure(("ember", "openblas"), 2)
+        candidates = {"ember": toolchain._ember_gemm(), "openblas": toolchain._openblas()}
+        measured = blas_choice._measure(candidates, 2)
     assert set(measured) == {"wide", "narrow"}
     assert all(set(by_name) == {"ember", "openblas"} and min(by_name.values()) > 0
                for by_name in measured.values())

@@ -13,10 +13,9 @@ from dataclasses import dataclass
 
 import hypothesis
 import hypothesis.strategies as st
+import ml_dtypes
 import numpy as np
 import pytest
-
-ml_dtypes = pytest.importorskip("ml_dtypes")
 
 from ember.backends.cpu import ember_gemm, toolchain
 from ember.backends.cpu.toolchain import cpu_flags

@@ -30,7 +30,7 @@ def test_modules_link_embers_gemm_library():
     info = toolchain.blas()
     assert info.name == "ember" and "-DEMBER_GEMM_OWN_CLASSES=3" in info.compile_flags
     assert info.link_flags == (str(ember_gemm.library_path()),)
-    _, link_flags = toolchain._flags(True, ())
+    _, link_flags = toolchain._flags(toolchain.blas(), ())
     assert str(ember_gemm.library_path()) in link_flags
 
 
