@@ -66,6 +66,9 @@ class BlasInfo:
     compile_flags: tuple[str, ...]  # what selects it in include/ember_blas.h
     link_flags: tuple[str, ...]
     version: str
+    # Whether Ember's GEMM library is linked too, for what a BLAS lacks: products of
+    # bfloat16 or float16 operands (ember_gemm_bf16/f16 in include/ember_gemm.h).
+    half: bool = False
 
 
 def find_toolchain() -> Toolchain | None:
@@ -332,7 +335,7 @@ def _ember_gemm() -> BlasInfo:
     path = ember_gemm.library_path()
     return BlasInfo(name="ember", lib_dir=str(path.parent),
                     compile_flags=(f"-DEMBER_GEMM_OWN_CLASSES={blas_choice.ALL_CLASSES}",),
-                    link_flags=(str(path),), version=f"ember-gemm {path.stem[:16]}")
+                    link_flags=(str(path),), version=f"ember-gemm {path.stem[:16]}", half=True)
 
 
 def _auto_blas() -> BlasInfo | None:
@@ -357,9 +360,11 @@ def _measured_blas(toolchain: Toolchain | None, cache_directory: str,
     if choice.blas is None:
         return own
     vendor = vendors[choice.blas]
-    if not choice.own_classes:
+    if own is None:
         return vendor
-    classes = [name for name, bit in blas_choice.CLASS_BITS.items() if choice.own_classes & bit]
+    # (linked even for no class: the 16-bit products are Ember's alone)
+    classes = [name for name, bit in blas_choice.CLASS_BITS.items()
+               if choice.own_classes & bit] or ["16-bit operands"]
     # (named for whoever computes the wide products: the floors of `ember bench`)
     wide_by_own = bool(choice.own_classes & blas_choice.CLASS_BITS["wide"])
     return BlasInfo(
@@ -367,7 +372,7 @@ def _measured_blas(toolchain: Toolchain | None, cache_directory: str,
         compile_flags=(*vendor.compile_flags,
                        f"-DEMBER_GEMM_OWN_CLASSES={choice.own_classes}"),
         link_flags=(*own.link_flags, *vendor.link_flags),
-        version=f"{vendor.version} + {own.version} for {', '.join(classes)}")
+        version=f"{vendor.version} + {own.version} for {', '.join(classes)}", half=True)
 
 
 @functools.lru_cache(maxsize=None)

@@ -140,8 +140,10 @@ def chosen(monkeypatch):
 def test_auto_links_what_was_chosen(chosen):
     if toolchain._openblas() is None:
         pytest.skip("scipy-openblas32 is not installed")
-    chosen(Choice("openblas", 0))
-    assert toolchain.blas() == toolchain._openblas()
+    chosen(Choice("openblas", 0))  # (Ember's library linked for 16-bit operands alone)
+    info, own = toolchain.blas(), toolchain._ember_gemm()
+    assert "-DEMBER_GEMM_OWN_CLASSES=0" in info.compile_flags and info.half
+    assert info.link_flags == (*own.link_flags, *toolchain._openblas().link_flags)
     chosen(Choice(None, ALL_CLASSES))
     assert toolchain.blas() == toolchain._ember_gemm()
     chosen(Choice("openblas", 2))

@@ -23,11 +23,12 @@
  * The BLAS runs single-threaded inside: its own threads would compete with OpenMP's.
  *
  * Ember's own GEMM library (ember_gemm_lib.c, built with EMBER_GEMM_LIBRARY) defines
- * ember_own_gemm_f32/f64 with the same contract. EMBER_GEMM_OWN_CLASSES says for which
- * shape classes (ember_gemm_class) a module linking that library calls it instead of the
- * BLAS: 0 (or undefined) never, EMBER_GEMM_ALL_CLASSES always (config.blas "ember": no
- * BLAS is included), else the classes config.blas "auto" measured it fastest for
- * (backends/cpu/blas_choice.py).
+ * ember_own_gemm_f32/f64 with the same contract. A module that links it defines
+ * EMBER_GEMM_OWN_CLASSES: the shape classes (ember_gemm_class) for which it calls that
+ * library instead of the BLAS: 0 none, EMBER_GEMM_ALL_CLASSES all (config.blas "ember":
+ * no BLAS is included), else the classes config.blas "auto" measured it fastest for
+ * (backends/cpu/blas_choice.py). Such a module also has ember_gemm_bf16/f16: bfloat16
+ * or float16 operands, float32 products (a BLAS has none), always Ember's.
  */
 #ifndef EMBER_GEMM_H
 #define EMBER_GEMM_H
@@ -63,10 +64,6 @@ static inline int64_t ember_item_offset(const ember_batch *batch, const int64_t 
 static inline int ember_gemm_class(int64_t n) {
   return n <= EMBER_GEMM_NARROW_N ? EMBER_GEMM_NARROW : EMBER_GEMM_WIDE;
 }
-
-#ifndef EMBER_GEMM_OWN_CLASSES
-#define EMBER_GEMM_OWN_CLASSES 0
-#endif
 
 /* The functions' signature, for operands A and B stored as S and results (C, D, the
  * row, the scales) as T. */
@@ -149,23 +146,25 @@ static inline int ember_gemm_class(int64_t n) {
     ember_blas_restore_threads(saved_threads);                                             \
   }
 
-/* Ember's library alone: the module's calls go straight to it. */
-#define EMBER_DEFINE_OWN_CALL(NAME, OWN, T)                                                \
-  static inline __attribute__((unused)) EMBER_GEMM_SIGNATURE(NAME, T) {                    \
+/* A call that goes straight to Ember's library (operands S, results T). */
+#define EMBER_DEFINE_OWN_CALL(NAME, OWN, S, T)                                             \
+  static inline __attribute__((unused)) EMBER_GEMM_SIGNATURE_OF(NAME, S, T) {              \
     OWN(EMBER_GEMM_ARGUMENTS);                                                             \
   }
 
 #ifndef EMBER_GEMM_LIBRARY
-#if EMBER_GEMM_OWN_CLASSES
+#ifdef EMBER_GEMM_OWN_CLASSES
 EMBER_GEMM_SIGNATURE(ember_own_gemm_f32, float);
 EMBER_GEMM_SIGNATURE(ember_own_gemm_f64, double);
 /* (bfloat16, float16 operands as their bits; float32 results) */
 EMBER_GEMM_SIGNATURE_OF(ember_own_gemm_bf16, uint16_t, float);
 EMBER_GEMM_SIGNATURE_OF(ember_own_gemm_f16, uint16_t, float);
+EMBER_DEFINE_OWN_CALL(ember_gemm_bf16, ember_own_gemm_bf16, uint16_t, float)
+EMBER_DEFINE_OWN_CALL(ember_gemm_f16, ember_own_gemm_f16, uint16_t, float)
 #endif
 #if EMBER_GEMM_OWN_CLASSES == EMBER_GEMM_ALL_CLASSES
-EMBER_DEFINE_OWN_CALL(ember_gemm_f32, ember_own_gemm_f32, float)
-EMBER_DEFINE_OWN_CALL(ember_gemm_f64, ember_own_gemm_f64, double)
+EMBER_DEFINE_OWN_CALL(ember_gemm_f32, ember_own_gemm_f32, float, float)
+EMBER_DEFINE_OWN_CALL(ember_gemm_f64, ember_own_gemm_f64, double, double)
 #else
 #include "ember_blas.h"
 EMBER_DEFINE_GEMM(ember_gemm_f32, ember_own_gemm_f32, float, EMBER_CBLAS(sgemm))
