@@ -187,6 +187,9 @@ def _measure(candidates: dict[str, BlasInfo], threads: int) -> Rates:
 
 
 def _time(function, a: np.ndarray, b: np.ndarray, c: np.ndarray, threads: int) -> float:
+    """Seconds of one call on idle cores, estimated as the process's CPU time over the
+    threads it used: time the cores spent on others' processes (a shared, busy host)
+    does not count against the candidate that happened to run then."""
     from ember.codegen import c_gemm
     from ember.codegen.gemm import GemmPlan, Matrix
 
@@ -194,9 +197,9 @@ def _time(function, a: np.ndarray, b: np.ndarray, c: np.ndarray, threads: int) -
     plan = GemmPlan(np.dtype(np.float32), (), m, n, k, Matrix(m, k, False, k, 0, ()),
                     Matrix(k, n, False, n, 0, ()))
     split, parts = c_gemm.gemm_split(plan, threads)
-    start = time.perf_counter()
+    start = time.process_time()
     function(split, parts, m, n, k, a.ctypes.data, b.ctypes.data, c.ctypes.data)
-    return time.perf_counter() - start
+    return max(time.process_time() - start, 1e-9) / parts
 
 
 def _probe_function(info: BlasInfo):
