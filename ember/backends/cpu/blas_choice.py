@@ -9,6 +9,9 @@ generated code calls them (split over the same threads), and ``decide`` turns th
 into what modules link: one BLAS and, for the classes Ember's GEMM won, its library too
 (``-DEMBER_GEMM_OWN_CLASSES``).
 
+Ember's GEMM takes part once its library is in the compile cache (toolchain.py's
+``_measured_blas``: building it on a first run would cost seconds).
+
 The rates are kept on disk beside the compiler probes (the compile cache's ``toolchain``
 folder), keyed by what decides them: the CPU, the toolchain's target, the thread count
 and each candidate's build; a damaged or foreign entry is measured again.
@@ -97,7 +100,7 @@ def auto_choice(candidates: dict[str, BlasInfo], threads: int, target_isa: str,
     """The choice among ``candidates`` (the vendors installed and, where there is a
     compiler, ``OWN``: Ember's GEMM), measured once per host and kept on disk."""
     vendors = sorted(set(candidates) - {OWN})
-    if OWN not in candidates or not vendors:
+    if OWN not in candidates or not vendors:  # (nothing to measure; MKL first, unmeasured)
         return Choice(vendors[0] if vendors else None, 0 if vendors else ALL_CLASSES)
     key = hash_key([_FORMAT, target_isa, cpu or "unknown-cpu", f"threads={threads}",
                     *(f"{name}={info.version}" for name, info in sorted(candidates.items()))])

@@ -14,7 +14,7 @@ import functools
 from pathlib import Path
 
 from ember.backends.cpu.toolchain import (INCLUDE_DIR, Toolchain, compile_shared_library,
-                                          find_toolchain)
+                                          find_shared_library, find_toolchain)
 from ember.runtime.compile_cache import default_cache
 
 SOURCE = INCLUDE_DIR / "ember_gemm_lib.c"
@@ -39,8 +39,16 @@ def library_path() -> Path:
     return path
 
 
+def built_library_path() -> Path | None:
+    """The library, if the compile cache holds it already (nothing is built)."""
+    return find_shared_library(_units(), name="ember_gemm", extra_flags=FLAGS)
+
+
 @functools.lru_cache(maxsize=None)
 def _remembered(toolchain: Toolchain | None, cache_directory: str) -> Path:
+    return compile_shared_library(_units(), name="ember_gemm", extra_flags=FLAGS)
+
+
+def _units() -> list[str]:
     text = SOURCE.read_text()
-    units = [f"#define EMBER_GEMM_TYPE {bits}\n{text}" for bits in _TYPE_BITS]
-    return compile_shared_library(units, name="ember_gemm", extra_flags=FLAGS)
+    return [f"#define EMBER_GEMM_TYPE {bits}\n{text}" for bits in _TYPE_BITS]

@@ -327,12 +327,12 @@ def blas() -> BlasInfo | None:
     return _find_blas(config.blas)
 
 
-def _ember_gemm() -> BlasInfo:
-    """Ember's GEMM library as the current toolchain builds it (once per target ISA and
-    flags, through the compile cache), called for every product."""
+def _ember_gemm(path: Path | None = None) -> BlasInfo:
+    """Ember's GEMM library at ``path``, or as the current toolchain builds it (once per
+    target ISA and flags, through the compile cache), called for every product."""
     from ember.backends.cpu import blas_choice, ember_gemm
 
-    path = ember_gemm.library_path()
+    path = path or ember_gemm.library_path()
     return BlasInfo(name="ember", lib_dir=str(path.parent),
                     compile_flags=(f"-DEMBER_GEMM_OWN_CLASSES={blas_choice.ALL_CLASSES}",),
                     link_flags=(str(path),), version=f"ember-gemm {path.stem[:16]}", half=True)
@@ -349,11 +349,20 @@ def _auto_blas() -> BlasInfo | None:
 def _measured_blas(toolchain: Toolchain | None, cache_directory: str,
                    threads: int) -> BlasInfo | None:
     """The choice of "auto" for this toolchain, cache and thread count, among each vendor
-    BLAS installed and Ember's GEMM where there is a compiler (blas_choice.auto_choice)."""
-    from ember.backends.cpu import blas_choice
+    BLAS installed and Ember's GEMM (blas_choice.auto_choice).
+
+    Ember's GEMM is a candidate once its library is in the compile cache (built by
+    ``blas="ember"``, ``ember bench``, or here where no BLAS is installed): building it
+    takes seconds, which the first compile of every process with an empty cache (a
+    user's first run, ``ember bench``'s cold compile) would pay. Until then "auto" is the
+    BLAS (MKL where installed, else OpenBLAS), unmeasured."""
+    from ember.backends.cpu import blas_choice, ember_gemm
 
     vendors = {info.name: info for info in (_mkl(), _openblas()) if info is not None}
-    own = _ember_gemm() if toolchain is not None else None
+    own = None
+    if toolchain is not None:
+        built = ember_gemm.built_library_path()
+        own = _ember_gemm(built) if built is not None or not vendors else None
     candidates = {**vendors, **({blas_choice.OWN: own} if own is not None else {})}
     choice = blas_choice.auto_choice(candidates, threads,
                                      toolchain.target_isa if toolchain else "", _cpu_identity())

@@ -10,7 +10,7 @@ import pytest
 
 import ember
 import ember.numpy as enp
-from ember.backends.cpu import blas_choice, toolchain
+from ember.backends.cpu import blas_choice, ember_gemm, toolchain
 from ember.backends.cpu.blas_choice import ALL_CLASSES, Choice, decide
 from ember.config import config
 from tests.backends.cpu.cpu_testing import requires_cpu
@@ -137,9 +137,35 @@ def chosen(monkeypatch):
 
 
 @requires_cpu
+def test_auto_waits_for_embers_library(tmp_path, monkeypatch):
+    """With an empty cache "auto" is the BLAS, unmeasured (nothing built, nothing timed);
+    once Ember's GEMM library is built, the next process measures and chooses."""
+    if toolchain._openblas() is None:
+        pytest.skip("scipy-openblas32 is not installed")
+    monkeypatch.setattr(toolchain, "_mkl", lambda: None)
+    monkeypatch.setattr(blas_choice, "_measure", pytest.fail)
+    toolchain._measured_blas.cache_clear()
+    blas_choice._rates.cache_clear()
+    try:
+        with config.override(blas="auto", cache_dir=str(tmp_path / "cache")):
+            assert toolchain.blas() == toolchain._openblas()
+            assert ember_gemm.built_library_path() is None
+            ember_gemm.library_path()  # (built by blas="ember" or `ember bench`)
+            toolchain._measured_blas.cache_clear()  # (a new process)
+            measured = rates({"ember": 300.0, "openblas": 250.0}, {"ember": 1.0, "openblas": 2.0})
+            monkeypatch.setattr(blas_choice, "_measure", lambda candidates, threads: measured)
+            info = toolchain.blas()
+        assert info.name == "ember" and "-DEMBER_GEMM_OWN_CLASSES=1" in info.compile_flags
+    finally:
+        toolchain._measured_blas.cache_clear()
+        blas_choice._rates.cache_clear()
+
+
+@requires_cpu
 def test_auto_links_what_was_chosen(chosen):
     if toolchain._openblas() is None:
         pytest.skip("scipy-openblas32 is not installed")
+    ember_gemm.library_path()
     chosen(Choice("openblas", 0))  # (Ember's library linked for 16-bit operands alone)
     info, own = toolchain.blas(), toolchain._ember_gemm()
     assert "-DEMBER_GEMM_OWN_CLASSES=0" in info.compile_flags and info.half
@@ -160,6 +186,7 @@ def test_a_mixed_module_computes_each_class_right(chosen, own_classes):
     other through the BLAS, transposed operands and a batch included."""
     if toolchain._openblas() is None:
         pytest.skip("scipy-openblas32 is not installed")
+    ember_gemm.library_path()
     chosen(Choice("openblas", own_classes))
     rng = np.random.default_rng(own_classes)
     a = rng.standard_normal((3, 70, 50), dtype=np.float32)
