@@ -212,3 +212,30 @@ def test_the_real_probe_measures_every_candidate(tmp_path):
     assert set(measured) == {"wide", "narrow"}
     assert all(set(by_name) == {"ember", "openblas"} and min(by_name.values()) > 0
                for by_name in measured.values())
+
+
+@requires_cpu
+def test_each_class_runs_on_the_library_chosen_for_it(chosen):
+    """Bit for bit: in a mixed module the wide product is the BLAS's and the narrow one
+    Ember's (their sums round differently, so each shows who computed it)."""
+    if toolchain._openblas() is None:
+        pytest.skip("scipy-openblas32 is not installed")
+    ember_gemm.library_path()
+    rng = np.random.default_rng(7)
+    # (a sum longer than either library's blocks of it: they split it differently)
+    a = rng.standard_normal((64, 1700), dtype=np.float32)
+    wide = rng.standard_normal((1700, 96), dtype=np.float32)
+    narrow = rng.standard_normal((1700, 10), dtype=np.float32)
+
+    def f(a, wide, narrow):
+        return enp.matmul(a, wide), enp.matmul(a, narrow)
+
+    results = {}
+    for name, choice in [("ember", Choice(None, ALL_CLASSES)), ("blas", Choice("openblas", 0)),
+                         ("mixed", Choice("openblas", 2))]:
+        chosen(choice)
+        results[name] = [np.asarray(out) for out in ember.jit(f)(a, wide, narrow)]
+    assert not np.array_equal(results["ember"][0], results["blas"][0])  # (distinguishable)
+    assert not np.array_equal(results["ember"][1], results["blas"][1])
+    np.testing.assert_array_equal(results["mixed"][0], results["blas"][0])
+    np.testing.assert_array_equal(results["mixed"][1], results["ember"][1])
