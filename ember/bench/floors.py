@@ -138,7 +138,7 @@ def _ember_gemm_sgemm() -> Matmul:
 
     if toolchain.find_toolchain() is None:
         raise Unavailable("no C compiler")
-    function = toolchain.load_library(ember_gemm.library_path()).ember_gemm_f32
+    function = toolchain.load_library(ember_gemm.library_path()).ember_own_gemm_f32
     c_int, i64, c_float, c_ptr = ctypes.c_int, ctypes.c_int64, ctypes.c_float, ctypes.c_void_p
     function.argtypes = [c_int, c_int, i64, c_ptr, c_int, c_int, i64, i64, i64, c_ptr, i64, i64,
                          c_ptr, i64, i64, c_ptr, i64, c_float, c_ptr, c_float, c_ptr, c_float]
@@ -149,8 +149,7 @@ def _ember_gemm_sgemm() -> Matmul:
         (m, k), n = a.shape, b.shape[1]
         plan = GemmPlan(np.dtype(np.float32), (), m, n, k, Matrix(m, k, False, k, 0, ()),
                         Matrix(k, n, False, n, 0, ()))
-        parts = c_gemm.gemm_parts(plan, num_threads())
-        split = 0 if parts == 1 else 1 if m >= n else 2  # (as c_gemm._split)
+        split, parts = c_gemm.gemm_split(plan, num_threads())
         function(split, parts, 1, no_batch, _NO_TRANS, _NO_TRANS, m, n, k, a.ctypes.data, k, k,
                  b.ctypes.data, n, 1, c.ctypes.data, n, 1.0, None, 0.0, None, 0.0)
 

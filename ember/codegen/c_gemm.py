@@ -47,7 +47,7 @@ def render_gemm(plan: GemmPlan, a: str, b: str, c: str, ctype: str, threads: int
              f"{_int64s(out.batch_strides)}}}")
     a_row_step = 1 if plan.a.transposed else plan.a.ld
     b_col_step = plan.b.ld if plan.b.transposed else 1
-    function = "ember_gemm_f32" if plan.dtype == np.float32 else "ember_gemm_f64"
+    function = _FUNCTIONS[plan.operand_dtype.name]
     return [f"{function}({_SPLITS[axis]}, {parts}, {count}, {batch}, {_trans(plan.a)}, "
             f"{_trans(plan.b)}, {plan.m}, {plan.n}, {plan.k}, {a} + {plan.a.offset}, "
             f"{plan.a.ld}, {a_row_step}, {b} + {plan.b.offset}, {plan.b.ld}, {b_col_step}, "
@@ -60,11 +60,21 @@ def gemm_parts(plan: GemmPlan, threads: int) -> int:
     return _split(plan, _count(plan), threads)[1]
 
 
+def gemm_split(plan: GemmPlan, threads: int) -> tuple[int, int]:
+    """(the ``split`` argument of ``render_gemm``'s call, its ``parts``), for callers of
+    the ``ember_gemm_*`` functions outside generated code (probes, benchmarks)."""
+    axis, parts = _split(plan, _count(plan), threads)
+    return _SPLITS[axis], parts
+
+
 def _count(plan: GemmPlan) -> int:
     return int(np.prod(plan.batch, dtype=np.int64))
 
 
 _SPLITS = {"batch": 0, "m": 1, "n": 2}
+# By the operands' dtype (16-bit ones: float32 products, include/ember_gemm.h).
+_FUNCTIONS = {"float32": "ember_gemm_f32", "float64": "ember_gemm_f64",
+              "bfloat16": "ember_gemm_bf16", "float16": "ember_gemm_f16"}
 
 
 def _int64s(values) -> str:

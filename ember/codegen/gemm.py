@@ -51,6 +51,13 @@ class GemmPlan:
     a: Matrix
     b: Matrix
     c: Matrix | None = None
+    # The operands' dtype where it is not the result's: 16-bit floats (bfloat16,
+    # float16) multiplied into float32 sums and results (``preferred_element_type``).
+    operands: np.dtype | None = None
+
+    @property
+    def operand_dtype(self) -> np.dtype:
+        return self.dtype if self.operands is None else self.operands
 
     @property
     def output(self) -> Matrix:
@@ -133,11 +140,13 @@ def plan_gemm(eqn: Eqn, lhs: Matrix, rhs: Matrix, out: Matrix | None = None) -> 
     lhs_shape = eqn.inputs[0].aval.shape
     batch = tuple(lhs_shape[d] for d in lb)
     dtype = eqn.outputs[0].aval.dtype
+    operands = eqn.inputs[0].aval.dtype
+    operands = None if operands == dtype else operands
     if out is not None and out.transposed:  # C^T = B^T A^T, stored row-major
         return GemmPlan(dtype, batch, rhs.cols, lhs.rows, lhs.cols, _flipped(rhs),
-                        _flipped(lhs), _flipped(out))
+                        _flipped(lhs), _flipped(out), operands)
     return GemmPlan(dtype=dtype, batch=batch, m=lhs.rows, n=rhs.cols, k=lhs.cols, a=lhs,
-                    b=rhs, c=out)
+                    b=rhs, c=out, operands=operands)
 
 
 def _flipped(matrix: Matrix) -> Matrix:

@@ -20,6 +20,7 @@ from ember.ir.graph import Eqn
 
 MIN_GEMM_FLOPS = 2 * 24 ** 3  # below this, a generated loop beats the BLAS call
 _BLAS_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+_HALF_DTYPES = ("bfloat16", "float16")
 
 
 def native(renderer: Renderer, eqn: Eqn) -> bool:
@@ -43,13 +44,20 @@ def native(renderer: Renderer, eqn: Eqn) -> bool:
     return renderer.supports(name, operand)
 
 
-def gemm_eligible(eqn: Eqn) -> bool:
+def gemm_eligible(eqn: Eqn, half: bool = False) -> bool:
     """Whether ``eqn`` is a GEMM worth a library call (any target: BLAS, a GPU GEMM
-    kernel), so that every backend draws the same kernel boundaries."""
+    kernel), so that every backend draws the same kernel boundaries; with ``half``
+    (a target whose GEMM takes them) also bfloat16 or float16 operands with float32
+    products (``GemmPlan.operands``)."""
     if eqn.prim.name != "dot_general":
         return False
-    dtypes = {eqn.inputs[0].aval.dtype, eqn.inputs[1].aval.dtype, eqn.outputs[0].aval.dtype}
-    if len(dtypes) != 1 or dtypes.pop() not in _BLAS_DTYPES:
+    operands = {eqn.inputs[0].aval.dtype, eqn.inputs[1].aval.dtype}
+    result = eqn.outputs[0].aval.dtype
+    if len(operands) != 1:
+        return False
+    operand = operands.pop()
+    if not (operand == result and operand in _BLAS_DTYPES
+            or half and operand in _HALF_DTYPES and result == np.float32):
         return False
     for position, operand in enumerate(eqn.inputs):
         syms = operand_syms(operand.aval.shape, "g")

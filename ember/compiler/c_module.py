@@ -304,8 +304,9 @@ def _gemm_call(step: LoweredStep, plan: BufferPlan, layout: Layout,
                renderer: CRenderer) -> list[str]:
     gemm = step.gemm
     ctype = renderer.storage_types[gemm.dtype.name]
-    a = _pointer(step.gemm_operands[0], plan, layout, ctype)
-    b = _pointer(step.gemm_operands[1], plan, layout, ctype)
+    operand_ctype = renderer.storage_types[gemm.operand_dtype.name]
+    a = _pointer(step.gemm_operands[0], plan, layout, operand_ctype)
+    b = _pointer(step.gemm_operands[1], plan, layout, operand_ctype)
     c = _pointer(step.product, plan, layout, ctype)
     affine = step.affine
     if affine is None:

@@ -151,8 +151,10 @@ def cpu_policy(renderer: CRenderer) -> FusionPolicy:
 
 
 def _blas_gemm(eqn: Eqn) -> bool:
-    """Whether ``eqn`` runs as a BLAS GEMM call."""
-    return toolchain.blas() is not None and gemm_eligible(eqn)
+    """Whether ``eqn`` runs as a BLAS GEMM call (16-bit operands: where Ember's GEMM is
+    linked)."""
+    info = toolchain.blas()
+    return info is not None and gemm_eligible(eqn, half=info.half)
 
 
 def _layout(program: Compilation) -> Layout:

@@ -1,7 +1,8 @@
-"""Ember's own GEMM (``config.blas = "ember"``): the ``ember_gemm_f32`` and
-``ember_gemm_f64`` that generated modules call (include/ember_gemm.h), computed by a
-blocked, register-tiled product for the target's vector ISA (include/ember_gemm_lib.c)
-instead of a BLAS.
+"""Ember's own GEMM (``config.blas = "ember"``, or "auto" where it measured fastest): the
+``ember_own_gemm_f32`` and ``_f64`` that generated modules call through
+include/ember_gemm.h, and ``ember_own_gemm_bf16`` and ``_f16`` (16-bit operands, float32
+results), computed by a blocked, register-tiled product for the target's vector ISA
+(include/ember_gemm_lib.c) instead of a BLAS.
 
 It is a library of its own, built once per toolchain (compiler, target ISA, flags)
 through the compile cache and linked by every module that multiplies matrices; no
@@ -13,15 +14,16 @@ import functools
 from pathlib import Path
 
 from ember.backends.cpu.toolchain import (INCLUDE_DIR, Toolchain, compile_shared_library,
-                                          find_toolchain)
+                                          find_shared_library, find_toolchain)
 from ember.runtime.compile_cache import default_cache
 
 SOURCE = INCLUDE_DIR / "ember_gemm_lib.c"
 # `c += a * b` in the microkernel must be one fused multiply-add (-std=c11 turns
 # contraction off by default).
 FLAGS = ("-ffp-contract=fast",)
-# One unit per element type, compiled in parallel (each defines one of the functions).
-_TYPE_BITS = (32, 64)
+# One unit per element type, compiled in parallel: float32, float64, and both 16-bit
+# formats (EMBER_GEMM_TYPE in ember_gemm_lib.c).
+_TYPE_BITS = (32, 64, 16)
 
 
 def library_path() -> Path:
@@ -37,8 +39,16 @@ def library_path() -> Path:
     return path
 
 
+def built_library_path() -> Path | None:
+    """The library, if the compile cache holds it already (nothing is built)."""
+    return find_shared_library(_units(), name="ember_gemm", extra_flags=FLAGS)
+
+
 @functools.lru_cache(maxsize=None)
 def _remembered(toolchain: Toolchain | None, cache_directory: str) -> Path:
+    return compile_shared_library(_units(), name="ember_gemm", extra_flags=FLAGS)
+
+
+def _units() -> list[str]:
     text = SOURCE.read_text()
-    units = [f"#define EMBER_GEMM_TYPE_BITS {bits}\n{text}" for bits in _TYPE_BITS]
-    return compile_shared_library(units, name="ember_gemm", extra_flags=FLAGS)
+    return [f"#define EMBER_GEMM_TYPE {bits}\n{text}" for bits in _TYPE_BITS]

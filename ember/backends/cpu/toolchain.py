@@ -66,6 +66,9 @@ class BlasInfo:
     compile_flags: tuple[str, ...]  # what selects it in include/ember_blas.h
     link_flags: tuple[str, ...]
     version: str
+    # Whether Ember's GEMM library is linked too, for what a BLAS lacks: products of
+    # bfloat16 or float16 operands (ember_gemm_bf16/f16 in include/ember_gemm.h).
+    half: bool = False
 
 
 def find_toolchain() -> Toolchain | None:
@@ -313,33 +316,79 @@ BLAS_CHOICES = ("auto", "openblas", "mkl", "ember")
 
 
 def blas() -> BlasInfo | None:
-    """The BLAS generated code links, as ``config.blas`` says: "openblas", "mkl",
-    "ember" (Ember's own GEMM, ember_gemm.py), or "auto" (MKL where the ``mkl`` wheel is
-    installed, else OpenBLAS); None when the chosen one is not installed."""
+    """The GEMM generated code links, as ``config.blas`` says: "openblas", "mkl",
+    "ember" (Ember's own GEMM, ember_gemm.py), or "auto" (per shape class, whichever of
+    those is installed measured fastest on this host: blas_choice.py); None when the
+    chosen one is not installed."""
     if config.blas == "ember":
         return _ember_gemm() if find_toolchain() is not None else None
+    if config.blas == "auto":
+        return _auto_blas()
     return _find_blas(config.blas)
 
 
-def _ember_gemm() -> BlasInfo:
-    """Ember's GEMM library as the current toolchain builds it (once per target ISA and
-    flags, through the compile cache)."""
-    from ember.backends.cpu import ember_gemm
+def _ember_gemm(path: Path | None = None) -> BlasInfo:
+    """Ember's GEMM library at ``path``, or as the current toolchain builds it (once per
+    target ISA and flags, through the compile cache), called for every product."""
+    from ember.backends.cpu import blas_choice, ember_gemm
 
-    path = ember_gemm.library_path()
-    return BlasInfo(name="ember", lib_dir=str(path.parent), compile_flags=("-DEMBER_BLAS_EMBER",),
-                    link_flags=(str(path),), version=f"ember-gemm {path.stem[:16]}")
+    path = path or ember_gemm.library_path()
+    return BlasInfo(name="ember", lib_dir=str(path.parent),
+                    compile_flags=(f"-DEMBER_GEMM_OWN_CLASSES={blas_choice.ALL_CLASSES}",),
+                    link_flags=(str(path),), version=f"ember-gemm {path.stem[:16]}", half=True)
+
+
+def _auto_blas() -> BlasInfo | None:
+    toolchain = find_toolchain()
+    from ember.backends.cpu.backend import num_threads
+
+    return _measured_blas(toolchain, str(default_cache().directory), num_threads())
+
+
+@functools.lru_cache(maxsize=None)
+def _measured_blas(toolchain: Toolchain | None, cache_directory: str,
+                   threads: int) -> BlasInfo | None:
+    """The choice of "auto" for this toolchain, cache and thread count, among each vendor
+    BLAS installed and Ember's GEMM (blas_choice.auto_choice).
+
+    Ember's GEMM is a candidate once its library is in the compile cache (built by
+    ``blas="ember"``, ``ember bench``, or here where no BLAS is installed): building it
+    takes seconds, which the first compile of every process with an empty cache (a
+    user's first run, ``ember bench``'s cold compile) would pay. Until then "auto" is the
+    BLAS (MKL where installed, else OpenBLAS), unmeasured."""
+    from ember.backends.cpu import blas_choice, ember_gemm
+
+    vendors = {info.name: info for info in (_mkl(), _openblas()) if info is not None}
+    own = None
+    if toolchain is not None:
+        built = ember_gemm.built_library_path()
+        own = _ember_gemm(built) if built is not None or not vendors else None
+    candidates = {**vendors, **({blas_choice.OWN: own} if own is not None else {})}
+    choice = blas_choice.auto_choice(candidates, threads,
+                                     toolchain.target_isa if toolchain else "", _cpu_identity())
+    if choice.blas is None:
+        return own
+    vendor = vendors[choice.blas]
+    if own is None:
+        return vendor
+    # (linked even for no class: the 16-bit products are Ember's alone)
+    classes = [name for name, bit in blas_choice.CLASS_BITS.items()
+               if choice.own_classes & bit] or ["16-bit operands"]
+    # (named for whoever computes the wide products: the floors of `ember bench`)
+    wide_by_own = bool(choice.own_classes & blas_choice.CLASS_BITS["wide"])
+    return BlasInfo(
+        name="ember" if wide_by_own else vendor.name, lib_dir=vendor.lib_dir,
+        compile_flags=(*vendor.compile_flags,
+                       f"-DEMBER_GEMM_OWN_CLASSES={choice.own_classes}"),
+        link_flags=(*own.link_flags, *vendor.link_flags),
+        version=f"{vendor.version} + {own.version} for {', '.join(classes)}", half=True)
 
 
 @functools.lru_cache(maxsize=None)
 def _find_blas(choice: str) -> BlasInfo | None:
     if choice not in BLAS_CHOICES:
         raise ValueError(f"unknown BLAS {choice!r}; choose one of {', '.join(BLAS_CHOICES)}")
-    if choice in ("auto", "mkl"):
-        mkl = _mkl()
-        if mkl is not None or choice == "mkl":
-            return mkl
-    return _openblas()
+    return _mkl() if choice == "mkl" else _openblas()
 
 
 def _openblas() -> BlasInfo | None:
@@ -413,15 +462,18 @@ def compile_shared_library(
     name: str,
     link_blas: bool = False,
     extra_flags: Sequence[str] = (),
+    blas_info: BlasInfo | None = None,
 ) -> Path:
     """Compile C ``source`` to a shared object (through the compile cache); return its path.
 
     ``source`` may be several translation units: they are compiled in parallel and
     linked into one library. ``name`` labels the kernel in logs and error reports.
-    Raises ``BackendUnavailableError`` when there is no compiler (or no BLAS
-    but ``link_blas``), and ``CompileError`` when the compiler rejects the source.
+    ``link_blas`` links the GEMM ``config.blas`` chooses, ``blas_info`` this one instead
+    (the BLAS choice's probes). Raises ``BackendUnavailableError`` when there is no
+    compiler (or no BLAS but ``link_blas``), and ``CompileError`` when the compiler
+    rejects the source.
     """
-    build = _LibraryBuild(source, name, link_blas, extra_flags)
+    build = _LibraryBuild(source, name, link_blas, extra_flags, blas_info)
     return default_cache().get_or_build(build.key_parts, ".so", build.run)
 
 
@@ -447,14 +499,16 @@ class _LibraryBuild:
     """How to build a library, and its compile-cache key."""
 
     def __init__(self, source: str | Sequence[str], name: str, link_blas: bool,
-                 extra_flags: Sequence[str]) -> None:
+                 extra_flags: Sequence[str], blas_info: BlasInfo | None = None) -> None:
         toolchain = _required_toolchain()
         self.cc = toolchain.cc
         self.name = name
         self.units = [source] if isinstance(source, str) else list(source)
-        self.compile_flags, self.link_flags = _flags(link_blas, extra_flags)
+        if blas_info is None and link_blas:
+            blas_info = _required_blas()
+        self.compile_flags, self.link_flags = _flags(blas_info, extra_flags)
         self.key_parts = [*_toolchain_key(toolchain, self.compile_flags, self.link_flags,
-                                          link_blas),
+                                          blas_info),
                           f"units:{len(self.units)}", *self.units]
 
     def run(self, output: Path) -> None:
@@ -462,10 +516,11 @@ class _LibraryBuild:
                       output)
 
 
-def _flags(link_blas: bool, extra_flags: Sequence[str]) -> tuple[list[str], list[str]]:
-    """(compile flags, link flags) of a library, from the toolchain's and ``extra_flags``."""
+def _flags(blas_info: BlasInfo | None,
+           extra_flags: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(compile flags, link flags) of a library, from the toolchain's, the GEMM library's
+    it links (if any) and ``extra_flags``."""
     toolchain = find_toolchain()
-    blas_info = _required_blas() if link_blas else None
     compile_flags = [*toolchain.base_flags, f"-I{INCLUDE_DIR}"]
     link_flags = list(_LINK_FLAGS)
     if blas_info is not None:
@@ -475,10 +530,9 @@ def _flags(link_blas: bool, extra_flags: Sequence[str]) -> tuple[list[str], list
 
 
 def _toolchain_key(toolchain: Toolchain, compile_flags: Sequence[str],
-                   link_flags: Sequence[str], link_blas: bool) -> list[str]:
+                   link_flags: Sequence[str], blas_info: BlasInfo | None) -> list[str]:
     """Everything but the source that changes a library: compiler, target, flags,
     bundled headers, BLAS."""
-    blas_info = blas() if link_blas else None
     return [_CACHE_FORMAT, toolchain.cc, toolchain.version, toolchain.target_isa,
             shlex.join(compile_flags), shlex.join(link_flags), _include_digest(),
             blas_info.version if blas_info is not None else "no-blas"]
@@ -497,9 +551,9 @@ def library_identity(extra_flags: Sequence[str] = ()) -> list[str]:
     (compiler, target, flags, bundled headers, the BLAS where installed): a key part for
     caches of what is derived from a library without knowing its source."""
     toolchain = _required_toolchain()
-    with_blas = blas() is not None
-    compile_flags, link_flags = _flags(with_blas, extra_flags)
-    return _toolchain_key(toolchain, compile_flags, link_flags, with_blas)
+    blas_info = blas()
+    compile_flags, link_flags = _flags(blas_info, extra_flags)
+    return _toolchain_key(toolchain, compile_flags, link_flags, blas_info)
 
 
 def _unit_name(name: str, number: int, count: int) -> str:

@@ -3,7 +3,8 @@ include/ember_gemm.h, against a float64 NumPy oracle: every dimension from 1 to 
 (the edges of the register tile and of the cache blocks included), leading dimensions
 wider than the matrices, transposed operands, batches with their own strides, the split
 over threads, and each term of the affine epilogue (alpha, an addend D, possibly C
-itself, and a bias row)."""
+itself, and a bias row); float32, float64, and bfloat16 and float16 operands with float32
+sums and results."""
 from __future__ import annotations
 
 import ctypes
@@ -12,16 +13,23 @@ from dataclasses import dataclass
 
 import hypothesis
 import hypothesis.strategies as st
+import ml_dtypes
 import numpy as np
 import pytest
 
 from ember.backends.cpu import ember_gemm, toolchain
+from ember.backends.cpu.toolchain import cpu_flags
 from ember.config import config
 from tests.backends.cpu.cpu_testing import requires_cpu
 
 pytestmark = requires_cpu
 
 _NO_TRANS, _TRANS = 111, 112
+BF16, F16 = np.dtype(ml_dtypes.bfloat16), np.dtype(np.float16)
+# Each operand type's function and the type of its sums and results.
+_FUNCTIONS = {np.dtype(np.float32): ("ember_own_gemm_f32", np.float32),
+              np.dtype(np.float64): ("ember_own_gemm_f64", np.float64),
+              BF16: ("ember_own_gemm_bf16", np.float32), F16: ("ember_own_gemm_f16", np.float32)}
 
 
 class _Batch(ctypes.Structure):
@@ -89,12 +97,13 @@ def run_case(library: ctypes.CDLL, case: Case, seed: int = 0) -> None:
     rng = np.random.default_rng(seed)
     count = int(np.prod(case.batch, dtype=np.int64))
     m, n, k, dtype = case.m, case.n, case.k, case.dtype
+    name, result = _FUNCTIONS[np.dtype(dtype)]
     # op(A) is m x k: stored k x m when transposed; op(B) is k x n: stored n x k.
     a_flat, a_view, lda, a_item = _strided(rng, count, *((k, m) if case.ta else (m, k)),
                                            case.pad, dtype)
     b_flat, b_view, ldb, b_item = _strided(rng, count, *((n, k) if case.tb else (k, n)),
                                            case.pad, dtype)
-    c_flat, c_view, ldc, c_item = _strided(rng, count, m, n, case.pad, dtype)
+    c_flat, c_view, ldc, c_item = _strided(rng, count, m, n, case.pad, result)
     op_a = np.swapaxes(a_view, 1, 2) if case.ta else a_view
     op_b = np.swapaxes(b_view, 1, 2) if case.tb else b_view
 
@@ -103,7 +112,7 @@ def run_case(library: ctypes.CDLL, case: Case, seed: int = 0) -> None:
                                         np.abs(op_b.astype(np.float64)))
     d_flat = None
     if case.addend == "separate":
-        d_flat = rng.standard_normal(c_flat.size).astype(dtype)
+        d_flat = rng.standard_normal(c_flat.size).astype(result)
     elif case.addend == "in place":
         d_flat = c_flat
     if d_flat is not None:
@@ -112,7 +121,7 @@ def run_case(library: ctypes.CDLL, case: Case, seed: int = 0) -> None:
         bound = bound + np.abs(case.d_scale * d_view.astype(np.float64))
     row = None
     if case.row_scale:
-        row = rng.standard_normal(n).astype(dtype)
+        row = rng.standard_normal(n).astype(result)
         expected = expected + case.row_scale * row.astype(np.float64)
         bound = bound + np.abs(case.row_scale * row.astype(np.float64))
     if d_flat is not c_flat:
@@ -125,8 +134,8 @@ def run_case(library: ctypes.CDLL, case: Case, seed: int = 0) -> None:
                                       for item in (a_item, b_item, c_item)]  # (kept alive)
     batch = _Batch(len(case.batch), *(ctypes.addressof(array) for array in arrays))
 
-    real = ctypes.c_float if dtype == np.float32 else ctypes.c_double
-    function = library.ember_gemm_f32 if dtype == np.float32 else library.ember_gemm_f64
+    real = ctypes.c_float if result == np.float32 else ctypes.c_double
+    function = getattr(library, name)
     pointer = ctypes.c_void_p
     function.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, pointer, ctypes.c_int,
                          ctypes.c_int, *[ctypes.c_int64] * 3, pointer, ctypes.c_int64,
@@ -143,8 +152,9 @@ def run_case(library: ctypes.CDLL, case: Case, seed: int = 0) -> None:
     np.testing.assert_array_equal(c_flat[~inside], untouched[~inside],
                                   err_msg="wrote outside C's matrices")
     got = np.lib.stride_tricks.as_strided(c_flat, c_view.shape, c_view.strides)
-    epsilon = np.finfo(dtype).eps
-    tolerance = 2 * (k + 2) * epsilon * bound + np.finfo(dtype).tiny
+    # (the operands' own rounding is in `expected`: the product of what they hold)
+    epsilon = np.finfo(result).eps
+    tolerance = 2 * (k + 2) * epsilon * bound + np.finfo(result).tiny
     error = np.abs(got.astype(np.float64) - expected)
     assert np.all(error <= tolerance), (
         f"{case}: max error {error.max():.3g} (tolerance there {tolerance.flat[error.argmax()]:.3g})")
@@ -243,7 +253,8 @@ def test_more_rows_than_one_block_of_a(library):
 @hypothesis.settings(max_examples=40, deadline=None)
 @hypothesis.given(
     m=st.integers(1, 600), n=st.integers(1, 600), k=st.integers(1, 600),
-    dtype=st.sampled_from([np.float32, np.float64]), ta=st.booleans(), tb=st.booleans(),
+    dtype=st.sampled_from([np.float32, np.float64, BF16, F16]), ta=st.booleans(),
+    tb=st.booleans(),
     batch=st.sampled_from([(), (1,), (3,), (2, 2)]), pad=st.integers(0, 4),
     split_parts=st.sampled_from([(0, 1), (0, 2), (1, 2), (2, 2), (1, 3)]),
     epilogue=st.sampled_from([("none", 0.0, 0.0), ("separate", 0.5, 0.0),
@@ -268,7 +279,43 @@ def test_narrower_vector_isas(cflags):
     with config.override(cflags=cflags):
         narrow = toolchain.load_library(ember_gemm.library_path())
     for size in (1, 5, 6, 7, 15, 16, 17, 33, 130, 401):
-        for dtype in (np.float32, np.float64):
+        for dtype in (np.float32, np.float64, BF16, F16):
             run_case(narrow, Case(size, size + 3, size + 1, dtype, ta=size % 2 == 1, pad=1))
     run_case(narrow, Case(70, 90, 900, batch=(2,), tb=True, split=2, parts=2, alpha=2.0,
                           addend="in place", d_scale=1.0, row_scale=-1.0))
+
+
+@pytest.mark.parametrize("dtype", [BF16, F16])
+def test_16_bit_operands(library, dtype):
+    """bfloat16 and float16 operands, float32 sums and results: the tiles' and the pairs'
+    edges (odd sums), transposes, several blocks of the sum, splits and epilogues."""
+    for size in (1, 2, 5, 6, 7, 17, 63, 65, 129, 401):
+        run_case(library, Case(size, size, size, dtype))
+        run_case(library, Case(size, 7, 3, dtype, tb=True))
+        run_case(library, Case(3, size + 64, 7, dtype, ta=True, pad=1))
+    for ta in (False, True):
+        for tb in (False, True):
+            run_case(library, Case(45, 130, 901, dtype, ta=ta, tb=tb, pad=3, alpha=-0.5,
+                                   addend="in place", d_scale=1.0, row_scale=2.0))
+    for split, parts in [(0, 2), (1, 2), (1, 3), (2, 2)]:
+        run_case(library, Case(70, 90, 51, dtype, batch=(2, 3), pad=5, split=split,
+                               parts=parts, addend="separate", d_scale=0.5))
+        run_case(library, Case(100, 10, 300, dtype, tb=True, split=split, parts=parts))
+
+
+def test_bfloat16_multiplies_pairs_where_the_cpu_can(library):
+    """With AVX512_BF16 the wide bfloat16 tile is the vdpbf16ps one (tested above)."""
+    pairs = ctypes.c_int.in_dll(library, "ember_own_gemm_bf16_pairs").value
+    assert pairs == ("avx512_bf16" in cpu_flags() and platform.machine() == "x86_64")
+
+
+@pytest.mark.skipif("avx512_bf16" not in cpu_flags(), reason="no AVX512_BF16 to turn off")
+def test_bfloat16_without_the_pair_instruction():
+    """The build for a CPU without AVX512_BF16: bfloat16 converted while packing."""
+    with config.override(cflags="-mno-avx512bf16"):
+        converted = toolchain.load_library(ember_gemm.library_path())
+    assert ctypes.c_int.in_dll(converted, "ember_own_gemm_bf16_pairs").value == 0
+    for size in (1, 7, 65, 130, 401):
+        run_case(converted, Case(size, size + 3, size + 1, BF16, ta=size % 2 == 1, pad=1))
+    run_case(converted, Case(70, 90, 900, BF16, batch=(2,), tb=True, split=2, parts=2,
+                             addend="in place", d_scale=1.0, row_scale=-1.0))

@@ -28,9 +28,9 @@ def ember_blas():
 
 def test_modules_link_embers_gemm_library():
     info = toolchain.blas()
-    assert info.name == "ember" and "-DEMBER_BLAS_EMBER" in info.compile_flags
+    assert info.name == "ember" and "-DEMBER_GEMM_OWN_CLASSES=3" in info.compile_flags
     assert info.link_flags == (str(ember_gemm.library_path()),)
-    _, link_flags = toolchain._flags(True, ())
+    _, link_flags = toolchain._flags(toolchain.blas(), ())
     assert str(ember_gemm.library_path()) in link_flags
 
 
@@ -120,3 +120,57 @@ def test_mlp_train_step_matches_reference(dtype):
         assert_matches_reference(_train_step, params, x, labels, tolerance=tolerance)
         kinds = [k.kind for k in compiled(_train_step, params, x, labels).kernels]
     assert kinds.count("library") >= 5  # forward, and both gradients of each layer
+
+
+def _half_dot(dims):
+    return lambda a, b: lax.dot_general(a, b, dims, preferred_element_type=np.float32)
+
+
+@pytest.mark.parametrize("lhs_shape, rhs_shape, dims", [
+    ((200, 96), (96, 112), (((1,), (0,)), ((), ()))),
+    ((96, 201), (96, 113), (((0,), (0,)), ((), ()))),           # transposed lhs, odd sizes
+    ((100, 97), (250, 97), (((1,), (1,)), ((), ()))),           # transposed rhs, odd sum
+    ((7, 64, 65), (7, 65, 10), (((2,), (1,)), ((0,), (0,)))),   # batched, narrow
+])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("threads", [1, 3])
+def test_16_bit_operands_with_float32_products(lhs_shape, rhs_shape, dims, dtype, threads):
+    """One library call of ember_gemm_bf16/f16, no conversion kernel, matching the
+    reference (which computes the same products of the same 16-bit values)."""
+    lhs = RNG.standard_normal(lhs_shape).astype(jnp.dtype(dtype))
+    rhs = RNG.standard_normal(rhs_shape).astype(jnp.dtype(dtype))
+    with config.override(num_threads=threads):
+        assert_matches_reference(_half_dot(dims), lhs, rhs, tolerance=TOLERANCE[np.float32])
+        kernels = compiled(_half_dot(dims), lhs, rhs).kernels
+    assert [k.kind for k in kernels] == ["library"]
+    assert kernels[0].source.startswith(f"ember_gemm_{'bf16' if dtype == 'bfloat16' else 'f16'}(")
+
+
+def test_16_bit_products_fold_their_bias():
+    """A bias added to a bfloat16 product is the call's epilogue (one kernel)."""
+    x = RNG.standard_normal((130, 96)).astype(jnp.bfloat16)
+    w = RNG.standard_normal((96, 70)).astype(jnp.bfloat16)
+    b = RNG.standard_normal(70).astype(np.float32)
+
+    def layer(x, w, b):
+        return jnp.matmul(x, w, preferred_element_type=np.float32) + b
+
+    assert_matches_reference(layer, x, w, b, tolerance=TOLERANCE[np.float32])
+    assert [k.kind for k in compiled(layer, x, w, b).kernels] == ["library"]
+
+
+@pytest.mark.parametrize("blas", ["openblas", "auto"])
+def test_16_bit_products_without_embers_gemm_are_loops(blas):
+    """A BLAS alone has no 16-bit products: they stay generated loops (and match)."""
+    lhs = RNG.standard_normal((64, 48)).astype(jnp.bfloat16)
+    rhs = RNG.standard_normal((48, 40)).astype(jnp.bfloat16)
+    dims = (((1,), (0,)), ((), ()))
+    with config.override(blas=blas):
+        if blas == "openblas" and toolchain.blas() is None:
+            pytest.skip("scipy-openblas32 is not installed")
+        ember_gemm.library_path()  # (auto takes Ember's GEMM once it is built)
+        toolchain._measured_blas.cache_clear()
+        assert_matches_reference(_half_dot(dims), lhs, rhs, tolerance=TOLERANCE[np.float32])
+        kinds = [k.kind for k in compiled(_half_dot(dims), lhs, rhs).kernels]
+    toolchain._measured_blas.cache_clear()
+    assert ("library" in kinds) == (blas == "auto")  # (auto links Ember's GEMM for them)

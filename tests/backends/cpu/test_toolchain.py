@@ -195,8 +195,7 @@ def test_mkl_that_does_not_load_is_ignored(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("mkl_installed, choice, expected", [
-    (True, "auto", "mkl"), (False, "auto", "openblas"), (True, "openblas", "openblas"),
-    (True, "mkl", "mkl"), (False, "mkl", None)])
+    (True, "openblas", "openblas"), (True, "mkl", "mkl"), (False, "mkl", None)])
 def test_blas_choice(monkeypatch, mkl_installed, choice, expected):
     def fake(name):
         return toolchain.BlasInfo(name, "/lib", (), (), name)

@@ -22,8 +22,13 @@
  *
  * The BLAS runs single-threaded inside: its own threads would compete with OpenMP's.
  *
- * With EMBER_BLAS_EMBER (config.blas "ember") the two functions are not defined here
- * but in Ember's own GEMM library (ember_gemm_lib.c), which the module links.
+ * Ember's own GEMM library (ember_gemm_lib.c, built with EMBER_GEMM_LIBRARY) defines
+ * ember_own_gemm_f32/f64 with the same contract. A module that links it defines
+ * EMBER_GEMM_OWN_CLASSES: the shape classes (ember_gemm_class) for which it calls that
+ * library instead of the BLAS: 0 none, EMBER_GEMM_ALL_CLASSES all (config.blas "ember":
+ * no BLAS is included), else the classes config.blas "auto" measured it fastest for
+ * (backends/cpu/blas_choice.py). Such a module also has ember_gemm_bf16/f16: bfloat16
+ * or float16 operands, float32 products (a BLAS has none), always Ember's.
  */
 #ifndef EMBER_GEMM_H
 #define EMBER_GEMM_H
@@ -50,32 +55,54 @@ static inline int64_t ember_item_offset(const ember_batch *batch, const int64_t 
   return offset;
 }
 
+/* The shape classes the BLAS choice is measured on (blas_choice.py): products at most
+ * one narrow tile wide (n <= 16, the MLP's last layer), and all others. */
+#define EMBER_GEMM_WIDE 1
+#define EMBER_GEMM_NARROW 2
+#define EMBER_GEMM_ALL_CLASSES 3
+#define EMBER_GEMM_NARROW_N 16
+static inline int ember_gemm_class(int64_t n) {
+  return n <= EMBER_GEMM_NARROW_N ? EMBER_GEMM_NARROW : EMBER_GEMM_WIDE;
+}
+
+/* The functions' signature, for operands A and B stored as S and results (C, D, the
+ * row, the scales) as T. */
+#define EMBER_GEMM_SIGNATURE_OF(NAME, S, T)                                                 \
+  void NAME(int split, int parts, int64_t count, const ember_batch *batch, int ta, int tb, \
+            int64_t m, int64_t n, int64_t k, const S *A, int64_t lda, int64_t a_row_step,  \
+            const S *B, int64_t ldb, int64_t b_col_step, T *C, int64_t ldc, T alpha,       \
+            const T *D, T d_scale, const T *row, T row_scale)
+#define EMBER_GEMM_SIGNATURE(NAME, T) EMBER_GEMM_SIGNATURE_OF(NAME, T, T)
+#define EMBER_GEMM_ARGUMENTS                                                               \
+  split, parts, count, batch, ta, tb, m, n, k, A, lda, a_row_step, B, ldb, b_col_step, C,  \
+      ldc, alpha, D, d_scale, row, row_scale
+
 /* C = d_scale * D + row_scale * row (broadcast down the rows), each term optional; D is
  * laid out as C and may be C itself. */
-#define EMBER_DEFINE_GEMM_START(NAME, T)                                                    \
+#define EMBER_DEFINE_GEMM_START(NAME, T)                                                   \
   static inline void ember_gemm_start_##NAME(T *c, int64_t ldc, int64_t rows, int64_t cols, \
-                                             const T *d, T d_scale, const T *row,           \
-                                             T row_scale) {                                 \
-    if (d == c && d_scale == 1 && row == NULL) return; /* in place, as it is */             \
-    for (int64_t r = 0; r < rows; r++) {                                                    \
-      T *out = c + r * ldc;                                                                 \
-      const T *in = d ? d + r * ldc : NULL;                                                 \
-      if (in != NULL && d_scale == 1 && row == NULL) {                                      \
-        memcpy(out, in, sizeof(T) * cols);                                                  \
-        continue;                                                                           \
-      }                                                                                     \
-      for (int64_t j = 0; j < cols; j++)                                                    \
-        out[j] = (in ? d_scale * in[j] : 0) + (row ? row_scale * row[j] : 0);               \
-    }                                                                                       \
+                                             const T *d, T d_scale, const T *row,          \
+                                             T row_scale) {                                \
+    if (d == c && d_scale == 1 && row == NULL) return; /* in place, as it is */            \
+    for (int64_t r = 0; r < rows; r++) {                                                   \
+      T *out = c + r * ldc;                                                                \
+      const T *in = d ? d + r * ldc : NULL;                                                \
+      if (in != NULL && d_scale == 1 && row == NULL) {                                     \
+        memcpy(out, in, sizeof(T) * cols);                                                 \
+        continue;                                                                          \
+      }                                                                                    \
+      for (int64_t j = 0; j < cols; j++)                                                   \
+        out[j] = (in ? d_scale * in[j] : 0) + (row ? row_scale * row[j] : 0);              \
+    }                                                                                      \
   }
 
 /* The split of ember_gemm_f32/f64 over the OpenMP team, shared by the BLAS path below
  * and Ember's own GEMM (ember_gemm_lib.c): split 0 divides the batch items, 1 the rows of
  * C, 2 its columns, into `parts` static blocks. BLOCK runs once per item of a thread's
- * block with a, b, c (that item's operands, moved to the block), rows, cols and lo (the
- * block's first row or column) in scope. */
-#define EMBER_GEMM_PARTS(T, BLOCK)                                                          \
-  _Pragma("omp parallel for num_threads(parts) schedule(static) if(parts > 1)")           \
+ * block with a, b (of S), c (of T: that item's operands, moved to the block), rows, cols
+ * and lo (the block's first row or column) in scope. */
+#define EMBER_GEMM_PARTS(S, T, BLOCK)                                                         \
+  _Pragma("omp parallel for num_threads(parts) schedule(static) if(parts > 1)")            \
   for (int64_t part = 0; part < parts; part++) {                                           \
     const int64_t size = split == 1 ? m : n;                                               \
     const int64_t first = split == 0 ? part * count / parts : 0;                           \
@@ -83,8 +110,8 @@ static inline int64_t ember_item_offset(const ember_batch *batch, const int64_t 
     const int64_t lo = split == 0 ? 0 : part * size / parts;                               \
     const int64_t hi = split == 0 ? size : (part + 1) * size / parts;                      \
     for (int64_t item = first; item < last; item++) {                                      \
-      const T *a = A + ember_item_offset(batch, batch->a_strides, item);                   \
-      const T *b = B + ember_item_offset(batch, batch->b_strides, item);                   \
+      const S *a = A + ember_item_offset(batch, batch->a_strides, item);                   \
+      const S *b = B + ember_item_offset(batch, batch->b_strides, item);                   \
       T *c = C + ember_item_offset(batch, batch->c_strides, item);                         \
       int64_t rows = m, cols = n;                                                          \
       if (split == 1) { a += lo * a_row_step; c += lo * ldc; rows = hi - lo; }             \
@@ -93,17 +120,25 @@ static inline int64_t ember_item_offset(const ember_batch *batch, const int64_t 
     }                                                                                      \
   }
 
-#define EMBER_DEFINE_GEMM(NAME, T, CBLAS_GEMM)                                              \
-  EMBER_DEFINE_GEMM_START(NAME, T)                                                          \
-  static __attribute__((noinline, unused)) void NAME(                                     \
-      int split, int parts, int64_t count, const ember_batch *batch, int ta, int tb,       \
-      int64_t m, int64_t n, int64_t k, const T *A, int64_t lda, int64_t a_row_step,        \
-      const T *B, int64_t ldb, int64_t b_col_step, T *C, int64_t ldc, T alpha,             \
-      const T *D, T d_scale, const T *row, T row_scale) {                                  \
+/* Ember's library for the shape classes of EMBER_GEMM_OWN_CLASSES, else the BLAS. */
+#if EMBER_GEMM_OWN_CLASSES
+#define EMBER_GEMM_OWN_CALL(OWN)                                                           \
+  if (ember_gemm_class(n) & EMBER_GEMM_OWN_CLASSES) {                                      \
+    OWN(EMBER_GEMM_ARGUMENTS);                                                             \
+    return;                                                                                \
+  }
+#else
+#define EMBER_GEMM_OWN_CALL(OWN)
+#endif
+
+#define EMBER_DEFINE_GEMM(NAME, OWN, T, CBLAS_GEMM)                                        \
+  EMBER_DEFINE_GEMM_START(NAME, T)                                                         \
+  static __attribute__((noinline, unused)) EMBER_GEMM_SIGNATURE(NAME, T) {                 \
+    EMBER_GEMM_OWN_CALL(OWN)                                                               \
     const int saved_threads = ember_blas_single_threaded();                                \
-    EMBER_GEMM_PARTS(T, {                                                                  \
+    EMBER_GEMM_PARTS(T, T, {                                                                  \
       if (D != NULL || row != NULL) /* this thread's block of C starts as the addends */   \
-        ember_gemm_start_##NAME(c, ldc, rows, cols, D ? D + (c - C) : NULL, d_scale,         \
+        ember_gemm_start_##NAME(c, ldc, rows, cols, D ? D + (c - C) : NULL, d_scale,       \
                                 row ? row + (split == 2 ? lo : 0) : NULL, row_scale);      \
       CBLAS_GEMM(101, ta, tb, (int)rows, (int)cols, (int)k, alpha, a, (int)lda, b,         \
                  (int)ldb, (D != NULL || row != NULL) ? 1 : 0, c, (int)ldc);               \
@@ -111,18 +146,30 @@ static inline int64_t ember_item_offset(const ember_batch *batch, const int64_t 
     ember_blas_restore_threads(saved_threads);                                             \
   }
 
-#ifdef EMBER_BLAS_EMBER
-#define EMBER_DECLARE_GEMM(NAME, T)                                                          \
-  void NAME(int split, int parts, int64_t count, const ember_batch *batch, int ta, int tb, \
-            int64_t m, int64_t n, int64_t k, const T *A, int64_t lda, int64_t a_row_step,  \
-            const T *B, int64_t ldb, int64_t b_col_step, T *C, int64_t ldc, T alpha,       \
-            const T *D, T d_scale, const T *row, T row_scale);
-EMBER_DECLARE_GEMM(ember_gemm_f32, float)
-EMBER_DECLARE_GEMM(ember_gemm_f64, double)
+/* A call that goes straight to Ember's library (operands S, results T). */
+#define EMBER_DEFINE_OWN_CALL(NAME, OWN, S, T)                                             \
+  static inline __attribute__((unused)) EMBER_GEMM_SIGNATURE_OF(NAME, S, T) {              \
+    OWN(EMBER_GEMM_ARGUMENTS);                                                             \
+  }
+
+#ifndef EMBER_GEMM_LIBRARY
+#ifdef EMBER_GEMM_OWN_CLASSES
+EMBER_GEMM_SIGNATURE(ember_own_gemm_f32, float);
+EMBER_GEMM_SIGNATURE(ember_own_gemm_f64, double);
+/* (bfloat16, float16 operands as their bits; float32 results) */
+EMBER_GEMM_SIGNATURE_OF(ember_own_gemm_bf16, uint16_t, float);
+EMBER_GEMM_SIGNATURE_OF(ember_own_gemm_f16, uint16_t, float);
+EMBER_DEFINE_OWN_CALL(ember_gemm_bf16, ember_own_gemm_bf16, uint16_t, float)
+EMBER_DEFINE_OWN_CALL(ember_gemm_f16, ember_own_gemm_f16, uint16_t, float)
+#endif
+#if EMBER_GEMM_OWN_CLASSES == EMBER_GEMM_ALL_CLASSES
+EMBER_DEFINE_OWN_CALL(ember_gemm_f32, ember_own_gemm_f32, float, float)
+EMBER_DEFINE_OWN_CALL(ember_gemm_f64, ember_own_gemm_f64, double, double)
 #else
 #include "ember_blas.h"
-EMBER_DEFINE_GEMM(ember_gemm_f32, float, EMBER_CBLAS(sgemm))
-EMBER_DEFINE_GEMM(ember_gemm_f64, double, EMBER_CBLAS(dgemm))
+EMBER_DEFINE_GEMM(ember_gemm_f32, ember_own_gemm_f32, float, EMBER_CBLAS(sgemm))
+EMBER_DEFINE_GEMM(ember_gemm_f64, ember_own_gemm_f64, double, EMBER_CBLAS(dgemm))
+#endif
 #endif
 
 #endif /* EMBER_GEMM_H */

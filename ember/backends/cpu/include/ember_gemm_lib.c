@@ -1,7 +1,9 @@
-/* Ember's own GEMM: the ember_gemm_f32 / ember_gemm_f64 of ember_gemm.h (same contract,
- * same split over the OpenMP team), computed by a BLIS-style blocked product instead of
- * a BLAS. Built once per target ISA into a library of its own (ember_gemm.py), which the
- * generated modules link when config.blas is "ember".
+/* Ember's own GEMM: ember_own_gemm_f32 / _f64, with the contract of ember_gemm.h's
+ * ember_gemm_f32 / _f64 (and the same split over the OpenMP team), computed by a
+ * BLIS-style blocked product instead of a BLAS; and ember_own_gemm_bf16 / _f16, the same
+ * with A and B stored as 16-bit floats, summed and written (C, D, the row) in float32.
+ * Built once per target ISA into a library of its own (ember_gemm.py), which the
+ * generated modules link when config.blas is "ember" (or "auto" measured it fastest).
  *
  * Per thread, for its block of C (rows x cols of one batch item):
  *
@@ -25,12 +27,18 @@
  * Operands are read through strides (row step, column step), so a transposed operand is
  * packed as it is, never copied transposed first.
  *
+ * 16-bit operands are converted to float32 as they are packed (F16C's vcvtph2ps for
+ * float16), so the float32 microkernels run on them; with AVX512_BF16 the wide tile of
+ * bfloat16 keeps them 16-bit instead, packed in pairs along the sum, and multiplies a
+ * pair per lane with vdpbf16ps (ember_gemm_bf16.h): twice the products per instruction.
+ *
  * The vector width follows the target: GCC vector extensions, 64-byte vectors where
  * the compiler targets AVX-512, 32 with AVX2, else 16 (SSE2, NEON, or scalar code the
  * compiler emulates). Built with -ffp-contract=fast so that `c += a * b` is one FMA.
  */
-#define EMBER_BLAS_EMBER
+#define EMBER_GEMM_LIBRARY
 #include "ember_gemm.h"
+#include "ember_kernels.h"
 
 #include <stdlib.h>
 
@@ -94,6 +102,12 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
   return ember_min(most, ember_round_up((extent + blocks - 1) / blocks, unit));
 }
 
+
+/* How far ahead the microkernel fetches its row of B (in steps of the sum): B streams
+ * from L2, and asking early kept the FMAs fed 2-5% better (1 thread, Zen 4, 16 vs none
+ * and 8, 32; C's tile fetched at the start gained another 1-2%). */
+#define EMBER_PREFETCH_STEPS 16
+
 /* One element type: its vectors and the epilogue of a tile. */
 #define EMBER_DEFINE_TYPE(NAME, T)                                                         \
   typedef T NAME##_vector __attribute__((vector_size(EMBER_VECTOR_BYTES)));                \
@@ -104,8 +118,8 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
     NAME##_kc = EMBER_KC_BYTES / sizeof(T),                                                \
   };                                                                                       \
                                                                                            \
-  /* The epilogue's terms for one tile: where C, D and the row start, and whether this  \
-   * is the first block of the sum (which writes the addends) or a later one. */          \
+  /* The epilogue's terms for one tile: where C, D and the row start, and whether this     \
+   * is the first block of the sum (which writes the addends) or a later one. */           \
   typedef struct {                                                                         \
     T alpha, d_scale, row_scale;                                                           \
     const T *d; /* laid out as C (ldc); null for none */                                   \
@@ -113,8 +127,8 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
     int first;                                                                             \
   } NAME##_epilogue;                                                                       \
                                                                                            \
-  /* C[i][j] for one element of a tile, from its sum `acc`. */                            \
-  static inline T NAME##_finish(T acc, const NAME##_epilogue *e, const T *c, int64_t ldc, \
+  /* C[i][j] for one element of a tile, from its sum `acc`. */                             \
+  static inline T NAME##_finish(T acc, const NAME##_epilogue *e, const T *c, int64_t ldc,  \
                                 int64_t i, int64_t j) {                                    \
     if (!e->first) return c[i * ldc + j] + e->alpha * acc;                                 \
     T value = e->alpha * acc;                                                              \
@@ -123,99 +137,36 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
     return value;                                                                          \
   }
 
-/* One register tile of MR rows x NV vectors for one element type: its packing,
- * microkernel, and the blocked product on one thread. */
-#define EMBER_DEFINE_TILE(NAME, TILE, T, MR, NV)                                           \
+/* A register tile's sizes: MR rows of NV vectors of the element type of TYPE; KSTEP
+ * elements of the sum per step of its microkernel (2 for pairs). */
+#define EMBER_DEFINE_TILE_SIZES(TYPE, TILE, MR, NV, KSTEP)                                 \
   enum {                                                                                   \
     TILE##_mr = MR,                                                                        \
-    TILE##_nr = NV * NAME##_lanes,                                                         \
-    TILE##_nc = EMBER_NC_BYTES / sizeof(T) / TILE##_nr * TILE##_nr,                        \
+    TILE##_nr = NV * TYPE##_lanes,                                                         \
+    TILE##_nc = EMBER_NC_BYTES * TYPE##_lanes / EMBER_VECTOR_BYTES / TILE##_nr * TILE##_nr,   \
     TILE##_mc = EMBER_MC / MR * MR,                                                        \
-  };                                                                                       \
-                                                                                           \
-  /* rows x depth of op(A) (element (i, p) at a[i * rs + p * cs]) as micropanels of MR     \
-   * rows: panel-major, then p, then the MR rows; rows past the end are zeros. */          \
-  static void TILE##_pack_a(const T *a, int64_t rs, int64_t cs, int64_t rows,              \
-                            int64_t depth, T *restrict out) {                              \
-    for (int64_t i0 = 0; i0 < rows; i0 += TILE##_mr) {                                     \
-      const int64_t mr = ember_min(TILE##_mr, rows - i0);                                  \
-      const T *panel = a + i0 * rs;                                                        \
-      if (rs == 1 && mr == TILE##_mr) { /* stored transposed: rows are contiguous */       \
-        for (int64_t p = 0; p < depth; p++)                                                \
-          for (int i = 0; i < TILE##_mr; i++) out[p * TILE##_mr + i] = panel[p * cs + i];  \
-      } else {                                                                             \
-        for (int i = 0; i < TILE##_mr; i++) {                                              \
-          if (i < mr)                                                                      \
-            for (int64_t p = 0; p < depth; p++) out[p * TILE##_mr + i] = panel[i * rs + p * cs]; \
-          else                                                                             \
-            for (int64_t p = 0; p < depth; p++) out[p * TILE##_mr + i] = 0;                \
-        }                                                                                  \
-      }                                                                                    \
-      out += depth * TILE##_mr;                                                            \
-    }                                                                                      \
-  }                                                                                        \
-                                                                                           \
-  /* depth x cols of op(B) (element (p, j) at b[p * rs + j * cs]) as micropanels of NR     \
-   * columns: panel-major, then p, then the NR columns; columns past the end are zeros. */ \
-  static void TILE##_pack_b(const T *b, int64_t rs, int64_t cs, int64_t depth,             \
-                            int64_t cols, T *restrict out) {                               \
-    for (int64_t j0 = 0; j0 < cols; j0 += TILE##_nr) {                                     \
-      const int64_t nr = ember_min(TILE##_nr, cols - j0);                                  \
-      const T *panel = b + j0 * cs;                                                        \
-      if (rs == 1 && nr == TILE##_nr) {                                                    \
-        /* Stored transposed: the NR columns are rows of memory, read along them a few     \
-         * elements at a time (reading across them, element by element, touched NR         \
-         * pages per step: 7 ms of 29 in a 256 x 1024 x 1024 product). */                  \
-        for (int64_t p0 = 0; p0 < depth; p0 += EMBER_PACK_RUN) {                           \
-          const int64_t run = ember_min(EMBER_PACK_RUN, depth - p0);                       \
-          for (int j = 0; j < TILE##_nr; j++)                                              \
-            for (int64_t p = p0; p < p0 + run; p++) out[p * TILE##_nr + j] = panel[j * cs + p]; \
-        }                                                                                  \
-        out += depth * TILE##_nr;                                                          \
-        continue;                                                                          \
-      }                                                                                    \
-      for (int64_t p = 0; p < depth; p++) {                                                \
-        T *to = out + p * TILE##_nr;                                                       \
-        const T *from = panel + p * rs;                                                    \
-        if (cs == 1 && nr == TILE##_nr) {                                                  \
-          for (int j = 0; j < TILE##_nr; j++) to[j] = from[j];                             \
-        } else {                                                                           \
-          for (int j = 0; j < TILE##_nr; j++) to[j] = j < nr ? from[j * cs] : 0;           \
-        }                                                                                  \
-      }                                                                                    \
-      out += depth * TILE##_nr;                                                            \
-    }                                                                                      \
-  }                                                                                        \
-                                                                                           \
-  /* The MR x NR tile of C at c (mr x nr of it inside C) from packed micropanels a         \
-   * (depth x MR) and b (depth x NR). */                                                   \
-  static void TILE##_microkernel(int64_t depth, const T *restrict a, const T *restrict b,  \
-                                 T *restrict c, int64_t ldc, int64_t mr, int64_t nr,       \
-                                 const NAME##_epilogue *e) {                               \
-    NAME##_vector acc[TILE##_mr][NV];                                                      \
-    for (int i = 0; i < TILE##_mr; i++)                                                    \
-      for (int v = 0; v < NV; v++) acc[i][v] = (NAME##_vector){0};                         \
-    for (int64_t p = 0; p < depth; p++) {                                                  \
-      NAME##_vector row[NV];                                                               \
-      for (int v = 0; v < NV; v++)                                                         \
-        row[v] = *(const NAME##_vector *)(b + p * TILE##_nr + v * NAME##_lanes);           \
-      for (int i = 0; i < TILE##_mr; i++) {                                                \
-        const T scalar = a[p * TILE##_mr + i];                                             \
-        for (int v = 0; v < NV; v++) acc[i][v] += row[v] * scalar;                         \
-      }                                                                                    \
-    }                                                                                      \
+    TILE##_kstep = KSTEP,                                                                  \
+  };
+
+/* The store of a tile's sums `acc` (MR x NV vectors) into C at c, mr x nr of it inside
+ * C, with the epilogue: straight from the registers for a whole tile, else through a
+ * small buffer. */
+#define EMBER_DEFINE_TILE_STORE(TYPE, TILE, T, NV)                                         \
+  static inline void TILE##_store(TYPE##_vector acc[TILE##_mr][NV], T *restrict c,         \
+                                  int64_t ldc, int64_t mr, int64_t nr,                     \
+                                  const TYPE##_epilogue *e) {                              \
     if (mr == TILE##_mr && nr == TILE##_nr) {                                              \
       for (int i = 0; i < TILE##_mr; i++)                                                  \
         for (int v = 0; v < NV; v++) {                                                     \
-          const int64_t at = i * ldc + v * NAME##_lanes;                                   \
-          NAME##_unaligned *out = (NAME##_unaligned *)(c + at);                            \
-          NAME##_vector value = acc[i][v] * e->alpha;                                      \
+          const int64_t at = i * ldc + v * TYPE##_lanes;                                   \
+          TYPE##_unaligned *out = (TYPE##_unaligned *)(c + at);                            \
+          TYPE##_vector value = acc[i][v] * e->alpha;                                      \
           if (!e->first) {                                                                 \
             value += *out;                                                                 \
           } else {                                                                         \
-            if (e->d) value += *(const NAME##_unaligned *)(e->d + at) * e->d_scale;        \
+            if (e->d) value += *(const TYPE##_unaligned *)(e->d + at) * e->d_scale;        \
             if (e->row)                                                                    \
-              value += *(const NAME##_unaligned *)(e->row + v * NAME##_lanes) * e->row_scale; \
+              value += *(const TYPE##_unaligned *)(e->row + v * TYPE##_lanes) * e->row_scale; \
           }                                                                                \
           *out = value;                                                                    \
         }                                                                                  \
@@ -224,22 +175,121 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
     T tile[TILE##_mr][TILE##_nr];                                                          \
     for (int i = 0; i < TILE##_mr; i++)                                                    \
       for (int v = 0; v < NV; v++)                                                         \
-        for (int l = 0; l < NAME##_lanes; l++) tile[i][v * NAME##_lanes + l] = acc[i][v][l]; \
+        for (int l = 0; l < TYPE##_lanes; l++) tile[i][v * TYPE##_lanes + l] = acc[i][v][l]; \
     for (int64_t i = 0; i < mr; i++)                                                       \
-      for (int64_t j = 0; j < nr; j++) c[i * ldc + j] = NAME##_finish(tile[i][j], e, c, ldc, i, j); \
+      for (int64_t j = 0; j < nr; j++) c[i * ldc + j] = TYPE##_finish(tile[i][j], e, c, ldc, i, j); \
+  }
+
+/* op(B)'s packing into micropanels of NR columns (converted by LOAD). */
+#define EMBER_DEFINE_PACK_B(TILE, S, T, LOAD)                                              \
+  /* depth x cols of op(B) (element (p, j) at b[p * rs + j * cs]) as micropanels of NR     \
+   * columns: panel-major, then p, then the NR columns; columns past the end are zeros. */ \
+  static void TILE##_pack_b(const S *b, int64_t rs, int64_t cs, int64_t depth,             \
+                            int64_t cols, T *restrict out) {                               \
+    for (int64_t j0 = 0; j0 < cols; j0 += TILE##_nr) {                                     \
+      const int64_t nr = ember_min(TILE##_nr, cols - j0);                                  \
+      const S *panel = b + j0 * cs;                                                        \
+      if (rs == 1 && nr == TILE##_nr) {                                                    \
+        /* Stored transposed: the NR columns are rows of memory, read along them a few     \
+         * elements at a time (reading across them, element by element, touched NR         \
+         * pages per step: 7 ms of 29 in a 256 x 1024 x 1024 product). */                  \
+        for (int64_t p0 = 0; p0 < depth; p0 += EMBER_PACK_RUN) {                           \
+          const int64_t run = ember_min(EMBER_PACK_RUN, depth - p0);                       \
+          for (int j = 0; j < TILE##_nr; j++)                                              \
+            for (int64_t p = p0; p < p0 + run; p++)                                        \
+              out[p * TILE##_nr + j] = LOAD(panel[j * cs + p]);                            \
+        }                                                                                  \
+        out += depth * TILE##_nr;                                                          \
+        continue;                                                                          \
+      }                                                                                    \
+      for (int64_t p = 0; p < depth; p++) {                                                \
+        T *to = out + p * TILE##_nr;                                                       \
+        const S *from = panel + p * rs;                                                    \
+        if (cs == 1 && nr == TILE##_nr) {                                                  \
+          for (int j = 0; j < TILE##_nr; j++) to[j] = LOAD(from[j]);                       \
+        } else {                                                                           \
+          for (int j = 0; j < TILE##_nr; j++) to[j] = j < nr ? LOAD(from[j * cs]) : 0;     \
+        }                                                                                  \
+      }                                                                                    \
+      out += depth * TILE##_nr;                                                            \
+    }                                                                                      \
+  }
+
+/* A tile of TYPE's elements, for operands stored as S (converted by LOAD as they are
+ * packed): its sizes, the store of its sums and the packing of B. Either
+ * EMBER_DEFINE_PACKED or EMBER_DEFINE_IN_PLACE completes it. */
+#define EMBER_DEFINE_TILE(TYPE, TILE, S, T, LOAD, MR, NV)                                  \
+  EMBER_DEFINE_TILE_SIZES(TYPE, TILE, MR, NV, 1)                                           \
+  EMBER_DEFINE_TILE_STORE(TYPE, TILE, T, NV)                                               \
+  EMBER_DEFINE_PACK_B(TILE, S, T, LOAD)
+
+/* The packed tile: A packed too, its microkernel, and the blocked product on one thread. */
+#define EMBER_DEFINE_PACKED(TYPE, TILE, S, T, LOAD)                                         \
+  /* rows x depth of op(A) (element (i, p) at a[i * rs + p * cs]) as micropanels of MR     \
+   * rows: panel-major, then p, then the MR rows; rows past the end are zeros. */          \
+  static void TILE##_pack_a(const S *a, int64_t rs, int64_t cs, int64_t rows,              \
+                            int64_t depth, T *restrict out) {                              \
+    for (int64_t i0 = 0; i0 < rows; i0 += TILE##_mr) {                                     \
+      const int64_t mr = ember_min(TILE##_mr, rows - i0);                                  \
+      const S *panel = a + i0 * rs;                                                        \
+      if (rs == 1 && mr == TILE##_mr) { /* stored transposed: rows are contiguous */       \
+        for (int64_t p = 0; p < depth; p++)                                                \
+          for (int i = 0; i < TILE##_mr; i++) out[p * TILE##_mr + i] = LOAD(panel[p * cs + i]); \
+      } else {                                                                             \
+        for (int i = 0; i < TILE##_mr; i++) {                                              \
+          if (i < mr)                                                                      \
+            for (int64_t p = 0; p < depth; p++)                                            \
+              out[p * TILE##_mr + i] = LOAD(panel[i * rs + p * cs]);                       \
+          else                                                                             \
+            for (int64_t p = 0; p < depth; p++) out[p * TILE##_mr + i] = 0;                \
+        }                                                                                  \
+      }                                                                                    \
+      out += depth * TILE##_mr;                                                            \
+    }                                                                                      \
   }                                                                                        \
                                                                                            \
+  /* The MR x NR tile of C at c (mr x nr of it inside C) from packed micropanels a         \
+   * (depth x MR) and b (depth x NR). */                                                   \
+  static void TILE##_microkernel(int64_t depth, const T *restrict a, const T *restrict b,  \
+                                 T *restrict c, int64_t ldc, int64_t mr, int64_t nr,       \
+                                 const TYPE##_epilogue *e) {                               \
+    enum { NV = TILE##_nr / TYPE##_lanes };                                                \
+    TYPE##_vector acc[TILE##_mr][NV];                                                      \
+    for (int i = 0; i < TILE##_mr; i++)                                                    \
+      for (int v = 0; v < NV; v++) acc[i][v] = (TYPE##_vector){0};                         \
+    for (int i = 0; i < TILE##_mr; i++) /* (C's tile, read or written at the end) */      \
+      for (int v = 0; v < NV; v++) __builtin_prefetch(c + i * ldc + v * TYPE##_lanes, 1, 3); \
+    for (int64_t p = 0; p < depth; p++) {                                                  \
+      TYPE##_vector row[NV];                                                               \
+      for (int v = 0; v < NV; v++)                                                         \
+        __builtin_prefetch(b + (p + EMBER_PREFETCH_STEPS) * TILE##_nr + v * TYPE##_lanes, 0, 3); \
+      for (int v = 0; v < NV; v++)                                                         \
+        row[v] = *(const TYPE##_vector *)(b + p * TILE##_nr + v * TYPE##_lanes);           \
+      for (int i = 0; i < TILE##_mr; i++) {                                                \
+        const T scalar = a[p * TILE##_mr + i];                                             \
+        for (int v = 0; v < NV; v++) acc[i][v] += row[v] * scalar;                         \
+      }                                                                                    \
+    }                                                                                      \
+    TILE##_store(acc, c, ldc, mr, nr, e);                                                  \
+  }                                                                                        \
+                                                                                           \
+  EMBER_DEFINE_TILE_LOOPS(TYPE, TILE, S, T, T)
+
+/* The loops of a tile around its packing and microkernel (TILE##_pack_a, _pack_b and
+ * _microkernel, packed into elements of P, depth rounded up to TILE##_kstep). */
+#define EMBER_DEFINE_TILE_LOOPS(TYPE, TILE, S, P, T)                                       \
   /* The tiles of C (mc x nc at c) from packed A (mc x kc) and packed B (kc x nc): the     \
    * first block of the sum writes the addends (d laid out as C, row one per column). */   \
-  static void TILE##_tiles(int64_t mc, int64_t nc, int64_t kc, const T *packed_a,          \
-                           const T *packed_b, T *c, int64_t ldc, T alpha, const T *d,      \
+  static void TILE##_tiles(int64_t mc, int64_t nc, int64_t kc, const P *packed_a,          \
+                           const P *packed_b, T *c, int64_t ldc, T alpha, const T *d,      \
                            T d_scale, const T *row, T row_scale, int first) {              \
+    const int64_t depth = ember_round_up(kc, TILE##_kstep);                                \
     for (int64_t i = 0; i < mc; i += TILE##_mr) {                                          \
       for (int64_t j = 0; j < nc; j += TILE##_nr) {                                        \
         const int64_t at = i * ldc + j;                                                    \
-        const NAME##_epilogue e = {alpha, d_scale, row_scale, d ? d + at : NULL,           \
+        const TYPE##_epilogue e = {alpha, d_scale, row_scale, d ? d + at : NULL,           \
                                    row ? row + j : NULL, first};                           \
-        TILE##_microkernel(kc, packed_a + i * kc, packed_b + j * kc, c + at, ldc,          \
+        TILE##_microkernel(depth, packed_a + i * depth, packed_b + j * depth, c + at, ldc, \
                            ember_min(TILE##_mr, mc - i), ember_min(TILE##_nr, nc - j), &e); \
       }                                                                                    \
     }                                                                                      \
@@ -248,20 +298,20 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
   /* C (rows x cols, leading dimension ldc) = alpha op(A) op(B) + the addends, on one      \
    * thread: op(A)(i, p) at a[i * a_rs + p * a_cs], op(B)(p, j) at b[p * b_rs + j * b_cs]; \
    * d laid out as C (may be C), row one value per column. */                              \
-  static void TILE##_blocked(int64_t rows, int64_t cols, int64_t k, const T *a,            \
-                             int64_t a_rs, int64_t a_cs, const T *b, int64_t b_rs,         \
+  static void TILE##_blocked(int64_t rows, int64_t cols, int64_t k, const S *a,            \
+                             int64_t a_rs, int64_t a_cs, const S *b, int64_t b_rs,         \
                              int64_t b_cs, T *c, int64_t ldc, T alpha, const T *d,         \
                              T d_scale, const T *row, T row_scale) {                       \
     /* Blocks of equal size (a sum of 784 in blocks of 262, not 384 + 384 + 16: a thin     \
      * last block would spend more on storing C than on its products). */                  \
     const int64_t mc_step = ember_block(rows, TILE##_mc, TILE##_mr);                       \
-    const int64_t kc_step = ember_block(k, NAME##_kc, 1);                                  \
+    const int64_t kc_step = ember_block(k, TYPE##_kc, TILE##_kstep);                       \
     const int64_t nc_step = ember_block(cols, TILE##_nc, TILE##_nr);                       \
     /* (B's panels start aligned, as the microkernel's loads need) */                      \
-    const size_t a_size = (size_t)ember_round_up(mc_step * kc_step, EMBER_ALIGN / sizeof(T)); \
-    T *packed_a = ember_pack_space(sizeof(T) * (a_size + (size_t)(kc_step * nc_step)));    \
+    const size_t a_size = (size_t)ember_round_up(mc_step * kc_step, EMBER_ALIGN / sizeof(P)); \
+    P *packed_a = ember_pack_space(sizeof(P) * (a_size + (size_t)(kc_step * nc_step)));    \
     if (packed_a == NULL) abort(); /* out of memory: as a failed BLAS allocation does */   \
-    T *packed_b = packed_a + a_size;                                                       \
+    P *packed_b = packed_a + a_size;                                                       \
     for (int64_t i0 = 0; i0 < rows; i0 += mc_step) {                                       \
       const int64_t mc = ember_min(mc_step, rows - i0);                                    \
       int64_t p0 = 0;                                                                      \
@@ -280,35 +330,133 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
     }                                                                                      \
   }
 
-/* One element type's parallel entry point of ember_gemm.h, with its two tiles. */
-#define EMBER_DEFINE_OWN_GEMM(NAME, T)                                                     \
-  EMBER_DEFINE_TYPE(NAME, T)                                                               \
-  EMBER_DEFINE_TILE(NAME, NAME##_wide, T, EMBER_MR, EMBER_NV)                              \
-  EMBER_DEFINE_TILE(NAME, NAME##_narrow, T, EMBER_NARROW_MR, 1)                            \
+/* A tile that reads op(A) in place, unpacked: the narrow one, whose few columns leave
+ * packing A (a strided copy of every element, element by element) as costly as the
+ * product itself. Each row of the tile broadcasts its own row of A from memory; B is
+ * packed as for the packed tile (TILE##_pack_b), and the sums stored as it stores them. */
+#define EMBER_DEFINE_IN_PLACE(TYPE, TILE, S, T, LOAD)                                      \
+  /* The MR x NR tile of C at c (mr x nr of it inside C) from op(A)'s mr rows at a         \
+   * (element (i, p) at a[i * rs + p * cs]) and a packed micropanel b (depth x NR). */     \
+  static void TILE##_in_place_kernel(int64_t depth, const S *a, int64_t rs, int64_t cs,    \
+                                     const T *restrict b, T *restrict c, int64_t ldc,      \
+                                     int64_t mr, int64_t nr, const TYPE##_epilogue *e) {   \
+    enum { NV = TILE##_nr / TYPE##_lanes };                                                \
+    const S *rows[TILE##_mr]; /* (rows past mr repeat the last: computed, not stored) */   \
+    for (int i = 0; i < TILE##_mr; i++) rows[i] = a + ember_min(i, mr - 1) * rs;           \
+    TYPE##_vector acc[TILE##_mr][NV];                                                      \
+    for (int i = 0; i < TILE##_mr; i++)                                                    \
+      for (int v = 0; v < NV; v++) acc[i][v] = (TYPE##_vector){0};                         \
+    if (cs == 1) { /* (A row-major: each row read along memory) */                         \
+      for (int64_t p = 0; p < depth; p++) {                                                \
+        TYPE##_vector row[NV];                                                             \
+        for (int v = 0; v < NV; v++)                                                       \
+          row[v] = *(const TYPE##_vector *)(b + p * TILE##_nr + v * TYPE##_lanes);         \
+        for (int i = 0; i < TILE##_mr; i++) {                                              \
+          const T scalar = LOAD(rows[i][p]);                                               \
+          for (int v = 0; v < NV; v++) acc[i][v] += row[v] * scalar;                       \
+        }                                                                                  \
+      }                                                                                    \
+    } else {                                                                               \
+      for (int64_t p = 0; p < depth; p++) {                                                \
+        TYPE##_vector row[NV];                                                             \
+        for (int v = 0; v < NV; v++)                                                       \
+          row[v] = *(const TYPE##_vector *)(b + p * TILE##_nr + v * TYPE##_lanes);         \
+        for (int i = 0; i < TILE##_mr; i++) {                                              \
+          const T scalar = LOAD(rows[i][p * cs]);                                          \
+          for (int v = 0; v < NV; v++) acc[i][v] += row[v] * scalar;                       \
+        }                                                                                  \
+      }                                                                                    \
+    }                                                                                      \
+    TILE##_store(acc, c, ldc, mr, nr, e);                                                  \
+  }                                                                                        \
                                                                                            \
-  void NAME(int split, int parts, int64_t count, const ember_batch *batch, int ta, int tb, \
-            int64_t m, int64_t n, int64_t k, const T *A, int64_t lda, int64_t a_row_step,  \
-            const T *B, int64_t ldb, int64_t b_col_step, T *C, int64_t ldc, T alpha,       \
-            const T *D, T d_scale, const T *row, T row_scale) {                            \
+  /* TILE##_blocked's product with op(A) read in place: blocks of the sum only. */         \
+  static void TILE##_in_place(int64_t rows, int64_t cols, int64_t k, const S *a,           \
+                              int64_t a_rs, int64_t a_cs, const S *b, int64_t b_rs,        \
+                              int64_t b_cs, T *c, int64_t ldc, T alpha, const T *d,        \
+                              T d_scale, const T *row, T row_scale) {                      \
+    const int64_t kc_step = ember_block(k, TYPE##_kc, 1);                                  \
+    const int64_t panels = (cols + TILE##_nr - 1) / TILE##_nr;                             \
+    T *packed_b = ember_pack_space(sizeof(T) * (size_t)(kc_step * panels * TILE##_nr));    \
+    if (packed_b == NULL) abort(); /* out of memory: as a failed BLAS allocation does */   \
+    int64_t p0 = 0;                                                                        \
+    do { /* (once when k == 0: the addends alone) */                                       \
+      const int64_t kc = ember_min(kc_step, k - p0);                                       \
+      TILE##_pack_b(b + p0 * b_rs, b_rs, b_cs, kc, cols, packed_b);                        \
+      for (int64_t i = 0; i < rows; i += TILE##_mr) {                                      \
+        for (int64_t j = 0; j < cols; j += TILE##_nr) {                                    \
+          const int64_t at = i * ldc + j;                                                  \
+          const TYPE##_epilogue e = {alpha, d_scale, row_scale, d ? d + at : NULL,         \
+                                     row ? row + j : NULL, p0 == 0};                       \
+          TILE##_in_place_kernel(kc, a + i * a_rs + p0 * a_cs, a_rs, a_cs, packed_b + j * kc, \
+                                 c + at, ldc, ember_min(TILE##_mr, rows - i),              \
+                                 ember_min(TILE##_nr, cols - j), &e);                      \
+        }                                                                                  \
+      }                                                                                    \
+      p0 += kc;                                                                            \
+    } while (p0 < k);                                                                      \
+  }
+
+/* One element type's parallel entry point of ember_gemm.h (operands stored as S,
+ * results as T), with its two tiles. */
+#define EMBER_DEFINE_OWN_GEMM(NAME, S, T, WIDE, NARROW)                                    \
+  EMBER_GEMM_SIGNATURE_OF(NAME, S, T) {                                                    \
     const int64_t a_col_step = ta == EMBER_TRANS ? lda : 1;                                \
     const int64_t b_row_step = tb == EMBER_TRANS ? 1 : ldb;                                \
-    /* (a product as thin as one narrow tile: the wide one would compute 64 columns) */   \
-    const int narrow = n <= NAME##_narrow_nr;                                              \
-    EMBER_GEMM_PARTS(T, {                                                                  \
-      (narrow ? NAME##_narrow_blocked : NAME##_wide_blocked)(                              \
+    /* (a product as thin as one narrow tile: the wide one would compute 64 columns) */    \
+    const int narrow = n <= NARROW##_nr;                                                   \
+    EMBER_GEMM_PARTS(S, T, {                                                               \
+      (narrow ? NARROW##_in_place : WIDE##_blocked)(                                       \
           rows, cols, k, a, a_row_step, a_col_step, b, b_row_step, b_col_step, c, ldc,     \
-          alpha, D ? D + (c - C) : NULL, d_scale, row ? row + (split == 2 ? lo : 0) : NULL,  \
+          alpha, D ? D + (c - C) : NULL, d_scale, row ? row + (split == 2 ? lo : 0) : NULL, \
           row_scale);                                                                      \
     })                                                                                     \
   }
 
 #define EMBER_TRANS 112 /* CblasTrans */
+#define EMBER_LOAD_AS_IS(x) (x)
 
-/* Both types, or the one of EMBER_GEMM_TYPE_BITS (ember_gemm.py compiles one unit per
- * type, in parallel). */
-#if !defined(EMBER_GEMM_TYPE_BITS) || EMBER_GEMM_TYPE_BITS == 32
-EMBER_DEFINE_OWN_GEMM(ember_gemm_f32, float)
+/* One type per unit, EMBER_GEMM_TYPE: 32, 64, or 16 for both 16-bit formats
+ * (ember_gemm.py compiles the units in parallel); all of them without it. */
+#if !defined(EMBER_GEMM_TYPE) || EMBER_GEMM_TYPE != 64
+EMBER_DEFINE_TYPE(ember_f32, float)
 #endif
-#if !defined(EMBER_GEMM_TYPE_BITS) || EMBER_GEMM_TYPE_BITS == 64
-EMBER_DEFINE_OWN_GEMM(ember_gemm_f64, double)
+#if !defined(EMBER_GEMM_TYPE) || EMBER_GEMM_TYPE == 32
+EMBER_DEFINE_TILE(ember_f32, ember_f32_narrow, float, float, EMBER_LOAD_AS_IS, EMBER_NARROW_MR, 1)
+EMBER_DEFINE_IN_PLACE(ember_f32, ember_f32_narrow, float, float, EMBER_LOAD_AS_IS)
+EMBER_DEFINE_TILE(ember_f32, ember_f32_wide, float, float, EMBER_LOAD_AS_IS, EMBER_MR, EMBER_NV)
+EMBER_DEFINE_PACKED(ember_f32, ember_f32_wide, float, float, EMBER_LOAD_AS_IS)
+EMBER_DEFINE_OWN_GEMM(ember_own_gemm_f32, float, float, ember_f32_wide, ember_f32_narrow)
+#endif
+#if !defined(EMBER_GEMM_TYPE) || EMBER_GEMM_TYPE == 64
+EMBER_DEFINE_TYPE(ember_f64, double)
+EMBER_DEFINE_TILE(ember_f64, ember_f64_wide, double, double, EMBER_LOAD_AS_IS, EMBER_MR, EMBER_NV)
+EMBER_DEFINE_PACKED(ember_f64, ember_f64_wide, double, double, EMBER_LOAD_AS_IS)
+EMBER_DEFINE_TILE(ember_f64, ember_f64_narrow, double, double, EMBER_LOAD_AS_IS,
+                  EMBER_NARROW_MR, 1)
+EMBER_DEFINE_IN_PLACE(ember_f64, ember_f64_narrow, double, double, EMBER_LOAD_AS_IS)
+EMBER_DEFINE_OWN_GEMM(ember_own_gemm_f64, double, double, ember_f64_wide, ember_f64_narrow)
+#endif
+#if !defined(EMBER_GEMM_TYPE) || EMBER_GEMM_TYPE == 16
+EMBER_DEFINE_TILE(ember_f32, ember_f16_narrow, uint16_t, float, ember_f16_to_f32,
+                  EMBER_NARROW_MR, 1)
+EMBER_DEFINE_IN_PLACE(ember_f32, ember_f16_narrow, uint16_t, float, ember_f16_to_f32)
+EMBER_DEFINE_TILE(ember_f32, ember_f16_wide, uint16_t, float, ember_f16_to_f32, EMBER_MR,
+                  EMBER_NV)
+EMBER_DEFINE_PACKED(ember_f32, ember_f16_wide, uint16_t, float, ember_f16_to_f32)
+EMBER_DEFINE_OWN_GEMM(ember_own_gemm_f16, uint16_t, float, ember_f16_wide, ember_f16_narrow)
+EMBER_DEFINE_TILE(ember_f32, ember_bf16_narrow, uint16_t, float, ember_bf16_to_f32,
+                  EMBER_NARROW_MR, 1)
+EMBER_DEFINE_IN_PLACE(ember_f32, ember_bf16_narrow, uint16_t, float, ember_bf16_to_f32)
+/* Whether bfloat16's wide tile multiplies pairs with vdpbf16ps (for the tests). */
+#if defined(__AVX512BF16__)
+const int ember_own_gemm_bf16_pairs = 1;
+#include "ember_gemm_bf16.h"
+#else
+const int ember_own_gemm_bf16_pairs = 0;
+EMBER_DEFINE_TILE(ember_f32, ember_bf16_wide, uint16_t, float, ember_bf16_to_f32, EMBER_MR,
+                  EMBER_NV)
+EMBER_DEFINE_PACKED(ember_f32, ember_bf16_wide, uint16_t, float, ember_bf16_to_f32)
+#endif
+EMBER_DEFINE_OWN_GEMM(ember_own_gemm_bf16, uint16_t, float, ember_bf16_wide, ember_bf16_narrow)
 #endif

@@ -1,0 +1,218 @@
+"""``config.blas = "auto"``: the GEMM generated code calls, chosen by measurement.
+
+The candidates are Ember's own GEMM (ember_gemm.py) and each installed BLAS (OpenBLAS,
+MKL). Which is fastest depends on the host, not on the vendor's name (MKL is the slower
+one on AMD's Zen cores), and on the shape: Ember's narrow tile wins products one vector
+wide where a BLAS's wide tile idles. So a short probe times every candidate on a few
+products of each shape class of include/ember_gemm.h (``ember_gemm_class``), called as
+generated code calls them (split over the same threads), and ``decide`` turns the rates
+into what modules link: one BLAS and, for the classes Ember's GEMM won, its library too
+(``-DEMBER_GEMM_OWN_CLASSES``).
+
+Ember's GEMM takes part once its library is in the compile cache (toolchain.py's
+``_measured_blas``: building it on a first run would cost seconds).
+
+The rates are kept on disk beside the compiler probes (the compile cache's ``toolchain``
+folder), keyed by what decides them: the CPU, the toolchain's target, the thread count
+and each candidate's build; a damaged or foreign entry is measured again.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import json
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ember.runtime.compile_cache import default_cache, hash_key
+
+if TYPE_CHECKING:
+    from ember.backends.cpu.toolchain import BlasInfo
+
+# The shape classes of ember_gemm.h, by their bit in EMBER_GEMM_OWN_CLASSES, and the
+# products (m, k, n) each is probed on: big enough to run at speed (about a millisecond),
+# small enough that the whole probe takes a fraction of a second.
+CLASS_BITS = {"wide": 1, "narrow": 2}
+ALL_CLASSES = 3
+PROBE_SHAPES = {"wide": ((384, 384, 384), (256, 784, 256)), "narrow": ((1024, 512, 10),)}
+PROBE_ROUNDS = 7  # best of, candidates interleaved (a busy neighbour slows all alike)
+OWN = "ember"
+_FORMAT = "ember-blas-choice/1"  # bump when the probe or the entry layout changes
+_FOLDER = "toolchain"
+
+_PROBE_SOURCE = """
+#include "ember_gemm.h"
+/* c = a @ b (row-major, contiguous), split as generated code splits it. */
+void ember_blas_probe(int split, int parts, int64_t m, int64_t n, int64_t k, const float *a,
+                      const float *b, float *c) {
+  ember_gemm_f32(split, parts, 1, &(ember_batch){0, 0, 0, 0, 0}, 111, 111, m, n, k, a, k,
+                 k, b, n, 1, c, n, 1.0f, 0, 0.0f, 0, 0.0f);
+}
+"""
+
+
+@dataclass
+class ProbeStats:
+    """What the choice did in this process: probes run, and disk entries used."""
+
+    runs: int = 0
+    disk_hits: int = 0
+
+
+probe_stats = ProbeStats()
+Rates = dict[str, dict[str, float]]  # shape class -> candidate -> GFLOP/s
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What modules link: ``blas`` (a vendor's name, or None for Ember's GEMM alone) and
+    the shape classes Ember's GEMM computes (bits of ``CLASS_BITS``)."""
+
+    blas: str | None
+    own_classes: int
+
+
+def decide(rates: Rates) -> Choice:
+    """The fastest candidate per shape class. Modules link one vendor BLAS at most: the
+    vendor fastest on the wide class (where the flops are); each class then takes Ember's
+    GEMM or that vendor, whichever measured faster on it."""
+    vendors = sorted({name for by_name in rates.values() for name in by_name} - {OWN})
+    if not vendors:
+        return Choice(None, ALL_CLASSES)
+    wide = rates.get("wide", {})
+    vendor = max(vendors, key=lambda name: (wide.get(name, 0.0), name))
+    own = 0
+    for shape_class, bit in CLASS_BITS.items():
+        by_name = rates.get(shape_class, {})
+        if by_name.get(OWN, 0.0) > by_name.get(vendor, 0.0):
+            own |= bit
+    return Choice(None if own == ALL_CLASSES else vendor, own)
+
+
+def auto_choice(candidates: dict[str, BlasInfo], threads: int, target_isa: str,
+                cpu: str | None) -> Choice:
+    """The choice among ``candidates`` (the vendors installed and, where there is a
+    compiler, ``OWN``: Ember's GEMM), measured once per host and kept on disk."""
+    vendors = sorted(set(candidates) - {OWN})
+    if OWN not in candidates or not vendors:  # (nothing to measure; MKL first, unmeasured)
+        return Choice(vendors[0] if vendors else None, 0 if vendors else ALL_CLASSES)
+    key = hash_key([_FORMAT, target_isa, cpu or "unknown-cpu", f"threads={threads}",
+                    *(f"{name}={info.version}" for name, info in sorted(candidates.items()))])
+    return decide(_rates(key, tuple(sorted(candidates.items())), threads))
+
+
+@functools.lru_cache(maxsize=None)
+def _rates(key: str, candidates: tuple[tuple[str, BlasInfo], ...], threads: int) -> Rates:
+    path = _entry_path(key)
+    if path is not None:
+        cached = read_entry(path, key)
+        if cached is not None:
+            probe_stats.disk_hits += 1
+            return cached
+    rates = _measure(dict(candidates), threads)
+    if path is not None:
+        write_entry(path, key, rates)
+    return rates
+
+
+def _entry_path(key: str) -> Path | None:
+    try:
+        return default_cache().directory / _FOLDER / f"blas-{key}.json"
+    except OSError:
+        return None
+
+
+def read_entry(path: Path, key: str) -> Rates | None:
+    """The rates stored at ``path``; None when missing, damaged or for another key."""
+    try:
+        if path.stat().st_size > 65536:
+            return None
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("format") != _FORMAT or data.get("key") != key:
+        return None
+    rates = data.get("rates")
+    if not isinstance(rates, dict) or set(rates) != set(CLASS_BITS):
+        return None
+    for by_name in rates.values():
+        if not isinstance(by_name, dict) or not by_name or not all(
+                isinstance(rate, (int, float)) and rate >= 0 for rate in by_name.values()):
+            return None
+    return rates
+
+
+def write_entry(path: Path, key: str, rates: Rates) -> None:
+    """Store the rates atomically (temp file, rename); failures are ignored (the probe
+    then runs again in the next process)."""
+    text = json.dumps({"format": _FORMAT, "key": key, "rates": rates})
+    tmp = None
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=f".{key}.", suffix=".tmp", dir=path.parent)
+        tmp = Path(name)
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.replace(tmp, path)
+        tmp = None
+    except OSError:
+        pass
+    finally:
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
+
+
+def _measure(candidates: dict[str, BlasInfo], threads: int) -> Rates:
+    """GFLOP/s of every candidate on every class's probe products (best of the rounds,
+    summed over a class's products as one rate)."""
+    probe_stats.runs += 1
+    functions = {name: _probe_function(info) for name, info in candidates.items()}
+    rng = np.random.default_rng(0)
+    rates: Rates = {}
+    for shape_class, shapes in PROBE_SHAPES.items():
+        flops = sum(2.0 * m * k * n for m, k, n in shapes)
+        best = {name: [float("inf")] * len(shapes) for name in candidates}
+        operands = [(rng.standard_normal((m, k), dtype=np.float32),
+                     rng.standard_normal((k, n), dtype=np.float32),
+                     np.empty((m, n), np.float32)) for m, k, n in shapes]
+        for _ in range(PROBE_ROUNDS):
+            for name, function in functions.items():
+                for index, (a, b, c) in enumerate(operands):
+                    best[name][index] = min(best[name][index], _time(function, a, b, c, threads))
+        rates[shape_class] = {name: flops / sum(times) / 1e9 for name, times in best.items()}
+    return rates
+
+
+def _time(function, a: np.ndarray, b: np.ndarray, c: np.ndarray, threads: int) -> float:
+    """Seconds of one call on idle cores, estimated as the process's CPU time over the
+    threads it used: time the cores spent on others' processes (a shared, busy host)
+    does not count against the candidate that happened to run then."""
+    from ember.codegen import c_gemm
+    from ember.codegen.gemm import GemmPlan, Matrix
+
+    (m, k), n = a.shape, b.shape[1]
+    plan = GemmPlan(np.dtype(np.float32), (), m, n, k, Matrix(m, k, False, k, 0, ()),
+                    Matrix(k, n, False, n, 0, ()))
+    split, parts = c_gemm.gemm_split(plan, threads)
+    start = time.process_time()
+    function(split, parts, m, n, k, a.ctypes.data, b.ctypes.data, c.ctypes.data)
+    return max(time.process_time() - start, 1e-9) / parts
+
+
+def _probe_function(info: BlasInfo):
+    """``ember_blas_probe`` built against the GEMM of ``info`` alone."""
+    from ember.backends.cpu import toolchain
+
+    path = toolchain.compile_shared_library(_PROBE_SOURCE, name=f"blas_probe_{info.name}",
+                                            blas_info=info)
+    function = toolchain.load_library(path).ember_blas_probe
+    i64, pointer = ctypes.c_int64, ctypes.c_void_p
+    function.argtypes = [ctypes.c_int, ctypes.c_int, i64, i64, i64, pointer, pointer, pointer]
+    function.restype = None
+    return function
