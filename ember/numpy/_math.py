@@ -5,8 +5,8 @@ logaddexp, hypot, copysign and friends.
 Integer division by zero: ``floor_divide(x, 0)``, ``remainder(x, 0)`` and ``fmod(x, 0)``
 are 0 for integers, as NumPy's results (without NumPy's warning); floats follow IEEE
 (``x / 0`` is ±inf or nan, ``remainder(x, 0.)`` nan). Integer overflow wraps around
-(two's complement). ``signbit`` reads the sign of zeros but not of NaNs (no bitcast
-primitive exists yet): ``signbit(-nan)`` is False.
+(two's complement). ``signbit`` reads the sign bit itself, so ``signbit(-0.0)`` and
+``signbit(-nan)`` are True, and ``copysign`` copies it.
 """
 from __future__ import annotations
 
@@ -177,17 +177,17 @@ def sign(x: Any, /):
 
 
 def signbit(x: Any, /):
-    """True where the sign is negative, including ``-0.0`` (not NaN signs, see module doc)."""
+    """True where the sign bit is set: negative numbers, ``-0.0`` and NaNs with a sign."""
     (x,) = promote_args(x)
     _no_complex("signbit", x)
     if not dtypes.is_signed(x.dtype) and not dtypes.is_floating(x.dtype):
         return full(x.shape, False, dtypes.bool_)
-    negative = lax.lt(x, constant_like(0, x))
     if dtypes.is_integer(x.dtype):
-        return negative
-    negative_zero = lax.bitwise_and(lax.eq(x, constant_like(0, x)),
-                                    lax.lt(lax.div(constant_like(1, x), x), constant_like(0, x)))
-    return lax.bitwise_or(negative, negative_zero)
+        return lax.lt(x, constant_like(0, x))
+    width = x.dtype.itemsize * 8
+    bits = lax.bitcast_convert_type(x, np.dtype(f"uint{width}"))
+    return lax.ne(lax.shift_right_logical(bits, constant_like(width - 1, bits)),
+                  constant_like(0, bits))
 
 
 def copysign(x1: Any, x2: Any, /):
