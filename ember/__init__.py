@@ -22,7 +22,6 @@ _LAZY = {
     "devices": "ember.runtime.devices",
     "device_count": "ember.runtime.devices",
     "local_device_count": "ember.runtime.devices",
-    "default_backend": "ember.runtime.devices",
     "device_put": "ember.runtime.dispatch",
     "block_until_ready": "ember.runtime.sync",
     "effects_barrier": "ember.runtime.sync",
@@ -64,7 +63,15 @@ _SUBMODULES = {"lax", "numpy", "random", "nn", "optim", "tree", "tree_util", "ad
                "custom_batching", "debug", "dtypes", "experimental", "errors", "sharding",
                "test_util", "bench", "scipy"}
 
-__all__ = ["Array", "config", "jit", *_LAZY, *sorted(_SUBMODULES)]
+__all__ = ["Array", "config", "default_backend", "jit", *_LAZY, *sorted(_SUBMODULES)]
+
+
+def default_backend() -> str:
+    """The name of the backend arrays go to by default ('cpu', 'opencl', 'reference'), as
+    ``jax.default_backend()``; ``ember.runtime.devices.default_backend`` gives the object."""
+    from ember.runtime.devices import default_backend as backend
+
+    return backend().name
 
 
 def __getattr__(name: str) -> Any:

@@ -260,7 +260,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     train_step = make_train_step(optimizer)
     params = sum(leaf.size for leaf in ember.tree_util.tree_leaves(model))
     print(f"ember demo: {cfg.layers}-layer GPT, {params / 1e6:.2f}M parameters, "
-          f"{len(corpus) / 1e6:.1f} MB of stdlib source, backend {ember.default_backend().name}")
+          f"{len(corpus) / 1e6:.1f} MB of stdlib source, backend {ember.default_backend()}")
 
     state = (model, optimizer.init(model))
     compiled_step = ember.jit(train_step, donate_argnums=(0, 1))

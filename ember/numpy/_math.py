@@ -21,9 +21,11 @@ from ember.core import dtypes
 from ember.errors import EmberTypeError, EmberValueError
 from ember.numpy import _ufuncs
 from ember.numpy._complex_special_cases import complex_from_parts
+from ember.numpy._complex_special_cases import divide as divide_with_recovery
 from ember.numpy._complex_special_cases import log_base as log_base_of
 from ember.numpy._ufunc_objects import builtin
 from ember.numpy._creation import full
+from ember.ops.bitcast import sign_bit
 from ember.numpy._promotion import (
     broadcast_shapes, broadcast_to_shape, constant_like, ensure_array, promote_args,
     promote_args_inexact, sequence_arg, shape_of,
@@ -50,8 +52,9 @@ def _no_complex(name: str, x: Any) -> None:
 
 
 def true_divide(x1: Any, x2: Any, /):
-    """``x1 / x2``; integers divide as floats (the default float dtype)."""
-    return lax.div(*promote_args_inexact(x1, x2))
+    """``x1 / x2``; integers divide as floats (the default float dtype). Complex
+    quotients recover infinities and zeros as C99 Annex G (and JAX) do."""
+    return divide_with_recovery(*promote_args_inexact(x1, x2))
 
 
 divide = true_divide
@@ -184,10 +187,7 @@ def signbit(x: Any, /):
         return full(x.shape, False, dtypes.bool_)
     if dtypes.is_integer(x.dtype):
         return lax.lt(x, constant_like(0, x))
-    width = x.dtype.itemsize * 8
-    bits = lax.bitcast_convert_type(x, np.dtype(f"uint{width}"))
-    return lax.ne(lax.shift_right_logical(bits, constant_like(width - 1, bits)),
-                  constant_like(0, bits))
+    return sign_bit(x)
 
 
 def copysign(x1: Any, x2: Any, /):

@@ -23,7 +23,7 @@ from ember.core.primitive import Primitive
 from ember.errors import EmberTypeError, EmberValueError
 from ember.ops import rules
 from ember.ops.elementwise import (ELEMENTWISE, bitwise_and, bitwise_or, convert_element_type,
-                                   shift_left, shift_right_logical)
+                                   ne, shift_left, shift_right_logical)
 from ember.ops.structural import broadcast_in_dim, concatenate, index_in_dim
 
 __all__ = ["bitcast_convert_type"]
@@ -123,3 +123,11 @@ def _low_mask(wide: np.dtype, narrow: np.dtype) -> np.ndarray:
 
 def _splat(value: np.ndarray, shape: tuple[int, ...]) -> Any:
     return value if shape == () else broadcast_in_dim(value, shape, ())
+
+
+def sign_bit(x: Any) -> Any:
+    """Whether each float's sign bit is set (true for ``-0.0`` and negative NaNs too)."""
+    width = np.dtype(x.dtype).itemsize * 8
+    bits = bitcast_convert_type(x, _UNSIGNED[width // 8])
+    shift = _splat(np.asarray(width - 1, bits.dtype), tuple(np.shape(bits)))
+    return ne(shift_right_logical(bits, shift), _splat(np.asarray(0, bits.dtype), tuple(np.shape(bits))))
