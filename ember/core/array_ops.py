@@ -316,3 +316,11 @@ class ArrayOps:
 
     def conjugate(self):
         return _np().conj(self)
+
+    def view(self, dtype=None, type=None):
+        """The bits as ``dtype`` (NumPy's ``view``; ``type=`` subclasses do not exist here)."""
+        from ember.numpy._bits import view
+
+        if type is not None:
+            raise TypeError("Array.view(type=...) is not supported: Ember has one array type")
+        return self if dtype is None else view(self, dtype)
