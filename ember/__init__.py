@@ -59,8 +59,8 @@ _LAZY = {
     "checkpoint": "ember.transforms.remat",
     "remat": "ember.transforms.remat",
 }
-_SUBMODULES = {"lax", "numpy", "random", "nn", "optim", "tree", "tree_util", "ad_checkpoint",
-               "custom_batching", "debug", "dtypes", "experimental", "errors", "sharding",
+_SUBMODULES = {"lax", "numpy", "random", "nn", "optim", "tree", "tree_util", "flatten_util",
+               "ad_checkpoint", "custom_batching", "debug", "dtypes", "experimental", "errors", "sharding",
                "test_util", "bench", "scipy"}
 
 __all__ = ["Array", "config", "default_backend", "jit", *_LAZY, *sorted(_SUBMODULES)]
