@@ -1,5 +1,5 @@
 """ember.flatten_util.ravel_pytree against jax.flatten_util: values, dtypes, round trip,
-and under jit and grad."""
+and under jit and grad; device_get and local_devices, which such programs call too."""
 import numpy as np
 import pytest
 
@@ -47,3 +47,9 @@ def test_matches_jax():
     theirs, _ = jax_flatten_util.ravel_pytree(TREE)
     assert ours.dtype == theirs.dtype
     np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
+
+
+def test_device_get_and_local_devices():
+    tree = ember.device_get({"a": jnp.ones(2), "b": 3})
+    assert isinstance(tree["a"], np.ndarray) and tree["b"] == 3
+    assert ember.local_devices() == ember.devices(ember.default_backend())

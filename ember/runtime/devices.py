@@ -106,6 +106,14 @@ def device_count(backend: str | None = None) -> int:
     return len(devices(backend or default_backend().name))
 
 
+def local_devices(process_index: int | None = None, backend: str | None = None) -> list[Device]:
+    """The devices attached to this process (all of them, on one host), as
+    ``jax.local_devices``; ``process_index`` is accepted for JAX's signature: every
+    process of a multi-process run sees its own host's devices."""
+    del process_index
+    return devices(backend or default_backend().name)
+
+
 def local_device_count(backend: str | None = None) -> int:
     """Devices attached to this process: all of them, on one host."""
     return device_count(backend)
