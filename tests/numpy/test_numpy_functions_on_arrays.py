@@ -2,7 +2,8 @@
 
 np.sum(x), np.mean(x, axis=0, keepdims=True), ... call the array's methods with NumPy's
 method signatures (out= included); they return Ember arrays, eagerly and under jit, and
-give NumPy's values.
+give NumPy's values. A NumPy function that needs the values of a traced array
+raises TracerArrayConversionError, as JAX does.
 """
 import numpy as np
 import pytest
@@ -76,3 +77,15 @@ def test_the_same_functions_return_arrays_on_jax_too():
         if fn is np.sum and "initial" in kwargs:
             continue  # jax 0.10's Array.sum drops initial=; NumPy's value is checked above
         np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), rtol=1e-6)
+
+
+def test_numpy_conversion_of_a_tracer_is_jaxs_error():
+    from ember.errors import TracerArrayConversionError
+
+    with pytest.raises(TracerArrayConversionError, match="call ember.numpy instead of numpy"):
+        ember.jit(lambda x: np.sin(x))(jnp.asarray(HOST))
+    assert isinstance(TracerArrayConversionError("x"), TypeError)  # as JAX's
+    # np.sum dispatches to the method, so it stays traced; a concrete JVP value converts
+    np.testing.assert_allclose(np.asarray(ember.jit(lambda x: np.sum(x))(HOST)), HOST.sum())
+    _, tangent = ember.jvp(lambda x: x * float(np.asarray(x).sum()), (HOST,), (np.ones_like(HOST),))
+    np.testing.assert_allclose(np.asarray(tangent), np.full_like(HOST, HOST.sum()), rtol=1e-6)
