@@ -28,8 +28,8 @@ _LAZY = {
     "process_count": "ember.distributed.state",
     "make_array_from_process_local_data": "ember.distributed.global_array",
     "make_array_from_callback": "ember.distributed.global_array",
-    "default_backend": "ember.runtime.devices",
     "device_put": "ember.runtime.dispatch",
+    "device_get": "ember.runtime.dispatch",
     "block_until_ready": "ember.runtime.sync",
     "effects_barrier": "ember.runtime.sync",
     "make_graph": "ember.runtime.inspect",
@@ -66,11 +66,19 @@ _LAZY = {
     "checkpoint": "ember.transforms.remat",
     "remat": "ember.transforms.remat",
 }
-_SUBMODULES = {"lax", "numpy", "random", "nn", "optim", "tree", "tree_util", "ad_checkpoint",
-               "custom_batching", "debug", "dtypes", "experimental", "errors", "sharding",
-               "test_util", "bench", "scipy", "distributed"}
+_SUBMODULES = {"lax", "numpy", "random", "nn", "optim", "tree", "tree_util", "flatten_util",
+               "ad_checkpoint", "custom_batching", "debug", "dtypes", "experimental", "errors",
+               "sharding", "test_util", "bench", "scipy", "distributed"}
 
-__all__ = ["Array", "config", "jit", *_LAZY, *sorted(_SUBMODULES)]
+__all__ = ["Array", "config", "default_backend", "jit", *_LAZY, *sorted(_SUBMODULES)]
+
+
+def default_backend() -> str:
+    """The name of the backend arrays go to by default ('cpu', 'opencl', 'reference'), as
+    ``jax.default_backend()``; ``ember.runtime.devices.default_backend`` gives the object."""
+    from ember.runtime.devices import default_backend as backend
+
+    return backend().name
 
 
 def __getattr__(name: str) -> Any:

@@ -134,7 +134,7 @@ def data_mesh(count: int, batch: int) -> Mesh:
         raise EmberValueError(
             f"--batch {batch} does not split over --devices {count}; pick a batch that is "
             f"a multiple of {count}")
-    backend = ember.default_backend().name
+    backend = ember.default_backend()
     found = ember.devices(backend)
     if len(found) < count:
         raise EmberValueError(
@@ -293,7 +293,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parse(argv)
     if args.backend:
         ember.config.update("backend", args.backend)
-    if args.devices and ember.default_backend().name in ("cpu", "reference"):
+    if args.devices and ember.default_backend() in ("cpu", "reference"):
         ember.config.update("num_cpu_devices", args.devices)  # the host CPU split in N
     cfg = GPTConfig(width=args.width, layers=args.layers, batch=args.batch)
     corpus = load_corpus()
@@ -308,7 +308,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     params = sum(leaf.size for leaf in ember.tree_util.tree_leaves(model))
     print(f"ember demo: {cfg.layers}-layer GPT, {params / 1e6:.2f}M parameters, "
           f"{len(corpus) / 1e6:.1f} MB of stdlib source, backend "
-          f"{ember.default_backend().name}{where}")
+          f"{ember.default_backend()}{where}")
 
     state = (model, optimizer.init(model))
     compiled_step = ember.jit(train_step, donate_argnums=(0, 1))

@@ -41,6 +41,10 @@ class TracerLeakError(EmberTypeError):
     ``UnexpectedTracerError``)."""
 
 
+class TracerArrayConversionError(EmberTypeError):
+    """NumPy was handed a traced array (``np.asarray(x)`` inside ``jit``), as JAX's."""
+
+
 # JAX's names for the same errors, so ``except jax.errors.X`` carries over.
 ConcretizationTypeError = ConcretizationError
 UnexpectedTracerError = TracerLeakError

@@ -180,7 +180,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
               "torch-eager": lambda: torch_step(params, cfg, compile=False)}
     print(f"GPT: {cfg.layers} layers, width {cfg.width}, batch {cfg.batch}x{cfg.length} bytes; "
           f"{args.steps} timed steps after {args.warmup} warm-up; Ember backend "
-          f"{ember.default_backend().name}")
+          f"{ember.default_backend()}")
     results = {}
     for name in args.peers.split(","):
         try:

@@ -43,6 +43,14 @@ LOADS = {"float16": "ember_f16_to_f32({0})", "bfloat16": "ember_bf16_to_f32({0})
 STORES = {"float16": "ember_f32_to_f16({0})", "bfloat16": "ember_f32_to_bf16({0})",
           "bool": "(uint8_t)({0} != 0)"}
 
+# float32 through ember_kernels.h's helpers; float64 through a union compound literal,
+# which reads the bits without undefined behaviour (C99).
+FLOAT_BITS = {
+    "float32": ("ember_f32_to_bits({0})", "ember_bits_to_f32({0})"),
+    "float64": ("((union {{ double f; uint64_t u; }}){{ .f = {0} }}).u",
+                "((union {{ uint64_t u; double f; }}){{ .u = {0} }}).f"),
+}
+
 _REDUCTION_CLAUSE = {"sum": "+", "prod": "*", "max": "max", "min": "min", "and": "&",
                      "or": "|", "xor": "^"}
 
@@ -54,6 +62,7 @@ class CRenderer(Renderer):
     conversions = CONVERSIONS
     load_templates = LOADS
     store_templates = STORES
+    float_bits = FLOAT_BITS
 
     def __init__(self, threads: int = 1, vector_math: Iterable[str] = ()) -> None:
         """``vector_math``: float32 functions available as ``ember_<name>f``."""

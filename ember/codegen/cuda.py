@@ -68,6 +68,11 @@ class CudaRenderer(GpuRenderer):
     restrict = "__restrict__"
     warp_size = WARP
     op_templates = OpTemplates(("cuda", "gpu", "c"), RENDERER_ROWS)
+    float_bits = {  # CUDA C++ has no compound literals: its bit-reinterpreting intrinsics
+        "float32": ("__float_as_uint({0})", "__uint_as_float({0})"),
+        "float64": ("((uint64_t)__double_as_longlong({0}))",
+                    "__longlong_as_double((long long){0})"),
+    }
 
     def __init__(self) -> None:
         super().__init__()

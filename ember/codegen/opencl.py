@@ -55,6 +55,8 @@ class OpenCLRenderer(GpuRenderer):
     shared_qualifier = "__local"
     max_blocks = 1024  # a CPU device (PoCL) gains nothing from more work-groups
     op_templates = OpTemplates(("opencl", "gpu", "c"), RENDERER_ROWS)
+    float_bits = {"float32": ("as_uint({0})", "as_float({0})"),  # OpenCL C's as_<type>
+                  "float64": ("as_ulong({0})", "as_double({0})")}
 
     def __init__(self, fp64: bool = True) -> None:
         super().__init__()

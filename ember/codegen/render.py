@@ -111,6 +111,9 @@ class Renderer:
     conversions: Mapping[tuple[str, str], str] = {}  # (from class, to class) -> template
     load_templates: Mapping[str, str] = {}  # dtype name -> template of a load ({0}: ref)
     store_templates: Mapping[str, str] = {}  # dtype name -> template of a stored value
+    # float dtype name -> (its value as the unsigned integer of its bits, the inverse);
+    # half precision needs none: its storage templates convert to and from its bits.
+    float_bits: Mapping[str, tuple[str, str]] = {}
     index_type = "int64_t"
     indent_unit = "  "
 
@@ -304,6 +307,8 @@ class Renderer:
         operand_dtype = node.args[0].dtype if node.args else node.dtype
         if node.op == "convert_element_type":
             return self.conversion(args[0], node.args[0].dtype, node.dtype)
+        if node.op == "bitcast_convert_type":
+            return self.from_bits(self.to_bits(args[0], node.args[0].dtype), node.dtype)
         if node.op == "select_n":
             return self.select(args, node.args[0].dtype == np.bool_)
         if node.op == "clamp":
@@ -323,7 +328,8 @@ class Renderer:
         """Whether ``op`` on operands of ``dtype`` has a row in the tables."""
         if dtype.name not in self.compute_types:
             return False
-        if op in ("convert_element_type", "select_n", "clamp", "integer_pow"):
+        if op in ("convert_element_type", "bitcast_convert_type", "select_n", "clamp",
+                  "integer_pow"):
             return True
         entry = self.op_templates.get(op)
         if entry is None:
@@ -339,6 +345,22 @@ class Renderer:
         if rounding and source.name != target.name and dtype_class(target) == "float":
             return self.round_to_storage(text, target)
         return text
+
+    def to_bits(self, value: str, dtype: np.dtype) -> str:
+        """``value`` (of equal-width ``dtype``) as the unsigned integer of its bits."""
+        if dtype_class(dtype) != "float":
+            return f"(({self.compute_types[f'uint{dtype.itemsize * 8}']}){value})"
+        if dtype.name in self.float_bits:
+            return self.float_bits[dtype.name][0].format(value)
+        return self.store_templates[dtype.name].format(value)
+
+    def from_bits(self, bits: str, dtype: np.dtype) -> str:
+        """The ``dtype`` value whose bits are the unsigned integer ``bits``."""
+        if dtype_class(dtype) != "float":
+            return f"(({self.ctype(dtype)}){bits})"
+        if dtype.name in self.float_bits:
+            return self.float_bits[dtype.name][1].format(bits)
+        return self.load_templates[dtype.name].format(bits)
 
     def round_to_storage(self, value: str, dtype: np.dtype) -> str:
         """A value held in a wider type, rounded to what ``dtype`` can hold."""

@@ -198,7 +198,7 @@ class ArrayOps:
 
     def transpose(self, *axes):
         if len(axes) == 1 and not isinstance(axes[0], int):
-            axes = tuple(axes[0])
+            axes = () if axes[0] is None else tuple(axes[0])
         return _np().transpose(self, axes or None)
 
     def astype(self, dtype, copy: bool = True):
@@ -222,50 +222,105 @@ class ArrayOps:
     def clip(self, min=None, max=None):
         return _np().clip(self, min, max)
 
-    def round(self, decimals: int = 0):
-        return _np().round(self, decimals)
+    def round(self, decimals: int = 0, out=None):
+        return _np().round(self, decimals, out)
 
-    def sum(self, axis=None, dtype=None, keepdims=False):
-        return _np().sum(self, axis=axis, dtype=dtype, keepdims=keepdims)
+    # The reductions take NumPy's method signatures, out= included (None only, as JAX):
+    # np.sum(x), np.mean(x, axis=0, keepdims=True), ... call these methods with them.
+    def sum(self, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
+            promote_integers=True):
+        return _np().sum(self, axis, dtype, out, keepdims, initial, where, promote_integers)
 
-    def prod(self, axis=None, dtype=None, keepdims=False):
-        return _np().prod(self, axis=axis, dtype=dtype, keepdims=keepdims)
+    def prod(self, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
+             promote_integers=True):
+        return _np().prod(self, axis, dtype, out, keepdims, initial, where, promote_integers)
 
-    def mean(self, axis=None, dtype=None, keepdims=False):
-        return _np().mean(self, axis=axis, dtype=dtype, keepdims=keepdims)
+    def mean(self, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+        return _np().mean(self, axis, dtype, out, keepdims, where=where)
 
-    def var(self, axis=None, ddof=0, keepdims=False):
-        return _np().var(self, axis=axis, ddof=ddof, keepdims=keepdims)
+    def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+            correction=None):
+        return _np().var(self, axis, dtype, out, ddof, keepdims, where=where,
+                         correction=correction)
 
-    def std(self, axis=None, ddof=0, keepdims=False):
-        return _np().std(self, axis=axis, ddof=ddof, keepdims=keepdims)
+    def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+            correction=None):
+        return _np().std(self, axis, dtype, out, ddof, keepdims, where=where,
+                         correction=correction)
 
-    def max(self, axis=None, keepdims=False):
-        return _np().max(self, axis=axis, keepdims=keepdims)
+    def max(self, axis=None, out=None, keepdims=False, initial=None, where=None):
+        return _np().max(self, axis, out, keepdims, initial, where)
 
-    def min(self, axis=None, keepdims=False):
-        return _np().min(self, axis=axis, keepdims=keepdims)
+    def min(self, axis=None, out=None, keepdims=False, initial=None, where=None):
+        return _np().min(self, axis, out, keepdims, initial, where)
 
-    def argmax(self, axis=None, keepdims=False):
-        return _np().argmax(self, axis=axis, keepdims=keepdims)
+    def ptp(self, axis=None, out=None, keepdims=False):
+        return _np().ptp(self, axis, out, keepdims)
 
-    def argmin(self, axis=None, keepdims=False):
-        return _np().argmin(self, axis=axis, keepdims=keepdims)
+    def argmax(self, axis=None, out=None, keepdims=None):
+        return _np().argmax(self, axis, out, bool(keepdims))
 
-    def any(self, axis=None, keepdims=False):
-        return _np().any(self, axis=axis, keepdims=keepdims)
+    def argmin(self, axis=None, out=None, keepdims=None):
+        return _np().argmin(self, axis, out, bool(keepdims))
 
-    def all(self, axis=None, keepdims=False):
-        return _np().all(self, axis=axis, keepdims=keepdims)
+    def any(self, axis=None, out=None, keepdims=False, *, where=None):
+        return _np().any(self, axis, out, keepdims, where=where)
 
-    def cumsum(self, axis=None, dtype=None):
-        return _np().cumsum(self, axis=axis, dtype=dtype)
+    def all(self, axis=None, out=None, keepdims=False, *, where=None):
+        return _np().all(self, axis, out, keepdims, where=where)
 
-    def cumprod(self, axis=None, dtype=None):
-        return _np().cumprod(self, axis=axis, dtype=dtype)
+    def cumsum(self, axis=None, dtype=None, out=None):
+        return _np().cumsum(self, axis, dtype, out)
 
-    def sort(self, axis: int = -1):
-        return _np().sort(self, axis=axis)
+    def cumprod(self, axis=None, dtype=None, out=None):
+        return _np().cumprod(self, axis, dtype, out)
 
-    def argsort(self, axis: int = -1):
-        return _np().argsort(self, axis=axis)
+    def trace(self, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None, out=None):
+        return _np().trace(self, offset, axis1, axis2, dtype, out)
+
+    # Sorting returns a new array (Ember arrays are immutable), as JAX's methods do.
+    def sort(self, axis=-1, *, kind=None, order=None, stable: bool = True,
+             descending: bool = False):
+        return _np().sort(self, axis, kind, order, stable=stable, descending=descending)
+
+    def argsort(self, axis=-1, *, kind=None, order=None, stable: bool = True,
+                descending: bool = False):
+        return _np().argsort(self, axis, kind, order, stable=stable, descending=descending)
+
+    def argpartition(self, kth: int, axis: int = -1):
+        return _np().argpartition(self, kth, axis)
+
+    def searchsorted(self, v, side: str = "left", sorter=None, *, method: str = "scan"):
+        return _np().searchsorted(self, v, side, sorter, method=method)
+
+    # --- selection ------------------------------------------------------------------
+    def take(self, indices, axis=None, out=None, mode=None, unique_indices: bool = False,
+             indices_are_sorted: bool = False, fill_value=None):
+        return _np().take(self, indices, axis, out, mode, unique_indices,
+                          indices_are_sorted, fill_value)
+
+    def repeat(self, repeats, axis=None, *, total_repeat_length=None):
+        return _np().repeat(self, repeats, axis, total_repeat_length=total_repeat_length)
+
+    def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1):
+        return _np().diagonal(self, offset, axis1, axis2)
+
+    def nonzero(self, *, size=None, fill_value=None):
+        return _np().nonzero(self, size=size, fill_value=fill_value)
+
+    def compress(self, condition, axis=None, *, size=None, fill_value=0, out=None):
+        return _np().compress(condition, self, axis, size=size, fill_value=fill_value, out=out)
+
+    def choose(self, choices, out=None, mode: str = "raise"):
+        return _np().choose(self, choices, out, mode)
+
+    def conjugate(self):
+        return _np().conj(self)
+
+    def view(self, dtype=None, type=None):
+        """The bits as ``dtype`` (NumPy's ``view``; ``type=`` subclasses do not exist here)."""
+        from ember.numpy._bits import view
+
+        if type is not None:
+            raise TypeError("Array.view(type=...) is not supported: Ember has one array type")
+        return self if dtype is None else view(self, dtype)

@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator, Sequence
 from ember.core.abstract import ShapedArray
 from ember.core.array_ops import ArrayOps
 from ember.core.primitive import Primitive
-from ember.errors import ConcretizationError, TracerLeakError
+from ember.errors import ConcretizationError, TracerArrayConversionError, TracerLeakError
 
 
 class MainTrace:
@@ -86,6 +86,20 @@ class Tracer(ArrayOps):
         import numpy as np
 
         return np.asarray(self.concrete_value())
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        """A NumPy array only where the value is concrete (JVP of eager values); a traced
+        one cannot become one, as in JAX."""
+        try:
+            value = self._concrete()
+        except ConcretizationError:
+            raise TracerArrayConversionError(
+                f"NumPy needed the values of a traced array {self.aval.describe()} "
+                f"(np.asarray, np.array, or a NumPy function on it). Inside ember.jit, "
+                f"grad and vmap, call ember.numpy instead of numpy; for values in Python, "
+                f"return them from the jitted function or use ember.pure_callback."
+            ) from None
+        return value if dtype is None else value.astype(dtype)
 
     def __repr__(self) -> str:
         return f"Traced<{self.aval.str_short()}>with<{type(self._trace).__name__}>"

@@ -2,6 +2,7 @@
 promotion, explicit dimension numbers, structured control flow."""
 from ember.lax.parallel import *  # noqa: F401,F403
 from ember.lax.sharding import *  # noqa: F401,F403
+from ember.ops.bitcast import *  # noqa: F401,F403
 from ember.ops.control_flow import *  # noqa: F401,F403
 from ember.ops.conv_shapes import *  # noqa: F401,F403
 from ember.ops.cumulative import *  # noqa: F401,F403

@@ -1,5 +1,6 @@
 """Packing booleans into the bits of bytes and back: packbits, unpackbits (as NumPy:
-8 elements per ``uint8``, most significant bit first unless ``bitorder='little'``)."""
+8 elements per ``uint8``, most significant bit first unless ``bitorder='little'``), and
+``view``: an array's bits read as another dtype (the ``Array.view`` method)."""
 from __future__ import annotations
 
 from typing import Any
@@ -78,3 +79,35 @@ def unpackbits(a: Any, axis: int | None = None, count: int | None = None,
             bits = lax.pad(bits, np.zeros((), dtypes.uint8), [(0, 0, 0)] * (bits.ndim - 1)
                            + [(0, keep - n, 0)])
     return bits if axis == -1 else moveaxis(bits, -1, axis)
+
+
+def view(a: Any, dtype: Any) -> Any:
+    """``a``'s bits as ``dtype``, as NumPy's and JAX's ``arr.view(dtype)``: the last axis
+    grows or shrinks by the ratio of the widths (it must divide evenly); bools are bytes."""
+    x = ensure_array(a)
+    target = dtypes.canonicalize(dtype)
+    if x.dtype == target:
+        return x
+    if dtypes.is_complex(x.dtype) or dtypes.is_complex(target):
+        raise EmberTypeError(f"view between {x.dtype} and {target}: complex arrays are not "
+                             f"supported; view their real and imaginary parts")
+    if dtypes.is_bool(x.dtype):
+        x = lax.convert_element_type(x, dtypes.uint8)
+    wanted = dtypes.uint8 if dtypes.is_bool(target) else target
+    if x.ndim == 0 and x.dtype.itemsize != wanted.itemsize:
+        raise EmberValueError(f"view of a 0-d {x.dtype} array as {target}: the widths "
+                              f"differ, so the array needs an axis to grow or shrink")
+    if x.dtype.itemsize > wanted.itemsize:  # each element becomes several along the last axis
+        out = lax.bitcast_convert_type(x, wanted)
+        out = reshape(out, (*x.shape[:-1], x.shape[-1] * (x.dtype.itemsize // wanted.itemsize)))
+    elif x.dtype.itemsize < wanted.itemsize:
+        ratio = wanted.itemsize // x.dtype.itemsize
+        if x.shape[-1] % ratio:
+            raise EmberValueError(
+                f"view of {x.dtype} as {target}: the last axis ({x.shape[-1]}) must be a "
+                f"multiple of {ratio}")
+        out = lax.bitcast_convert_type(reshape(x, (*x.shape[:-1], x.shape[-1] // ratio, ratio)),
+                                       wanted)
+    else:
+        out = lax.bitcast_convert_type(x, wanted)
+    return lax.ne(out, lax.full_like(out, 0)) if dtypes.is_bool(target) else out

@@ -19,6 +19,7 @@ from typing import Any
 from ember import lax
 from ember.core import dtypes
 from ember.numpy._promotion import constant_like
+from ember.ops.bitcast import sign_bit
 
 
 def _select(pred: Any, on_true: Any, on_false: Any) -> Any:
@@ -74,3 +75,57 @@ def log_base(z: Any, base: float) -> Any:
     real, imag = _parts(log)
     scale = constant_like(math.log(base), real)
     return complex_from_parts(lax.div(real, scale), lax.div(imag, scale), z.dtype)
+
+
+def divide(x: Any, y: Any) -> Any:
+    """``x / y``; for complex operands, a quotient that came out NaN + NaN j is recovered
+    as C99 Annex G does (G.5.1) and XLA answers: an infinite over a finite is infinite, a
+    finite over an infinite is zero; over zero, the parts are ``copysign(inf, c)`` times
+    the numerator's."""
+    quotient = lax.div(x, y)
+    if not dtypes.is_complex(quotient.dtype):
+        return quotient
+    # The recovered values are constants (infinities, zeros): no derivative flows into
+    # them, so the branches not taken cannot turn a zero cotangent into 0 * inf = NaN.
+    (a, b), (c, d) = _parts(lax.stop_gradient(x)), _parts(lax.stop_gradient(y))
+    real, imag = _parts(quotient)
+    lost = lax.bitwise_and(lax.ne(real, real), lax.ne(imag, imag))
+    finite = _both_finite
+    zero, inf = constant_like(0, c), constant_like(math.inf, c)
+    inf_with_sign_of_c = _select(sign_bit(c), lax.neg(inf), inf)
+    by_zero = lax.bitwise_and(lax.bitwise_and(lax.eq(c, zero), lax.eq(d, zero)),
+                              lax.bitwise_not(lax.bitwise_and(lax.ne(a, a), lax.ne(b, b))))
+    infinite_over_finite = lax.bitwise_and(lax.bitwise_not(finite(a, b)), finite(c, d))
+    infinite_over_finite = lax.bitwise_and(
+        infinite_over_finite, lax.bitwise_or(_is_inf(a), _is_inf(b)))
+    finite_over_infinite = lax.bitwise_and(lax.bitwise_or(_is_inf(c), _is_inf(d)), finite(a, b))
+
+    def recovered(scale: Any, p: Any, q: Any, r: Any, s: Any) -> tuple[Any, Any]:
+        """``scale * (p r + q s)``, ``scale * (q r - p s)``: the textbook formula's parts."""
+        return (lax.mul(scale, lax.add(lax.mul(p, r), lax.mul(q, s))),
+                lax.mul(scale, lax.sub(lax.mul(q, r), lax.mul(p, s))))
+
+    by_zero_parts = (lax.mul(inf_with_sign_of_c, a), lax.mul(inf_with_sign_of_c, b))
+    infinite_parts = recovered(inf, _unit_if_inf(a), _unit_if_inf(b), c, d)
+    zero_parts = recovered(zero, a, b, _unit_if_inf(c), _unit_if_inf(d))
+    for case, (r, i) in ((finite_over_infinite, zero_parts),
+                         (infinite_over_finite, infinite_parts)):
+        take = lax.bitwise_and(lost, case)
+        real, imag = _select(take, r, real), _select(take, i, imag)
+    # Over zero, XLA takes C99's infinities whether or not the quotient came out NaN.
+    real, imag = _select(by_zero, by_zero_parts[0], real), _select(by_zero, by_zero_parts[1], imag)
+    return complex_from_parts(real, imag, quotient.dtype)
+
+
+def _is_inf(v: Any) -> Any:
+    return lax.eq(lax.abs(v), constant_like(math.inf, v))
+
+
+def _both_finite(p: Any, q: Any) -> Any:
+    return lax.bitwise_and(lax.is_finite(p), lax.is_finite(q))
+
+
+def _unit_if_inf(v: Any) -> Any:
+    """``copysign(1 if v is infinite else 0, v)``: C99's step before the recovered product."""
+    one = _select(_is_inf(v), constant_like(1, v), constant_like(0, v))
+    return _select(sign_bit(v), lax.neg(one), one)

@@ -5,8 +5,8 @@ logaddexp, hypot, copysign and friends.
 Integer division by zero: ``floor_divide(x, 0)``, ``remainder(x, 0)`` and ``fmod(x, 0)``
 are 0 for integers, as NumPy's results (without NumPy's warning); floats follow IEEE
 (``x / 0`` is ±inf or nan, ``remainder(x, 0.)`` nan). Integer overflow wraps around
-(two's complement). ``signbit`` reads the sign of zeros but not of NaNs (no bitcast
-primitive exists yet): ``signbit(-nan)`` is False.
+(two's complement). ``signbit`` reads the sign bit itself, so ``signbit(-0.0)`` and
+``signbit(-nan)`` are True, and ``copysign`` copies it.
 """
 from __future__ import annotations
 
@@ -21,9 +21,11 @@ from ember.core import dtypes
 from ember.errors import EmberTypeError, EmberValueError
 from ember.numpy import _ufuncs
 from ember.numpy._complex_special_cases import complex_from_parts
+from ember.numpy._complex_special_cases import divide as divide_with_recovery
 from ember.numpy._complex_special_cases import log_base as log_base_of
 from ember.numpy._ufunc_objects import builtin
 from ember.numpy._creation import full
+from ember.ops.bitcast import sign_bit
 from ember.numpy._promotion import (
     broadcast_shapes, broadcast_to_shape, constant_like, ensure_array, promote_args,
     promote_args_inexact, sequence_arg, shape_of,
@@ -50,8 +52,9 @@ def _no_complex(name: str, x: Any) -> None:
 
 
 def true_divide(x1: Any, x2: Any, /):
-    """``x1 / x2``; integers divide as floats (the default float dtype)."""
-    return lax.div(*promote_args_inexact(x1, x2))
+    """``x1 / x2``; integers divide as floats (the default float dtype). Complex
+    quotients recover infinities and zeros as C99 Annex G (and JAX) do."""
+    return divide_with_recovery(*promote_args_inexact(x1, x2))
 
 
 divide = true_divide
@@ -177,17 +180,14 @@ def sign(x: Any, /):
 
 
 def signbit(x: Any, /):
-    """True where the sign is negative, including ``-0.0`` (not NaN signs, see module doc)."""
+    """True where the sign bit is set: negative numbers, ``-0.0`` and NaNs with a sign."""
     (x,) = promote_args(x)
     _no_complex("signbit", x)
     if not dtypes.is_signed(x.dtype) and not dtypes.is_floating(x.dtype):
         return full(x.shape, False, dtypes.bool_)
-    negative = lax.lt(x, constant_like(0, x))
     if dtypes.is_integer(x.dtype):
-        return negative
-    negative_zero = lax.bitwise_and(lax.eq(x, constant_like(0, x)),
-                                    lax.lt(lax.div(constant_like(1, x), x), constant_like(0, x)))
-    return lax.bitwise_or(negative, negative_zero)
+        return lax.lt(x, constant_like(0, x))
+    return sign_bit(x)
 
 
 def copysign(x1: Any, x2: Any, /):

@@ -1,5 +1,6 @@
 """Primitive definitions. Importing this package registers every primitive."""
 from ember.ops import (  # noqa: F401
+    bitcast,
     collectives,
     control_flow,
     callbacks,

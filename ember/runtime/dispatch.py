@@ -114,4 +114,12 @@ def device_put(value: Any, device: Any = None) -> Any:
     return tree_map(put, value)
 
 
+def device_get(value: Any) -> Any:
+    """A pytree's arrays as NumPy arrays on the host (other leaves unchanged), as
+    ``jax.device_get``."""
+    from ember.core.pytree import tree_map
+
+    return tree_map(lambda leaf: leaf._host() if isinstance(leaf, Array) else leaf, value)
+
+
 trace.set_eager_apply(apply_primitive)

@@ -52,5 +52,5 @@ def test_a_process_started_by_hand_is_no_launch():
 
 def test_one_process_without_initialize():
     assert ember.process_index() == 0 and ember.process_count() == 1
-    assert ember.local_devices() == ember.devices(ember.default_backend().name)
+    assert ember.local_devices() == ember.devices(ember.default_backend())
     assert all(d.process_index == 0 for d in ember.devices("cpu"))

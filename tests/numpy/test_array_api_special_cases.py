@@ -161,11 +161,6 @@ OPERATORS = {"add": (operator.add, operator.iadd, "+"),
              "pow": (operator.pow, operator.ipow, "**"),
              "equal": (operator.eq, None, "=="), "not_equal": (operator.ne, None, "!=")}
 
-NAN_SIGN = "Ember reads no NaN sign bits (no bitcast primitive yet; see ember.numpy._math)"
-EMBER_DEVIATES = {"signbit(-nan)": NAN_SIGN, "copysign(2.5,-nan)": NAN_SIGN,
-                  "copysign(nan,-nan)": NAN_SIGN}
-
-
 def _fmt(x: float) -> str:
     return "-nan" if math.isnan(x) and math.copysign(1, x) < 0 else str(x)
 
@@ -189,16 +184,14 @@ def _quiet(fn, *args):
         return fn(*args)
 
 
-@pytest.mark.parametrize("xp,case", conformance_params(_unary_cases(),
-                                                       ember_deviates=EMBER_DEVIATES))
+@pytest.mark.parametrize("xp,case", conformance_params(_unary_cases()))
 def test_real_unary(xp, case):
     name, x, expected = case
     out = _quiet(getattr(xp, name), xp.asarray([x], dtype=xp.float32))
     assert same_value(np.asarray(out)[0], expected), f"{name}({x}) = {out}, not {expected}"
 
 
-@pytest.mark.parametrize("xp,case", conformance_params(_binary_cases(),
-                                                       ember_deviates=EMBER_DEVIATES))
+@pytest.mark.parametrize("xp,case", conformance_params(_binary_cases()))
 def test_real_binary(xp, case):
     name, a, b, expected = case
     x1, x2 = xp.asarray([a], dtype=xp.float32), xp.asarray([b], dtype=xp.float32)
@@ -230,8 +223,7 @@ def test_operators_array_array_scalar_and_in_place(xp, case):
 @pytest.mark.parametrize("table", ["unary", "binary"])
 def test_compiled_kernels_follow_the_same_tables(table):
     """Under jit the CPU backend computes these in generated C: the same rows must hold."""
-    cases = [c for case_id, c in (_unary_cases() if table == "unary" else _binary_cases())
-             if case_id not in EMBER_DEVIATES]
+    cases = [c for _, c in (_unary_cases() if table == "unary" else _binary_cases())]
     wrong = []
     for name, group in itertools.groupby(cases, key=lambda c: c[0]):
         group = list(group)

@@ -1,4 +1,4 @@
-"""packbits and unpackbits against NumPy (every axis, bit order and count)."""
+"""packbits and unpackbits against NumPy (every axis, bit order and count), and view."""
 import numpy as np
 import pytest
 from hypothesis import given
@@ -40,3 +40,36 @@ def test_under_jit_and_errors():
         enp.packbits(np.ones(2, np.float32))
     with pytest.raises(EmberValueError, match="bitorder must be 'big' or 'little'"):
         enp.packbits(bits, bitorder="middle")
+
+
+VIEW_CASES = [(np.float32, np.uint32), (np.float32, np.uint8), (np.float32, np.int16),
+              (np.uint8, np.float32), (np.int16, np.float32), (np.float32, np.float16),
+              (np.bool_, np.uint8), (np.uint8, np.bool_), (np.int8, np.bool_)]
+
+
+@pytest.mark.parametrize("source,target", VIEW_CASES, ids=str)
+def test_view_is_numpys_view(source, target):
+    bits = np.random.default_rng(5).integers(0, 256, (3, 8), dtype=np.uint8)
+    x = (bits % 2).astype(bool) if source is np.bool_ else bits.view(source)
+    got = enp.asarray(x).view(target)
+    want = x.view(target)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    if target is np.bool_:
+        want = want.astype(np.uint8) != 0  # NumPy keeps the byte; a bool is 0 or 1 here
+    np.testing.assert_array_equal(np.asarray(got).view(np.uint8), want.view(np.uint8))
+    jitted = ember.jit(lambda v: v.view(target))(x)
+    np.testing.assert_array_equal(np.asarray(jitted).view(np.uint8), want.view(np.uint8))
+
+
+def test_view_refuses_uneven_last_axis():
+    with pytest.raises(EmberValueError, match="multiple of 4"):
+        enp.zeros((2, 3), np.uint8).view(np.float32)
+
+
+def test_view_as_jax():
+    jax_numpy = pytest.importorskip("jax.numpy")
+    x = np.array([[1.0, -2.0], [np.nan, -0.0]], np.float32)
+    for target in (np.uint32, np.uint8, np.int16, np.float16):
+        ours = np.asarray(enp.asarray(x).view(target))
+        theirs = np.asarray(jax_numpy.asarray(x).view(target))
+        np.testing.assert_array_equal(ours.view(np.uint8), theirs.view(np.uint8))

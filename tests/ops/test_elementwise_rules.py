@@ -159,6 +159,7 @@ OTHER_OPERANDS = {
     "not": [_ints], "population_count": [_ints],
     "real": [_complex], "imag": [_complex], "conj": [_complex],
     "integer_pow": [ANY], "convert_element_type": [ANY], "nextafter": [ANY, ANY],
+    "bitcast_convert_type": [ANY],
     "select_n": [_bools, ANY, ANY], "clamp": [_full(-0.5), ANY, _full(0.5)],
     **{name: [_ints, _ints] for name in ("and", "or", "xor", "shift_left",
                                           "shift_right_logical", "shift_right_arithmetic")},
@@ -167,6 +168,7 @@ OTHER_OPERANDS = {
 WITH_PARAMS = {
     "integer_pow": lambda x: lax.integer_pow(x, 3),
     "convert_element_type": lambda x: lax.convert_element_type(x, np.int32),
+    "bitcast_convert_type": lambda x: lax.bitcast_convert_type(x, np.uint64),
     "round": lambda x: lax.round(x),
 }
 
