@@ -96,9 +96,3 @@ def test_an_unsupported_dtype_falls_back():
     report = ember.torch.explain(scaled, x)
     assert {f.op for f in report.fallbacks} >= {"aten.mul.Tensor"}
     torch.testing.assert_close(ember.torch.compile(scaled)(x), scaled(x))
-
-
-def test_static_shape_error_says_how_to_fix():
-    f = torch.compile(lambda x: x * 2, backend="ember", dynamic=True)
-    with pytest.raises(Exception, match="dynamic=False"):
-        f(torch.randn(3))
