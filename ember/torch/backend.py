@@ -55,9 +55,16 @@ def make_backend(graph_compiler: GraphCompiler) -> Callable[..., Any]:
     """A Dynamo backend that hands AOTAutograd's graphs to ``graph_compiler``."""
     def backend(graph_module: torch.fx.GraphModule, example_inputs: list[Any], **_options: Any):
         _log_recompile()
-        return aot_module_simplified(graph_module, example_inputs,
-                                     fw_compiler=graph_compiler, bw_compiler=graph_compiler,
-                                     decompositions=core_aten_decompositions())
+        # (with oneDNN on, PyTorch decomposes an LSTM that takes no input gradient into
+        # its oneDNN kernel, which has no lowering; off, into the cell's matmuls)
+        onednn = torch.backends.mkldnn.enabled
+        torch.backends.mkldnn.enabled = False
+        try:
+            return aot_module_simplified(graph_module, example_inputs,
+                                         fw_compiler=graph_compiler, bw_compiler=graph_compiler,
+                                         decompositions=core_aten_decompositions())
+        finally:
+            torch.backends.mkldnn.enabled = onednn
     return backend
 
 
