@@ -90,6 +90,10 @@ _register_elementwise({
     (aten.trunc.default,): jnp.trunc,
     (aten.round.default,): jnp.round,
     (aten.relu.default,): lambda x: jnp.maximum(x, jnp.zeros((), x.dtype)),
+    (aten.fmax.default,): jnp.fmax,
+    (aten.fmin.default,): jnp.fmin,
+    (aten.copysign.Tensor, aten.copysign.Scalar): jnp.copysign,
+    (aten.nextafter.default,): jnp.nextafter,
 })
 _register_elementwise({
     (aten.exp.default,): jnp.exp,
@@ -119,6 +123,10 @@ _register_elementwise({
     (aten.sigmoid.default,): lax.logistic,
     (aten.atan2.default,): jnp.arctan2,
     (aten.div.Tensor, aten.div.Scalar): jnp.true_divide,
+    (aten.erfc.default,): lax.erfc,
+    (aten.lgamma.default,): lax.lgamma,
+    (aten.digamma.default,): lax.digamma,
+    (aten.hypot.default,): jnp.hypot,
 }, Kind.INT_TO_FLOAT)
 _register_elementwise({
     (aten.eq.Tensor, aten.eq.Scalar): jnp.equal,
@@ -133,6 +141,7 @@ _register_elementwise({
     (aten.logical_not.default,): lambda x: x == 0,
     (aten.isnan.default,): jnp.isnan,
     (aten.isinf.default,): jnp.isinf,
+    (aten.signbit.default,): jnp.signbit,
 }, Kind.ALWAYS_BOOL)
 
 
@@ -334,6 +343,22 @@ def _slice(x: Any, dim: int = 0, start: int | None = None, end: int | None = Non
     starts, limits, strides = [0] * x.ndim, list(x.shape), [1] * x.ndim
     starts[dim], limits[dim], strides[dim] = begin, stop, step
     return lax.slice(x, starts, limits, strides)
+
+
+@lowers(aten.slice_scatter.default)
+def _slice_scatter(x: Any, src: Any, dim: int = 0, start: int | None = None,
+                   end: int | None = None, step: int = 1) -> Any:
+    """``x`` with its ``aten.slice`` at (dim, start, end, step) replaced by ``src``."""
+    dim = _dim(dim, x.ndim)
+    begin, stop, step = slice(start, end, step).indices(x.shape[dim])
+    where = [slice(None)] * x.ndim
+    where[dim] = slice(begin, max(stop, begin), step)
+    return x.at[tuple(where)].set(_cast(src, x.dtype))
+
+
+@lowers(aten.diagonal.default)
+def _diagonal(x: Any, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Any:
+    return jnp.diagonal(x, offset, _dim(dim1, x.ndim), _dim(dim2, x.ndim))
 
 
 @lowers(aten.select.int)
