@@ -202,12 +202,36 @@ def _adamw_train(model: nn.Module, x, y, step=lambda: None) -> list[float]:
     return losses
 
 
-@pytest.mark.parametrize("make_model", [_mlp, _CNN], ids=["mlp", "cnn"])
+class _CausalAttention(nn.Module):
+    """A pre-norm causal self-attention block (scaled_dot_product_attention) and a head."""
+
+    def __init__(self, width: int = 16, heads: int = 2) -> None:
+        super().__init__()
+        self.heads = heads
+        self.norm = nn.LayerNorm(width)
+        self.qkv = nn.Linear(width, 3 * width, bias=False)  # (no key bias: see test_models)
+        self.mlp = nn.Sequential(nn.Linear(width, 2 * width), nn.GELU(),
+                                 nn.Linear(2 * width, width))
+        self.head = nn.Linear(width, 5)
+
+    def forward(self, x):
+        batch, length, width = x.shape
+        q, k, v = self.qkv(self.norm(x)).split(width, dim=2)
+        q, k, v = (t.view(batch, length, self.heads, -1).transpose(1, 2) for t in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + y.transpose(1, 2).reshape(batch, length, width)
+        return self.head((x + self.mlp(x)).mean(dim=1))
+
+
+_INPUTS = {_mlp: (16, 12), _CNN: (4, 3, 8, 8), _CausalAttention: (4, 6, 16)}
+
+
+@pytest.mark.parametrize("make_model", list(_INPUTS), ids=["mlp", "cnn", "attention"])
 def test_torch_optim_adamw_trains_like_eager_and_compiles_once(make_model):
     # (AdamW's step size and bias corrections are new Python floats every step, and its
     # first step creates the state with zeros_like: neither makes a new graph)
     model = make_model()
-    x = torch.randn(16, 12) if make_model is _mlp else torch.randn(4, 3, 8, 8)
+    x = torch.randn(_INPUTS[make_model])
     y = torch.randint(0, 5, (x.shape[0],))
     eager = copy.deepcopy(model)
     expected_losses = _adamw_train(eager, x, y)
