@@ -38,6 +38,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="small sizes and few repeats: a smoke test, not a measurement")
     parser.add_argument("--only", metavar="NAME,...",
                         help="run only these workloads (their floors come along)")
+    parser.add_argument("--torch", action="store_true",
+                        help="instead: PyTorch models trained by eager PyTorch, inductor and "
+                             "torch.compile(backend='ember'), side by side (--only mlp,cnn,"
+                             "gpt_block,lstm)")
     parser.add_argument("--list", action="store_true",
                         help="list the workloads at the sizes a run would use and exit")
     parser.add_argument("--sharded", action="store_true",
@@ -63,6 +67,14 @@ def main(argv: list[str] | None = None) -> int:
 
         return sharded.main((["--quick"] if args.quick else [])
                             + (["--json", args.json] if args.json else []))
+    if args.torch:
+        from ember.bench import torch_workloads  # (imports PyTorch)
+        only = [name.strip() for name in args.only.split(",")] if args.only else None
+        try:
+            results = torch_workloads.run(args.quick, args.json, only)
+        except ValueError as error:
+            parser.error(str(error))
+        return 1 if any(r.status["ember"] == "wrong" for r in results) else 0
     platform = target.platform(args.backend)
     if args.list:
         sizes = target.sizes(platform, args.quick)

@@ -9,29 +9,33 @@ from typing import Any
 import torch
 import torch.fx
 from torch._decomp import core_aten_decompositions
+from torch._dynamo.utils import guard_failures
 from torch._functorch.aot_autograd import aot_module_simplified, make_boxed_func
+from torch._guards import CompileContext
 
 from ember.errors import EmberTypeError
-from ember.torch.graph_compiler import compile_graph, node_source
+from ember.torch.graph_compiler import compile_graph, log, node_source
 from ember.torch.partition import split_for_ember, unsupported_nodes
 
 GraphCompiler = Callable[[torch.fx.GraphModule, Sequence[Any]], Callable[..., Any]]
 
 
-def _static_inputs(example_inputs: Sequence[Any]) -> None:
-    for value in example_inputs:
-        shape = value.shape if isinstance(value, torch.Tensor) else ()
-        if isinstance(value, torch.SymInt) or any(isinstance(s, torch.SymInt) for s in shape):
-            raise EmberTypeError(
-                "Ember's torch.compile backend compiles static shapes; this graph has "
-                "symbolic ones. Compile with torch.compile(model, backend='ember', "
-                "dynamic=False), or use ember.torch.compile(model).")
+def _log_recompile() -> None:
+    """Say why Dynamo compiles a frame again: the guards of its earlier compiles that
+    failed (a new shape, with static shapes), as PyTorch recorded them."""
+    compile_id = CompileContext.current_compile_id()
+    if compile_id is None or not compile_id.frame_compile_id:
+        return
+    prefix = f"{compile_id.frame_id}/"
+    reasons = [reason for failures in guard_failures.values() for reason in failures
+               if reason.startswith(prefix)][-compile_id.frame_compile_id:]
+    log.info("Ember recompiles (compile %s) because %s", compile_id,
+             "; ".join(reasons) or "Dynamo's guards failed")
 
 
 def ember_graph_compiler(fallback: bool = True) -> GraphCompiler:
     """The forward / backward compiler AOTAutograd calls with each ATen graph."""
     def compile_aten(graph_module: torch.fx.GraphModule, example_inputs: Sequence[Any]):
-        _static_inputs(example_inputs)
         unsupported = unsupported_nodes(graph_module)
         if not unsupported:
             return make_boxed_func(compile_graph(graph_module))
@@ -50,9 +54,19 @@ def ember_graph_compiler(fallback: bool = True) -> GraphCompiler:
 def make_backend(graph_compiler: GraphCompiler) -> Callable[..., Any]:
     """A Dynamo backend that hands AOTAutograd's graphs to ``graph_compiler``."""
     def backend(graph_module: torch.fx.GraphModule, example_inputs: list[Any], **_options: Any):
-        return aot_module_simplified(graph_module, example_inputs,
-                                     fw_compiler=graph_compiler, bw_compiler=graph_compiler,
-                                     decompositions=core_aten_decompositions())
+        _log_recompile()
+        # (with oneDNN on, PyTorch decomposes an LSTM that takes no input gradient into
+        # its oneDNN kernel, which has no lowering; off, into the cell's matmuls)
+        # (torch._C's switch: torch.backends' refuses once a test harness has frozen the
+        # global flags, torch.testing's does)
+        onednn = torch._C._get_mkldnn_enabled()
+        torch._C._set_mkldnn_enabled(False)
+        try:
+            return aot_module_simplified(graph_module, example_inputs,
+                                         fw_compiler=graph_compiler, bw_compiler=graph_compiler,
+                                         decompositions=core_aten_decompositions())
+        finally:
+            torch._C._set_mkldnn_enabled(onednn)
     return backend
 
 

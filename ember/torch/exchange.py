@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ember import dtypes
 from ember.errors import EmberTypeError
 
 _NUMPY_DTYPES: dict[torch.dtype, np.dtype] = {
@@ -22,6 +23,9 @@ _NUMPY_DTYPES: dict[torch.dtype, np.dtype] = {
     torch.complex64: np.dtype(np.complex64),
     torch.complex128: np.dtype(np.complex128),
 }
+if dtypes.bfloat16 is not None:  # (ml_dtypes' bfloat16, where that package is installed)
+    _NUMPY_DTYPES[torch.bfloat16] = np.dtype(dtypes.bfloat16)
+_TORCH_DTYPES = {numpy: torch_dtype for torch_dtype, numpy in _NUMPY_DTYPES.items()}
 
 
 def is_supported_dtype(dtype: torch.dtype) -> bool:
@@ -37,6 +41,11 @@ def numpy_dtype(dtype: torch.dtype) -> np.dtype:
                              f"supported: {', '.join(map(str, _NUMPY_DTYPES))}") from None
 
 
+def torch_dtype(dtype: Any) -> torch.dtype:
+    """The torch dtype of a NumPy (Ember) dtype."""
+    return _TORCH_DTYPES[np.dtype(dtype)]
+
+
 def to_ember(tensor: torch.Tensor) -> Any:
     """A CPU tensor as a NumPy array over the same memory (Ember's jit reads such arrays
     in place, without a copy)."""
@@ -46,6 +55,8 @@ def to_ember(tensor: torch.Tensor) -> Any:
     numpy_dtype(tensor.dtype)  # the error for an unsupported dtype
     if tensor.is_conj() or tensor.is_neg():
         tensor = tensor.resolve_conj().resolve_neg()
+    if tensor.dtype == torch.bfloat16:  # (DLPack's bfloat16 is unknown to NumPy: its bits)
+        return np.from_dlpack(tensor.detach().view(torch.int16)).view(dtypes.bfloat16)
     return np.from_dlpack(tensor.detach())
 
 
@@ -56,4 +67,6 @@ def to_torch(array: Any) -> torch.Tensor:
     host = np.asarray(array)
     if not (host.flags.writeable and host.flags.c_contiguous):
         host = host.copy(order="C")
+    if host.dtype == dtypes.bfloat16:
+        return torch.from_dlpack(host.view(np.int16)).view(torch.bfloat16)
     return torch.from_dlpack(host)

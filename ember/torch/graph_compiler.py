@@ -2,6 +2,7 @@
 ``ember.jit`` captures it as Ember's Graph and runs the whole pipeline on it."""
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -13,6 +14,8 @@ from ember.config import config
 from ember.errors import EmberTypeError
 from ember.torch.exchange import to_ember, to_torch
 from ember.torch.lowerings import LOWERINGS
+
+log = logging.getLogger("ember.torch")
 
 
 def node_source(node: torch.fx.Node) -> str:
@@ -48,30 +51,69 @@ class _EmberInterpreter(torch.fx.Interpreter):
 
 
 class EmberGraphModule:
-    """Calls an ATen graph module compiled by Ember, taking and returning tensors."""
+    """Calls an ATen graph module compiled by Ember, taking and returning tensors. A graph
+    with symbolic shapes (``dynamic=True``) also takes sizes as ints: Ember compiles it for
+    each set of concrete sizes it meets (and logs why it compiles again)."""
 
     def __init__(self, graph_module: torch.fx.GraphModule) -> None:
         self.graph_module = graph_module
-        interpreter = _EmberInterpreter(graph_module)
+        self._interpreter = _EmberInterpreter(graph_module)
+        self._programs: dict[tuple, Callable[..., Any]] = {}  # by the sizes passed as ints
+        self._last_signature: tuple | None = None
+        self._signatures: set[tuple] = set()
+        # (the outputs that are sizes: a forward graph with symbolic shapes saves some for
+        # its backward, and they return as Python ints, not tensors)
+        (returned,) = graph_module.graph.find_nodes(op="output")[0].args
+        returned = returned if isinstance(returned, (list, tuple)) else ()
+        self._size_outputs = {i for i, node in enumerate(returned)
+                              if isinstance(node, torch.fx.Node)
+                              and isinstance(node.meta.get("val"), (int, torch.SymInt))}
 
-        def program(*arrays: Any) -> Any:
-            return interpreter.run(*arrays, enable_io_processing=False)
+    def _program(self, sizes: tuple[tuple[int, Any], ...]) -> Callable[..., Any]:
+        program = self._programs.get(sizes)
+        if program is None:
+            def run(*arrays: Any) -> Any:
+                args = list(arrays)
+                for position, size in sizes:
+                    args.insert(position, size)
+                return self._interpreter.run(*args, enable_io_processing=False)
 
-        program.__name__ = "torch_graph"
-        self.jitted = ember.jit(program)
+            run.__name__ = "torch_graph"
+            program = self._programs[sizes] = ember.jit(run)
+        return program
 
-    def __call__(self, *tensors: Any) -> Any:
+    def __call__(self, *inputs: Any) -> Any:
+        sizes = tuple((i, v) for i, v in enumerate(inputs) if not isinstance(v, torch.Tensor))
+        arrays = [to_ember(t) for t in inputs if isinstance(t, torch.Tensor)]
+        self._log_new_signature(sizes, arrays)
         with config.override(enable_x64=True):  # ATen indices are int64
-            outputs = self.jitted(*[_argument(t) for t in tensors])
+            outputs = self._program(sizes)(*arrays)
+        if self._size_outputs:
+            return [int(o) if i in self._size_outputs else _results(o)
+                    for i, o in enumerate(outputs)]
         return _results(outputs)
 
+    def _log_new_signature(self, sizes: tuple, arrays: list[Any]) -> None:
+        signature = (sizes, tuple((a.shape, str(a.dtype)) for a in arrays))
+        if signature in self._signatures:
+            return
+        if self._last_signature is not None:
+            log.info("Ember compiles a graph of %d ops again, as its inputs changed: %s",
+                     len(self.graph_module.graph.nodes),
+                     _difference(self._last_signature, signature))
+        self._signatures.add(signature)
+        self._last_signature = signature
 
-def _argument(value: Any) -> Any:
-    if isinstance(value, torch.Tensor):
-        return to_ember(value)
-    raise EmberTypeError(f"Ember's PyTorch bridge compiles graphs over tensors with static "
-                         f"shapes; got an input of type {type(value).__name__}. Compile with "
-                         "torch.compile(..., dynamic=False).")
+
+def _difference(old: tuple, new: tuple) -> str:
+    """What changed between two input signatures, e.g. "input 1 shape (3, 12) -> (7, 12)"."""
+    changes = [f"size input {i}: {a} -> {b}" for (i, a), (_, b) in zip(old[0], new[0]) if a != b]
+    changes += [f"input {i} {'shape' if a[0] != b[0] else 'dtype'} "
+                f"{a[0] if a[0] != b[0] else a[1]} -> {b[0] if a[0] != b[0] else b[1]}"
+                for i, (a, b) in enumerate(zip(old[1], new[1])) if a != b]
+    shown = 4
+    more = f"; and {len(changes) - shown} more input(s)" if len(changes) > shown else ""
+    return "; ".join(changes[:shown]) + more
 
 
 def _results(outputs: Any) -> Any:

@@ -13,9 +13,11 @@ back with ``.cpu()``. In-place ops are recorded functionally: an in-place op reb
 tensor it updates (and its ``detach`` aliases); writing through a view into its base is an
 error for now.
 
-Python numbers are constants of the graph, part of its structural key: an optimizer whose
-step size changes every step as a Python float (``torch.optim.AdamW``'s bias correction)
-compiles a graph per step. A loop whose numbers stay fixed (SGD) compiles once.
+A Python float that scales a tensor (``mul``, ``div``, ``add``, ``sub``) is lifted into a
+graph input, a 0-d tensor of the op's computation dtype, so its value is not part of the
+structural key: ``torch.optim.AdamW``, whose step size and bias corrections are new Python
+floats every step, compiles once. Other Python numbers (sizes, dims, ``clamp`` bounds, and
+a float against only 0-d tensors, whose dtype it would decide) stay constants of the graph.
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ from typing import Any
 import torch
 import torch.fx
 from torch._decomp import core_aten_decompositions
+from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
 from torch.utils._pytree import tree_map
 
 from ember.errors import EmberTypeError
@@ -44,7 +47,18 @@ _ALIASES = {aten.detach.default, aten.alias.default, aten.lift_fresh.default}
 # Ops that need a concrete value: the graph behind their inputs runs first.
 _MATERIALIZING = {aten._local_scalar_dense.default, aten.is_nonzero.default,
                   aten.equal.default}
+# Ops that read only their input's metadata: run at once into concrete inputs, so that an
+# optimizer's first step (which creates its state with zeros_like) has the structure of
+# every later step, and the loop compiles once.
+_METADATA_ONLY = {aten.full_like.default, aten.zeros_like.default, aten.ones_like.default,
+                  aten.empty_like.default}
 _DECOMPOSITIONS = core_aten_decompositions()
+# Arithmetic whose Python-float operand becomes a graph input (see the module docstring),
+# with the type promotion that decides its computation dtype.
+_LIFTS_SCALARS = {aten.mul.Tensor: ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT,
+                  aten.add.Tensor: ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT,
+                  aten.sub.Tensor: ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT,
+                  aten.div.Tensor: ELEMENTWISE_TYPE_PROMOTION_KIND.INT_TO_FLOAT}
 _serials = itertools.count()
 
 
@@ -174,6 +188,8 @@ class LazyTensor(torch.Tensor):
             return alias
         if func in _MATERIALIZING:
             return _run_eagerly(func, args, kwargs)
+        if func in _METADATA_ONLY:
+            return _lazy_outputs(func(*tree_map(_placeholder, args), **kwargs))
         if func in LOWERINGS:
             return _record(func, args, kwargs)
         if func in _DECOMPOSITIONS:
@@ -213,6 +229,13 @@ def _meta(tensor: torch.Tensor) -> torch.Tensor:
     return torch.empty_strided(tensor.shape, tensor.stride(), dtype=tensor.dtype, device="meta")
 
 
+def _placeholder(value: Any) -> Any:
+    """An uninitialized CPU tensor with a lazy tensor's metadata, for ops that read no more."""
+    if isinstance(value, LazyTensor):
+        return torch.empty_strided(value.shape, value.stride(), dtype=value.dtype)
+    return value
+
+
 def _as_meta(value: Any) -> Any:
     if isinstance(value, torch.device):
         return torch.device("meta")
@@ -230,6 +253,8 @@ def _as_value(value: Any) -> Any:
 def _record(func: Any, args: tuple, kwargs: dict) -> Any:
     """Record ``func`` as a node; its outputs' metadata comes from the meta kernel."""
     meta_out = func(*tree_map(_as_meta, args), **tree_map(_as_meta, kwargs))
+    if func in _LIFTS_SCALARS:
+        args = _lift_scalars(args, _LIFTS_SCALARS[func])
     node = _Node(func, tree_map(_as_value, args), tree_map(_as_value, kwargs))
     if isinstance(meta_out, torch.Tensor):
         return _output(_Value(node=node), meta_out, func)
@@ -238,6 +263,15 @@ def _record(func: Any, args: tuple, kwargs: dict) -> Any:
                               for i, m in enumerate(meta_out))  # (None: an output not asked for)
     raise NotImplementedError(f"the lazy device cannot record {func}: it returns "
                               f"{type(meta_out).__name__}")
+
+
+def _lift_scalars(args: tuple, kind: ELEMENTWISE_TYPE_PROMOTION_KIND) -> tuple:
+    """``args`` with each Python float as a 0-d tensor of the computation dtype (the value
+    ATen computes with), when a dimensioned tensor operand decides the result dtype."""
+    if not any(isinstance(a, torch.Tensor) and a.ndim > 0 for a in args):
+        return args
+    compute, _ = elementwise_dtypes(*tree_map(_as_meta, args), type_promotion_kind=kind)
+    return tuple(torch.tensor(a, dtype=compute) if type(a) is float else a for a in args)
 
 
 def _output(value: _Value, meta: torch.Tensor, func: Any) -> LazyTensor:

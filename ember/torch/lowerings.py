@@ -17,7 +17,7 @@ import torch
 
 import ember
 import ember.numpy as jnp
-from ember import lax
+from ember import dtypes, lax
 from ember.torch.exchange import numpy_dtype
 from ember.torch.promotion import Kind, default_dtype, is_array, promote
 
@@ -90,6 +90,10 @@ _register_elementwise({
     (aten.trunc.default,): jnp.trunc,
     (aten.round.default,): jnp.round,
     (aten.relu.default,): lambda x: jnp.maximum(x, jnp.zeros((), x.dtype)),
+    (aten.fmax.default,): jnp.fmax,
+    (aten.fmin.default,): jnp.fmin,
+    (aten.copysign.Tensor, aten.copysign.Scalar): jnp.copysign,
+    (aten.nextafter.default,): jnp.nextafter,
 })
 _register_elementwise({
     (aten.exp.default,): jnp.exp,
@@ -119,6 +123,10 @@ _register_elementwise({
     (aten.sigmoid.default,): lax.logistic,
     (aten.atan2.default,): jnp.arctan2,
     (aten.div.Tensor, aten.div.Scalar): jnp.true_divide,
+    (aten.erfc.default,): lax.erfc,
+    (aten.lgamma.default,): lax.lgamma,
+    (aten.digamma.default,): lax.digamma,
+    (aten.hypot.default,): jnp.hypot,
 }, Kind.INT_TO_FLOAT)
 _register_elementwise({
     (aten.eq.Tensor, aten.eq.Scalar): jnp.equal,
@@ -133,6 +141,7 @@ _register_elementwise({
     (aten.logical_not.default,): lambda x: x == 0,
     (aten.isnan.default,): jnp.isnan,
     (aten.isinf.default,): jnp.isinf,
+    (aten.signbit.default,): jnp.signbit,
 }, Kind.ALWAYS_BOOL)
 
 
@@ -160,7 +169,7 @@ def _div_mode(x: Any, y: Any, *, rounding_mode: str | None = None) -> Any:
         return LOWERINGS[aten.div.Tensor](x, y)
     compute, result = promote(x, y)
     x, y = _cast(x, compute), _cast(y, compute)
-    if np.issubdtype(compute, np.integer):
+    if dtypes.issubdtype(compute, np.integer):
         quotient = jnp.floor_divide(x, y) if rounding_mode == "floor" \
             else lax.div(*jnp.broadcast_arrays(x, y))  # (C's truncating division)
     else:
@@ -336,6 +345,22 @@ def _slice(x: Any, dim: int = 0, start: int | None = None, end: int | None = Non
     return lax.slice(x, starts, limits, strides)
 
 
+@lowers(aten.slice_scatter.default)
+def _slice_scatter(x: Any, src: Any, dim: int = 0, start: int | None = None,
+                   end: int | None = None, step: int = 1) -> Any:
+    """``x`` with its ``aten.slice`` at (dim, start, end, step) replaced by ``src``."""
+    dim = _dim(dim, x.ndim)
+    begin, stop, step = slice(start, end, step).indices(x.shape[dim])
+    where = [slice(None)] * x.ndim
+    where[dim] = slice(begin, max(stop, begin), step)
+    return x.at[tuple(where)].set(_cast(src, x.dtype))
+
+
+@lowers(aten.diagonal.default)
+def _diagonal(x: Any, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Any:
+    return jnp.diagonal(x, offset, _dim(dim1, x.ndim), _dim(dim2, x.ndim))
+
+
 @lowers(aten.select.int)
 def _select(x: Any, dim: int, index: int) -> Any:
     dim = _dim(dim, x.ndim)
@@ -445,7 +470,7 @@ def _scatter_add(x: Any, dim: int, index: Any, src: Any) -> Any:
 def _sum_dtype(x: Any, dtype: torch.dtype | None) -> np.dtype:
     if dtype is not None:
         return numpy_dtype(dtype)
-    if np.issubdtype(x.dtype, np.integer) or x.dtype == np.bool_:
+    if dtypes.issubdtype(x.dtype, np.integer) or x.dtype == np.bool_:
         return np.dtype(np.int64)
     return x.dtype
 
@@ -637,31 +662,43 @@ def _log_softmax(x: Any, dim: int, half_to_float: bool = False) -> Any:
     return shifted - jnp.log(jnp.sum(jnp.exp(shifted), axis=axis, keepdims=True))
 
 
+def _norm_dtypes(x: Any, *params: Any) -> tuple[np.dtype, np.dtype]:
+    """``(computation, statistics)`` dtypes of ATen's layer / batch norm: computed in
+    float32 for float16 / bfloat16 inputs, the saved statistics in the first parameter's
+    dtype (float32 parameters of a bfloat16 input under autocast), else the input's."""
+    compute = np.dtype(np.float32) if x.dtype.itemsize < 4 else x.dtype
+    stats = next((p.dtype for p in params if p is not None), x.dtype)
+    return compute, stats
+
+
 @lowers(aten.native_layer_norm.default)
 def _native_layer_norm(x: Any, normalized_shape: Sequence[int], weight: Any, bias: Any,
                        eps: float) -> tuple[Any, Any, Any]:
+    compute, stats = _norm_dtypes(x, weight)
     axes = tuple(range(x.ndim - len(normalized_shape), x.ndim))
-    mean = jnp.mean(x, axis=axes, keepdims=True)
-    centered = x - mean
+    y = _cast(x, compute)
+    mean = jnp.mean(y, axis=axes, keepdims=True)
+    centered = y - mean
     rstd = lax.rsqrt(jnp.mean(centered * centered, axis=axes, keepdims=True) + eps)
     out = centered * rstd
     if weight is not None:
-        out = out * weight
+        out = out * _cast(weight, compute)
     if bias is not None:
-        out = out + bias
-    return out, mean, rstd
+        out = out + _cast(bias, compute)
+    return _cast(out, x.dtype), _cast(mean, stats), _cast(rstd, stats)
 
 
 def _channel(v: Any, ndim: int) -> Any:
     return jnp.reshape(v, (1, -1) + (1,) * (ndim - 2))
 
 
-def _batch_norm_apply(x: Any, mean: Any, rstd: Any, weight: Any, bias: Any) -> Any:
+def _batch_norm_apply(x: Any, mean: Any, rstd: Any, weight: Any, bias: Any,
+                      compute: np.dtype) -> Any:
     out = (x - _channel(mean, x.ndim)) * _channel(rstd, x.ndim)
     if weight is not None:
-        out = out * _channel(weight, x.ndim)
+        out = out * _channel(_cast(weight, compute), x.ndim)
     if bias is not None:
-        out = out + _channel(bias, x.ndim)
+        out = out + _channel(_cast(bias, compute), x.ndim)
     return out
 
 
@@ -672,25 +709,29 @@ def _batch_norm_functional(x: Any, weight: Any, bias: Any, running_mean: Any, ru
         out, save_mean, save_rstd = _batch_norm_no_training(x, weight, bias, running_mean,
                                                              running_var, momentum, eps)
         return out, save_mean, save_rstd, running_mean, running_var
+    compute, stats = _norm_dtypes(x, weight, running_mean)
+    y = _cast(x, compute)
     axes = (0, *range(2, x.ndim))
     count = math.prod(x.shape[a] for a in axes)
-    mean = jnp.mean(x, axis=axes)
-    var = jnp.mean(jnp.square(x - _channel(mean, x.ndim)), axis=axes)
+    mean = jnp.mean(y, axis=axes)
+    var = jnp.mean(jnp.square(y - _channel(mean, x.ndim)), axis=axes)
     rstd = lax.rsqrt(var + eps)
-    out = _batch_norm_apply(x, mean, rstd, weight, bias)
+    out = _cast(_batch_norm_apply(y, mean, rstd, weight, bias, compute), x.dtype)
     new_mean = (1 - momentum) * running_mean + momentum * _cast(mean, running_mean.dtype)
     unbiased = var * (count / max(count - 1, 1))
     new_var = (1 - momentum) * running_var + momentum * _cast(unbiased, running_var.dtype)
-    return out, mean, rstd, new_mean, new_var
+    return out, _cast(mean, stats), _cast(rstd, stats), new_mean, new_var
 
 
 @lowers(aten._native_batch_norm_legit_no_training.default)
 def _batch_norm_no_training(x: Any, weight: Any, bias: Any, running_mean: Any, running_var: Any,
                             momentum: float, eps: float) -> tuple[Any, Any, Any]:
-    rstd = lax.rsqrt(_cast(running_var, x.dtype) + eps)
-    out = _batch_norm_apply(x, _cast(running_mean, x.dtype), rstd, weight, bias)
-    empty = jnp.zeros((0,), x.dtype)
-    return out, empty, empty
+    compute, stats = _norm_dtypes(x, weight, running_mean)
+    rstd = lax.rsqrt(_cast(running_var, compute) + eps)
+    out = _batch_norm_apply(_cast(x, compute), _cast(running_mean, compute), rstd, weight,
+                            bias, compute)
+    empty = jnp.zeros((0,), stats)
+    return _cast(out, x.dtype), empty, empty
 
 
 def _pool_geometry(size: int, kernel: int, stride: int, pad: int, dilation: int,
@@ -728,7 +769,7 @@ def _max_pool2d_with_indices(x: Any, kernel_size: Any, stride: Any = (), padding
     (out_h, right_h), (out_w, right_w) = (
         _pool_geometry(s, k, st, p, d, ceil_mode)
         for s, k, st, p, d in zip((height, width), kernel, strides, pads, dilations))
-    lowest = jnp.asarray(-np.inf if np.issubdtype(x.dtype, np.floating)
+    lowest = jnp.asarray(-np.inf if dtypes.issubdtype(x.dtype, np.floating)
                          else np.iinfo(x.dtype).min, dtype=x.dtype)
     padded = lax.pad(x, lowest, [(0, 0, 0), (0, 0, 0), (pads[0], right_h, 0),
                                  (pads[1], right_w, 0)])
@@ -822,3 +863,10 @@ def _flash_attention_backward(grad_out: Any, query: Any, key: Any, value: Any, o
 # --- Python's own ops in FX graphs ----------------------------------------------------
 
 LOWERINGS[operator.getitem] = operator.getitem
+
+# Sizes of a graph with symbolic shapes (dynamic=True): concrete ints once Ember traces it
+# for the shapes it is called with, so Python's own arithmetic computes them.
+LOWERINGS[aten.sym_size.int] = lambda x, dim: x.shape[dim]
+for _size_op in (operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod,
+                 operator.neg, operator.truediv, torch.sym_max, torch.sym_min):
+    LOWERINGS[_size_op] = _size_op

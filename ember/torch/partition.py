@@ -20,7 +20,7 @@ def _dtypes_supported(value: Any) -> bool:
         return is_supported_dtype(value.dtype)
     if isinstance(value, (list, tuple)):
         return all(_dtypes_supported(v) for v in value)
-    return not isinstance(value, torch.SymInt)
+    return not isinstance(value, (torch.SymFloat, torch.SymBool))  # (a SymInt is a size)
 
 
 class EmberSupport(OperatorSupport):

@@ -9,21 +9,9 @@ import numpy as np
 import torch
 from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
 
-from ember.torch.exchange import numpy_dtype
+from ember.torch.exchange import numpy_dtype, torch_dtype
 
 Kind = ELEMENTWISE_TYPE_PROMOTION_KIND
-
-_TORCH_DTYPES = {np.dtype(np.bool_): torch.bool, np.dtype(np.uint8): torch.uint8,
-                 np.dtype(np.int8): torch.int8, np.dtype(np.int16): torch.int16,
-                 np.dtype(np.int32): torch.int32, np.dtype(np.int64): torch.int64,
-                 np.dtype(np.float16): torch.float16, np.dtype(np.float32): torch.float32,
-                 np.dtype(np.float64): torch.float64, np.dtype(np.complex64): torch.complex64,
-                 np.dtype(np.complex128): torch.complex128}
-
-
-def torch_dtype(dtype: Any) -> torch.dtype:
-    return _TORCH_DTYPES[np.dtype(dtype)]
-
 
 def is_array(value: Any) -> bool:
     return hasattr(value, "shape") and hasattr(value, "dtype")

@@ -95,3 +95,12 @@ def test_import_ember_does_not_import_torch():
                          capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.strip() == "False"
+
+
+def test_bench_torch_names_its_models_on_a_wrong_one(capsys):
+    from ember.bench.command import main
+
+    with pytest.raises(SystemExit):
+        main(["--torch", "--only", "mlp,resnet1000"])
+    error = capsys.readouterr().err
+    assert "unknown torch model(s) resnet1000" in error and "gpt_block" in error

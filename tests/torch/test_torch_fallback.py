@@ -92,13 +92,7 @@ def test_an_unsupported_dtype_falls_back():
     def scaled(x):
         return (x * 2).sum()
 
-    x = torch.randn(5, dtype=torch.float32).to(torch.bfloat16)
+    x = torch.ones(5).to(torch.uint16)  # (NumPy has it, the bridge does not map it)
     report = ember.torch.explain(scaled, x)
     assert {f.op for f in report.fallbacks} >= {"aten.mul.Tensor"}
     torch.testing.assert_close(ember.torch.compile(scaled)(x), scaled(x))
-
-
-def test_static_shape_error_says_how_to_fix():
-    f = torch.compile(lambda x: x * 2, backend="ember", dynamic=True)
-    with pytest.raises(Exception, match="dynamic=False"):
-        f(torch.randn(3))
