@@ -120,8 +120,8 @@ class ProbeStats:
 
 probe_stats = ProbeStats()
 
-_PROBE_FORMAT = "ember-probe/1"  # bump when _run_probes or the entry layout changes
-_PROBE_FOLDER = "toolchain"
+_PROBE_FORMAT = "ember-probe/2"  # bump when _run_probes or the entry layout changes
+_PROBE_SUFFIX = ".probe"  # (JSON entries of the compile cache)
 # Environment variables that change what the compiler driver finds (headers, libraries,
 # its own sub-programs), and so the OpenMP probe's answer.
 _PROBE_ENV = ("COMPILER_PATH", "GCC_EXEC_PREFIX", "CPATH", "C_INCLUDE_PATH",
@@ -136,19 +136,28 @@ def _probe(cc: str) -> tuple[str, str, bool]:
     """(first line of --version, target ISA identity, whether -fopenmp works).
 
     Running the compiler costs tens of milliseconds per process, so the answer is also
-    kept on disk, in the compile cache directory, keyed by what determines it (see
-    ``_probe_key``); an entry that does not check out is ignored and probed again.
+    kept on disk, in the compile cache, keyed by what determines it (see ``_probe_key``);
+    an entry that does not check out is discarded and probed again.
     """
     key = _probe_key(cc)
-    path = _probe_entry_path(key) if key is not None else None
+    if key is None:
+        return _run_probes(cc)
+    cache, entry = default_cache(), key_of([key], _PROBE_SUFFIX)
+    path = cache.find(entry, _PROBE_SUFFIX)
     if path is not None:
-        cached = _read_probe_entry(path, key)
-        if cached is not None:
-            probe_stats.disk_hits += 1
-            return cached
+        try:
+            version, target_isa, openmp = json.loads(path.read_text(encoding="utf-8"))
+            if (isinstance(version, str) and isinstance(target_isa, str)
+                    and isinstance(openmp, bool)):
+                probe_stats.disk_hits += 1
+                return version, target_isa, openmp
+        except (OSError, ValueError, TypeError):
+            pass
+        cache.discard(entry, _PROBE_SUFFIX)
     result = _run_probes(cc)
-    if path is not None:
-        _write_probe_entry(path, key, result)
+    text = json.dumps(result)
+    with contextlib.suppress(OSError):  # (not stored: probed again next time)
+        cache.get_or_build([key], _PROBE_SUFFIX, lambda tmp: tmp.write_text(text))
     return result
 
 
@@ -206,59 +215,6 @@ def _probe_key(cc: str) -> str | None:
     parts = [_PROBE_FORMAT, cc, real, str(info.st_size), str(info.st_mtime_ns), cpu,
              *(f"{name}={os.environ.get(name, '')}" for name in _PROBE_ENV)]
     return hash_key(parts)
-
-
-def _probe_entry_path(key: str) -> Path | None:
-    try:
-        return default_cache().directory / _PROBE_FOLDER / f"{key}.json"
-    except OSError:
-        return None
-
-
-def _probe_digest(key: str, version: str, target_isa: str, openmp: bool) -> str:
-    return hash_key([_PROBE_FORMAT, key, version, target_isa, "1" if openmp else "0"])
-
-
-def _read_probe_entry(path: Path, key: str) -> tuple[str, str, bool] | None:
-    """The probe answers stored at ``path``, or None when missing, damaged or not for ``key``."""
-    try:
-        if path.stat().st_size > 65536:
-            return None
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict):
-        return None
-    version, target_isa, openmp = data.get("version"), data.get("target_isa"), data.get("openmp")
-    if (data.get("format") != _PROBE_FORMAT or data.get("key") != key
-            or not isinstance(version, str) or not isinstance(target_isa, str)
-            or not isinstance(openmp, bool) or not version or not target_isa
-            or data.get("digest") != _probe_digest(key, version, target_isa, openmp)):
-        return None
-    return version, target_isa, openmp
-
-
-def _write_probe_entry(path: Path, key: str, result: tuple[str, str, bool]) -> None:
-    """Store the answers atomically (temp file, rename; the digest catches what a machine
-    crash might leave); failures are ignored."""
-    version, target_isa, openmp = result
-    text = json.dumps({"format": _PROBE_FORMAT, "key": key, "version": version,
-                       "target_isa": target_isa, "openmp": openmp,
-                       "digest": _probe_digest(key, version, target_isa, openmp)})
-    tmp = None
-    try:
-        path.parent.mkdir(mode=0o700, exist_ok=True)
-        fd, name = tempfile.mkstemp(prefix=f".{key}.", suffix=".tmp", dir=path.parent)
-        tmp = Path(name)
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            file.write(text)
-        os.replace(tmp, path)
-        tmp = None
-    except OSError:
-        pass
-    finally:
-        if tmp is not None:
-            tmp.unlink(missing_ok=True)
 
 
 def _run(command: Sequence[str], cwd: str | None = None) -> subprocess.CompletedProcess:
