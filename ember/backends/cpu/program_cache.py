@@ -35,7 +35,7 @@ from ember.compiler.c_module import Layout
 from ember.core import dtypes
 from ember.core.abstract import ShapedArray
 from ember.errors import EmberTypeError
-from ember.ir.graph import Graph, Var
+from ember.ir.graph import Graph, Var, subgraphs
 from ember.passes.memory import Location
 from ember.runtime.compile_cache import default_cache, key_of
 
@@ -118,17 +118,8 @@ def _constants_digest(graph: Graph) -> str | None:
 def _constants(graph: Graph):
     yield from graph.constvals
     for eqn in graph.eqns:
-        for value in eqn.params.values():
-            for nested in _graphs_in(value):
-                yield from _constants(nested)
-
-
-def _graphs_in(value: Any):
-    if isinstance(value, Graph):
-        yield value
-    elif isinstance(value, (tuple, list)):
-        for item in value:
-            yield from _graphs_in(item)
+        for nested in subgraphs(eqn.params):
+            yield from _constants(nested)
 
 
 @functools.cache
