@@ -294,17 +294,15 @@ def call_name(step: LoweredStep) -> str:
 def kernel_info(step: LoweredStep, source: str) -> KernelInfo:
     """What ``compiled.kernels`` shows of a lowered step (``source``: its code as shown)."""
     group = step.group
-    if step.host:
+    if group.host is not None:  # a host call, or a library call of the module's own
         eqn = group.host
         lines = [eqn.source.short()] if eqn.source is not None else []
-        return KernelInfo(group.name, source, [eqn.prim.name], lines, "host",
-                          group.why_boundary())
-    ops, lines = [], []
-    if step.call is not None:  # a library call of the module's own
-        eqn = step.call
-        lines = [eqn.source.short()] if eqn.source is not None else []
+        if step.host:
+            return KernelInfo(group.name, source, [eqn.prim.name], lines, "host",
+                              group.why_boundary())
         why = f"{eqn.prim.name} runs as a call of its own (a merge sort of each row)"
         return KernelInfo(call_name(step), source, [eqn.prim.name], lines, "library", why)
+    ops, lines = [], []
     if step.gemm is not None:
         ops.append("dot_general")
         eqn = group.library
