@@ -70,7 +70,7 @@ class CpuBackend(Backend):
             executable = self._load(key, graph, donated, flags)
             if executable is not None:
                 return executable
-        executable = compile_program(graph, self.name, CpuTarget(self._compile_body),
+        executable = compile_program(graph, self.name, CpuTarget(self.compile),
                                      donated=donated).executable
         if key is not None and executable.cache_entry is not None:
             program_cache.store(key, executable.cache_entry)
@@ -86,19 +86,16 @@ class CpuBackend(Backend):
             return None
         library = toolchain.load_library(path)
         executable = CpuExecutable.described_later(
-            graph, lambda: _describe(graph, donated, flags, self._compile_body))
+            graph, lambda: _describe(graph, donated, flags, self.compile))
         executable.library = library
         return executable.configure(entry=entry_point(library), **native.configure_args(graph))
-
-    def _compile_body(self, graph: Graph) -> Executable:
-        """A control-flow body, compiled like a program of its own."""
-        return self.compile(graph)
 
 
 class CpuTarget:
     """The C target of the compiler pipeline: one C module per program (kernels, BLAS
     and sort calls, the entry point), built by the system C compiler and loaded with
-    ctypes. ``compile_body`` compiles the bodies of control flow run by host calls."""
+    ctypes. ``compile_body`` compiles the bodies of control flow run by host calls (like
+    programs of their own)."""
 
     source_suffix = ".c"
 
@@ -116,15 +113,11 @@ class CpuTarget:
                             profile=config.profile)
 
     def build(self, program: Compilation) -> Path:
-        module = program.source
-        return toolchain.compile_shared_library(module.units, name=source_name(module.units),
-                                                link_blas=module.uses_blas,
-                                                extra_flags=extra_flags())
+        units = program.source.units
+        return toolchain.compile_shared_library(units, **_build_options(program.source))
 
     def build_command(self, program: Compilation) -> str:
-        module = program.source
-        return toolchain.build_command(module.units, name=source_name(module.units),
-                                       link_blas=module.uses_blas, extra_flags=extra_flags())
+        return toolchain.build_command(program.source.units, **_build_options(program.source))
 
     def load(self, program: Compilation) -> CpuExecutable:
         library = toolchain.load_library(program.binary)
@@ -148,6 +141,12 @@ def cpu_policy(renderer: CRenderer) -> FusionPolicy:
     where a BLAS is installed, sorts as functions of the module (``c_sort``)."""
     return FusionPolicy(native=functools.partial(native, renderer), library=_blas_gemm,
                         call=c_sort.supported)
+
+
+def _build_options(module: Module) -> dict[str, Any]:
+    """How ``toolchain`` builds ``module``'s units: name, BLAS, extra flags."""
+    return {"name": source_name(module.units), "link_blas": module.uses_blas,
+            "extra_flags": extra_flags()}
 
 
 def _blas_gemm(eqn: Eqn) -> bool:
