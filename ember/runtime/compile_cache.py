@@ -159,12 +159,10 @@ class CompileCache:
         in the cache directory) or raise; its exceptions propagate and leave no entry.
         """
         key = key_of(key_parts, suffix)
-        cached = self._memory_lookup(key)
-        if cached is not None:
-            return cached
+        found = self.find(key, suffix)
+        if found is not None:
+            return found
         entry = self._entry(key, suffix)
-        if entry.is_valid():
-            return self._remember(key, entry.artifact, disk_hit=True)
         entry.folder.mkdir(mode=0o700, exist_ok=True)
         with _exclusive_lock(entry.lock):
             if entry.is_valid():  # another process built it while we waited for the lock
