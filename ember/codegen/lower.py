@@ -287,9 +287,8 @@ class _Builder:
         dtype = var.aval.dtype
         if eqn.prim.name == "iota":
             return self.index_value(index[eqn.params["dimension"]], dtype, source)
-        args = tuple(self.value(atom, operand) if operand is not None
-                     else self.const(atom.value, atom.aval.dtype)
-                     for atom, operand in _elementwise_operands(eqn, index))
+        args = tuple(self.value(atom, access.elementwise_operand_index(atom, index))
+                     for atom in eqn.inputs)
         return self.op(eqn.prim.name, args, dtype, _op_param(eqn), source)
 
     def _pad(self, eqn: Eqn, index: Index) -> Node:
@@ -398,11 +397,6 @@ class _Builder:
 _GATHER_LIKE = {"gather": dynamic.gather_value, "dynamic_slice": dynamic.dynamic_slice_value,
                 "dynamic_update_slice": dynamic.dynamic_update_value,
                 **dict.fromkeys(gather.SCATTER_COMBINE, dynamic.scatter_value)}
-
-
-def _elementwise_operands(eqn: Eqn, index: Index):
-    for atom in eqn.inputs:
-        yield atom, access.elementwise_operand_index(atom, index)
 
 
 def _op_param(eqn: Eqn) -> Any:
