@@ -242,24 +242,16 @@ def _program(steps: list[LoweredStep], segments: list[list[int]], plan: BufferPl
 
 
 def _results(graph: Graph, plan: BufferPlan) -> list[tuple[str, Any]]:
-    results = []
-    for atom in graph.outputs:
-        if isinstance(atom, Literal):
-            results.append(("literal", literal_result(atom)))
-        else:
-            results.append(("buffer", (plan.locations[atom], atom)))
-    return results
+    return [("literal", literal_result(atom)) if isinstance(atom, Literal)
+            else ("buffer", (plan.locations[atom], atom)) for atom in graph.outputs]
 
 
 def _cost(schedule: Schedule) -> dict[str, float]:
     from ember.passes.analysis import cost_of_graph
 
-    graph = schedule.graph
-    traffic = 0.0
-    for group in schedule.groups:
-        traffic += sum(v.aval.nbytes for v in group.reads())
-        traffic += sum(v.aval.nbytes for v in group.writes())
-    return {"flops": cost_of_graph(graph)["flops"], "bytes accessed": traffic}
+    traffic = sum(v.aval.nbytes for group in schedule.groups
+                  for v in [*group.reads(), *group.writes()])
+    return {"flops": cost_of_graph(schedule.graph)["flops"], "bytes accessed": float(traffic)}
 
 
 def _memory(plan: BufferPlan, inputs: list[Var], outputs: list[Var]) -> dict[str, int]:
