@@ -62,7 +62,7 @@ class CpuBackend(Backend):
         return executable
 
     def _cached_or_compiled(self, graph: Graph, donated: Sequence[bool]) -> CpuExecutable:
-        flags = _compile_flags()
+        flags = {name: getattr(config, name) for name in _COMPILE_FLAGS}
         key = None
         if not config.dump_dir:  # a dump shows every stage: compile it all
             key = program_cache.program_key(graph, donated, _settings(flags))
@@ -155,7 +155,8 @@ def _blas_gemm(eqn: Eqn) -> bool:
 
 
 def _layout(program: Compilation) -> Layout:
-    return Layout(len(program.inputs()), len(program.outputs()), _host_slots(program.plan))
+    host = sum(1 for loc in program.plan.locations.values() if loc.kind == "host")
+    return Layout(len(program.inputs()), len(program.outputs()), host)
 
 
 def _details(program: Compilation) -> dict[str, Any]:
@@ -181,10 +182,6 @@ def _describe(graph: Graph, donated: Sequence[bool], flags: dict[str, Any],
 # plus the thread count).
 _COMPILE_FLAGS = ("enable_x64", "optimize", "debug_nans", "sanitize", "cflags", "num_threads",
                   "pin_threads", "blas", "profile")
-
-
-def _compile_flags() -> dict[str, Any]:
-    return {name: getattr(config, name) for name in _COMPILE_FLAGS}
 
 
 def _settings(flags: dict[str, Any]) -> list[str]:
@@ -217,10 +214,6 @@ def vector_math_functions() -> frozenset[str]:
     """float32 math functions ``ember_math.h`` defines (``ember_expf`` -> 'exp')."""
     path = Path(toolchain.INCLUDE_DIR) / "ember_math.h"
     return _vector_math(path.read_text() if path.exists() else "")
-
-
-def _host_slots(plan: BufferPlan) -> int:
-    return sum(1 for loc in plan.locations.values() if loc.kind == "host")
 
 
 def _program(steps: list[LoweredStep], segments: list[list[int]], plan: BufferPlan,

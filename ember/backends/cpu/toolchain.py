@@ -16,6 +16,7 @@ import json
 import os
 import shlex
 import shutil
+import site
 import subprocess
 import sys
 import tempfile
@@ -322,7 +323,7 @@ def _mkl() -> BlasInfo | None:
     installed or does not load. The wheel puts it in the ``lib`` folder of the
     installation prefix (there is no Python package). Generated code opens it when it
     loads (include/ember_blas.h): linking it would cost ~0.1 s per module."""
-    for prefix in dict.fromkeys([sys.prefix, sys.base_prefix, _user_base()]):
+    for prefix in dict.fromkeys([sys.prefix, sys.base_prefix, site.getuserbase()]):
         found = sorted((Path(prefix) / "lib").glob("libmkl_rt.so.*"))
         if not found:
             continue
@@ -346,12 +347,6 @@ def _mkl() -> BlasInfo | None:
             version=f"mkl {version}",
         )
     return None
-
-
-def _user_base() -> str:
-    import site
-
-    return site.getuserbase()
 
 
 def _wheel_version(package: Path) -> str:
