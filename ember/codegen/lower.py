@@ -810,11 +810,9 @@ class _Emitter:
         """(Column form) one block of columns: the running values of its reductions in
         scratch rows, updated along the block row after row, then the block's outputs."""
         lane = ix.var(self.plan.lanes)
-        partial = {}
-        for red in self.b.reductions.values():
-            partial[red] = Buffer(f"c{len(partial)}", red.acc.dtype, self.plan.lanes.extent,
-                                  scratch=True)
-            self.scopes[-1].stmts.append(Scratch(partial[red]))
+        partial = {red: Buffer(f"c{number}", red.acc.dtype, self.plan.lanes.extent, scratch=True)
+                   for number, red in enumerate(self.b.reductions.values())}
+        self.scopes[-1].stmts.extend(Scratch(buffer) for buffer in partial.values())
 
         def start() -> None:
             for red, buffer in partial.items():
