@@ -134,8 +134,7 @@ class _Fuser:
         self.groups: list[Group] = []
         self.ordered_groups: set[Group] = set()  # kernels of scatters and scans
         for atom in graph.outputs:
-            if isinstance(atom, Var):
-                self.needs.setdefault(atom, "program output")
+            self.need(atom, "program output")
 
     def run(self) -> Schedule:
         for eqn in reversed(self.graph.eqns):
