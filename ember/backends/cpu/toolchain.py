@@ -499,9 +499,10 @@ def _run_compiler(cc: str, units: Sequence[str], name: str, compile_flags: Seque
                 if result.returncode < 0:
                     raise CompileError(f"the C compiler was stopped (signal {-result.returncode})")
                 if result.returncode != 0:
-                    failed = unit if len(commands) > 1 else "\n".join(units)
-                    saved = default_cache().keep_failed_source(failed, name)
-                    raise CompileError(_failure_message(name, command, result, saved))
+                    raise default_cache().rejected(
+                        f"the C compiler rejected the generated kernel {name!r} (exit code "
+                        f"{result.returncode})", unit if len(commands) > 1 else "\n".join(units),
+                        name, ".c", f"command: {shlex.join(command)}", _compiler_output(result))
     if config.log_enabled("compile"):
         print(f"ember: cc {name} {time.perf_counter() - start:.3f} s", file=sys.stderr)
 
@@ -568,20 +569,12 @@ def stop_compilers() -> None:
                 pass
 
 
-def _failure_message(name: str, command: Sequence[str], result: subprocess.CompletedProcess,
-                     saved: Path) -> str:
-    output = (result.stderr or result.stdout or "").strip()
-    lines = output.splitlines()
+def _compiler_output(result: subprocess.CompletedProcess) -> str:
+    """What the compiler printed, cut to ``_MAX_ERROR_LINES`` and ``_MAX_ERROR_CHARS``."""
+    lines = (result.stderr or result.stdout or "").strip().splitlines()
     if len(lines) > _MAX_ERROR_LINES:
         lines = lines[:_MAX_ERROR_LINES] + [f"... ({len(lines) - _MAX_ERROR_LINES} more lines)"]
-    trimmed = "\n".join(lines)[:_MAX_ERROR_CHARS]
-    return (
-        f"the C compiler rejected the generated kernel {name!r} (exit code {result.returncode}).\n"
-        f"This is a bug in Ember: please report it with the saved source.\n"
-        f"  source: {saved}\n"
-        f"  command: {shlex.join(command)}\n"
-        f"compiler output:\n{trimmed}"
-    )
+    return "\n".join(lines)[:_MAX_ERROR_CHARS]
 
 
 _libraries: dict[str, ctypes.CDLL] = {}
