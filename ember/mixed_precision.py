@@ -12,6 +12,7 @@ and doubles it after a run of good steps.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,10 +72,7 @@ def all_finite(tree: Any) -> Any:
     """A scalar bool array: True when no leaf holds an inf or NaN."""
     checks = [jnp.all(jnp.isfinite(leaf)) for leaf in tree_leaves(tree)
               if dtypes.is_inexact(np.dtype(leaf.dtype))]
-    result = jnp.asarray(True)
-    for check in checks:
-        result = jnp.logical_and(result, check)
-    return result
+    return functools.reduce(jnp.logical_and, checks, jnp.asarray(True))
 
 
 @register_dataclass

@@ -63,6 +63,8 @@ class CRenderer(Renderer):
     load_templates = LOADS
     store_templates = STORES
     float_bits = FLOAT_BITS
+    global_qualifier = ""  # of a pointer parameter
+    restrict = "restrict"
 
     def __init__(self, threads: int = 1, vector_math: Iterable[str] = ()) -> None:
         """``vector_math``: float32 functions available as ``ember_<name>f``."""
@@ -70,12 +72,13 @@ class CRenderer(Renderer):
         self.vector_math = frozenset(vector_math)
 
     def kernel_header(self, kernel: Kernel, params: list[tuple[Buffer, bool]]) -> str:
-        decls = []
-        for buffer, written in params:
-            const = "" if written else "const "
-            decls.append(f"{const}{self.storage_types[buffer.dtype.name]} *restrict "
-                         f"{buffer.name}")
-        return f"static void {kernel.name}({', '.join(decls) or 'void'})"
+        return f"static void {kernel.name}({self.parameters(params) or 'void'})"
+
+    def parameters(self, params: list[tuple[Buffer, bool]]) -> str:
+        """A kernel's parameter list: a pointer per buffer, const unless written."""
+        return ", ".join(f"{self.global_qualifier}{'' if written else 'const '}"
+                         f"{self.storage_types[buffer.dtype.name]} *{self.restrict} {buffer.name}"
+                         for buffer, written in params)
 
     def loop_header(self, loop: Loop) -> list[str]:
         sym = loop.sym

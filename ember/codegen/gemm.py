@@ -83,7 +83,7 @@ def _strides(index: Index, base_shape: Sequence[int], syms: Sequence[Sym]) -> tu
     return [ix.coefficient(flat, s) for s in syms], flat.const
 
 
-def _collapse(extents: Sequence[int], strides: Sequence[int]) -> tuple[int, int] | None:
+def collapse(extents: Sequence[int], strides: Sequence[int]) -> tuple[int, int] | None:
     """One (extent, stride) for axes laid out row-major among themselves, else None."""
     kept = [(n, s) for n, s in zip(extents, strides) if n != 1]
     total = int(np.prod(extents, dtype=np.int64))
@@ -122,8 +122,8 @@ def operand_matrix(eqn: Eqn, position: int, base_shape: Sequence[int], index: In
     contracting, batch = (lc, lb) if position == 0 else (rc, rb)
     shape = [s.extent for s in syms]
     free = dot_free_dims(len(shape), contracting, batch)
-    free_axis = _collapse([shape[d] for d in free], [strides[d] for d in free])
-    contract_axis = _collapse([shape[d] for d in contracting], [strides[d] for d in contracting])
+    free_axis = collapse([shape[d] for d in free], [strides[d] for d in free])
+    contract_axis = collapse([shape[d] for d in contracting], [strides[d] for d in contracting])
     if free_axis is None or contract_axis is None:
         return None
     batch_strides = tuple(strides[d] for d in batch)
@@ -165,8 +165,8 @@ def product_matrix(eqn: Eqn, strides: Sequence[int]) -> Matrix | None:
     (lc, _), (lb, _) = eqn.params["dimension_numbers"]
     shape = eqn.outputs[0].aval.shape
     nb, n_lhs = len(lb), eqn.inputs[0].aval.ndim - len(lc) - len(lb)
-    rows = _collapse(shape[nb:nb + n_lhs], strides[nb:nb + n_lhs])
-    cols = _collapse(shape[nb + n_lhs:], strides[nb + n_lhs:])
+    rows = collapse(shape[nb:nb + n_lhs], strides[nb:nb + n_lhs])
+    cols = collapse(shape[nb + n_lhs:], strides[nb + n_lhs:])
     if rows is None or cols is None:
         return None
     return _matrix(rows, cols, 0, tuple(strides[:nb]))

@@ -74,9 +74,7 @@ class GpuRenderer(CRenderer):
     builtins: dict[str, str] = {}
     # what comes before a kernel's name: {x}, {y}, {z} the block shape, {threads} its size
     kernel_prefix = ""
-    global_qualifier = ""  # of a pointer parameter
     shared_qualifier = ""  # of a block-shared array
-    restrict = "restrict"
     prelude = ""
     max_blocks = 65535  # grid-stride and block-stride loops never launch more blocks
     warp_size: int | None = None  # when set: shuffle-based reductions within a warp
@@ -135,12 +133,7 @@ class GpuRenderer(CRenderer):
         return LaunchShape((max(1, min(blocks, self.max_blocks)), 1, 1), (BLOCK, 1, 1))
 
     def kernel_header(self, kernel: Kernel, params: list[tuple[Buffer, bool]]) -> str:
-        decls = []
-        for buffer, written in params:
-            const = "" if written else "const "
-            decls.append(f"{self.global_qualifier}{const}{self.storage_types[buffer.dtype.name]}"
-                         f" *{self.restrict} {buffer.name}")
-        return f"{self.prefix((BLOCK, 1, 1))} {kernel.name}({', '.join(decls)})"
+        return f"{self.prefix((BLOCK, 1, 1))} {kernel.name}({self.parameters(params)})"
 
     def prefix(self, block: tuple[int, int, int]) -> str:
         x, y, z = block

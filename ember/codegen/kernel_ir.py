@@ -252,18 +252,6 @@ class Kernel:
     def walk(self) -> Iterator[Stmt]:
         yield from walk(self.body)
 
-    def loads(self) -> Iterator[Load]:
-        seen: set[int] = set()
-        for stmt in self.walk():
-            if isinstance(stmt, Let) and isinstance(stmt.node, Load) and stmt.node.id not in seen:
-                seen.add(stmt.node.id)
-                yield stmt.node
-
-    def stores(self) -> Iterator[Store]:
-        for stmt in self.walk():
-            if isinstance(stmt, Store):
-                yield stmt
-
 
 def walk(body: list[Stmt]) -> Iterator[Stmt]:
     for stmt in body:

@@ -287,9 +287,8 @@ class _Builder:
         dtype = var.aval.dtype
         if eqn.prim.name == "iota":
             return self.index_value(index[eqn.params["dimension"]], dtype, source)
-        args = tuple(self.value(atom, operand) if operand is not None
-                     else self.const(atom.value, atom.aval.dtype)
-                     for atom, operand in _elementwise_operands(eqn, index))
+        args = tuple(self.value(atom, access.elementwise_operand_index(atom, index))
+                     for atom in eqn.inputs)
         return self.op(eqn.prim.name, args, dtype, _op_param(eqn), source)
 
     def _pad(self, eqn: Eqn, index: Index) -> Node:
@@ -347,7 +346,7 @@ class _Builder:
             body, syms, acc_dtype = self._dot_body(eqn, index, source)
             position = None
             if not syms:  # nothing contracted: an outer product, no accumulator
-                return self._as(body, out.aval.dtype, source)
+                return self.convert(body, out.aval.dtype, source)
         else:
             operand_index, raw_syms = access.reduction_operand_index(eqn, index)
             if self.inner and tuple(s.extent for s in raw_syms) == tuple(
@@ -360,8 +359,8 @@ class _Builder:
             body = self.value(eqn.inputs[0], operand_index)
             acc_dtype = _accumulator_dtype(kind, eqn.inputs[0].aval.dtype)
             position = forms[0] if kind in ("argmax", "argmin") else None
-            if kind in ("sum", "prod") and body.dtype != acc_dtype:
-                body = self.op("convert_element_type", (body,), acc_dtype, acc_dtype, source)
+            if kind in ("sum", "prod"):
+                body = self.convert(body, acc_dtype, source)
         key = (kind, body.id, syms, acc_dtype.str)
         found = self.reductions.get(key)
         if found is None:
@@ -376,11 +375,7 @@ class _Builder:
                                phase=phase + 1, source=source)
             found = _Reduction(acc, body, syms, position, phase, eqn.prim.name, result)
             self.reductions[key] = found
-        result = found.result
-        if result.dtype != out.aval.dtype:
-            result = self.op("convert_element_type", (result,), out.aval.dtype,
-                             out.aval.dtype, source)
-        return result
+        return self.convert(found.result, out.aval.dtype, source)
 
     def _dot_body(self, eqn: Eqn, index: Index, source: str):
         lhs_index, rhs_index, raw_syms = access.dot_operand_indices(eqn, index)
@@ -389,27 +384,19 @@ class _Builder:
         lhs_index = tuple(ix.substitute(i, mapping) for i in lhs_index)
         rhs_index = tuple(ix.substitute(i, mapping) for i in rhs_index)
         acc_dtype = _accumulator_dtype("sum", eqn.outputs[0].aval.dtype)
-        lhs = self._as(self.value(eqn.inputs[0], lhs_index), acc_dtype, source)
-        rhs = self._as(self.value(eqn.inputs[1], rhs_index), acc_dtype, source)
+        lhs = self.convert(self.value(eqn.inputs[0], lhs_index), acc_dtype, source)
+        rhs = self.convert(self.value(eqn.inputs[1], rhs_index), acc_dtype, source)
         return self.op("mul", (lhs, rhs), acc_dtype, None, source), syms, acc_dtype
 
-    def _as(self, node: Node, dtype: np.dtype, source: str) -> Node:
+    def convert(self, node: Node, dtype: np.dtype, source: str = "") -> Node:
         if node.dtype == dtype:
             return node
         return self.op("convert_element_type", (node,), dtype, dtype, source)
-
-    def convert(self, node: Node, dtype: np.dtype) -> Node:
-        return self._as(node, dtype, "")
 
 
 _GATHER_LIKE = {"gather": dynamic.gather_value, "dynamic_slice": dynamic.dynamic_slice_value,
                 "dynamic_update_slice": dynamic.dynamic_update_value,
                 **dict.fromkeys(gather.SCATTER_COMBINE, dynamic.scatter_value)}
-
-
-def _elementwise_operands(eqn: Eqn, index: Index):
-    for atom in eqn.inputs:
-        yield atom, access.elementwise_operand_index(atom, index)
 
 
 def _op_param(eqn: Eqn) -> Any:
@@ -747,9 +734,7 @@ class _Emitter:
         work = spread * int(np.prod([s.extent for s in sequential + lanes], dtype=np.int64))
         parallel = (self.threads > 1 and spread >= 4 * self.threads
                     and work >= MIN_PARALLEL_WORK)
-        self.ops.append(nest.prim)
-        if nest.source:
-            self.lines.setdefault(nest.source)
+        self._record(nest.prim, nest.source)
         if self.grid or step.acc is not None:
             return self._nest(independent + lanes, in_order([]), parallel)
         if parallel:
@@ -799,20 +784,18 @@ class _Emitter:
     def _phases(self) -> None:
         scope = self.scopes[-1]
         scope.stmts.extend(Scratch(buffer) for buffer in self.stash.values())
-        reductions = sorted(self.b.reductions.values(), key=lambda r: r.phase)
-        phases = sorted({r.phase for r in reductions})
-        for phase in phases:
+        reductions = self.b.reductions.values()
+        for phase in sorted({r.phase for r in reductions}):
             batch = [r for r in reductions if r.phase == phase]
             for syms in dict.fromkeys(r.syms for r in batch):
                 self._reduction_loop([r for r in batch if r.syms == syms])
-        outer_syms = scope.syms
-        final = [(buf, flat, node) for buf, flat, node in self.b.stores]
-        for buf, flat, node in final:
-            if self._free(node) | ix.free_syms(flat) <= outer_syms:
+        inner = []  # the stores that need the output loop
+        for buf, flat, node in self.b.stores:
+            if self._free(node) | ix.free_syms(flat) <= scope.syms:
                 self._bind(node)
                 scope.stmts.append(Store(buf, flat, node))
-        inner = [(buf, flat, node) for buf, flat, node in final
-                 if not self._free(node) | ix.free_syms(flat) <= outer_syms]
+            else:
+                inner.append((buf, flat, node))
         if inner:
             def fill() -> None:
                 for buf, flat, node in inner:
@@ -827,11 +810,9 @@ class _Emitter:
         """(Column form) one block of columns: the running values of its reductions in
         scratch rows, updated along the block row after row, then the block's outputs."""
         lane = ix.var(self.plan.lanes)
-        partial = {}
-        for red in self.b.reductions.values():
-            partial[red] = Buffer(f"c{len(partial)}", red.acc.dtype, self.plan.lanes.extent,
-                                  scratch=True)
-            self.scopes[-1].stmts.append(Scratch(partial[red]))
+        partial = {red: Buffer(f"c{number}", red.acc.dtype, self.plan.lanes.extent, scratch=True)
+                   for number, red in enumerate(self.b.reductions.values())}
+        self.scopes[-1].stmts.extend(Scratch(buffer) for buffer in partial.values())
 
         def start() -> None:
             for red, buffer in partial.items():
@@ -850,11 +831,7 @@ class _Emitter:
         def finish() -> None:
             scope = self.scopes[-1]
             for red, buffer in partial.items():
-                scope.stmts.append(Let(red.result, Load(buffer, lane, red.acc.dtype)))
-                scope.bound.add(red.result.id)
-                self.ops.append(red.prim)
-                if red.result.source:
-                    self.lines.setdefault(red.result.source)
+                self._finish(red, Load(buffer, lane, red.acc.dtype))
             for buffer, flat, node in self.b.stores:
                 self._bind(node)
                 scope.stmts.append(Store(buffer, flat, node))
@@ -881,11 +858,20 @@ class _Emitter:
         scope.stmts.extend(self._nest(loops, fill, parallel, accs))
         for red in batch:
             scope.stmts.append(AccFinish(red.acc))
-            scope.stmts.append(Let(red.result))
-            scope.bound.add(red.result.id)
-            self.ops.append(red.prim)
-            if red.result.source:
-                self.lines.setdefault(red.result.source)
+            self._finish(red)
+
+    def _finish(self, red: _Reduction, value: Node | None = None) -> None:
+        """Bind a finished reduction's result (``value``: where it is read from)."""
+        scope = self.scopes[-1]
+        scope.stmts.append(Let(red.result, value))
+        scope.bound.add(red.result.id)
+        self._record(red.prim, red.result.source)
+
+    def _record(self, op: str, source: str) -> None:
+        """Note an op the kernel computes, and the user's line behind it."""
+        self.ops.append(op)
+        if source:
+            self.lines.setdefault(source)
 
     # values
     def _free(self, node: Node) -> frozenset[Sym]:
@@ -910,9 +896,7 @@ class _Emitter:
         if isinstance(node, Load) and node.prim:
             self.ops.append(node.prim)
         if isinstance(node, Op):
-            self.ops.append(node.op)
-            if node.source:
-                self.lines.setdefault(node.source)
+            self._record(node.op, node.source)
 
 
 def _direct_only(form: Affine, sym: Sym) -> bool:

@@ -16,6 +16,7 @@ parallel, one per core, and links into one library: the steps are cut into conti
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ember.codegen.kernel_ir import KernelInfo
@@ -93,7 +94,8 @@ def build_module(steps: list[LoweredStep], plan: BufferPlan, layout: Layout,
     parts = _parts(segments, [_compile_cost(d, c) for d, c in zip(definitions, calls)],
                    max_units)
     if len({unit for unit, _ in parts}) <= 1:
-        entry = _run_function(_entry_cases(segments, calls, steps), team)
+        cases = _cases(segments, lambda segment: _calls(segment, calls, steps, "    "))
+        entry = _run_function(cases, team)
         if profile:
             entry += _profile_counters(len(steps))
         units = [_unit_source(uses_blas, definitions, entry, team, profile)]
@@ -184,23 +186,17 @@ _PART_SIGNATURE = '__attribute__((visibility("hidden"))) void ember_part_{}(void
 def _part_function(number: int, indices: list[int], calls: list[list[str]],
                    steps: list[LoweredStep]) -> str:
     lines = [_PART_SIGNATURE.format(number) + " {", "  char *arena = (char *)b[0];",
-             "  (void)arena;"]
-    for index in indices:
-        lines.append(f"  /* {steps[index].group.name} */")
-        lines += ["  " + line for line in calls[index]]
-    return "\n".join(lines + ["}", ""])
+             "  (void)arena;", *_calls(indices, calls, steps, "  "), "}", ""]
+    return "\n".join(lines)
 
 
 def _dispatch(segments: list[list[int]], parts: list[tuple[int, list[int]]],
               team: int) -> str:
     """``run``: the parts of each segment in order (declared first)."""
     declarations = [f"{_PART_SIGNATURE.format(number)};" for number in range(len(parts))]
-    cases = []
-    for number, segment in enumerate(segments):
-        cases.append(f"  case {number}:")
-        cases += [f"    ember_part_{part}(b);" for part, (_, indices) in enumerate(parts)
-                  if indices[0] in segment]
-        cases.append("    break;")
+    cases = _cases(segments, lambda segment: [
+        f"    ember_part_{part}(b);" for part, (_, indices) in enumerate(parts)
+        if indices[0] in segment])
     return "\n".join(declarations) + "\n" + _run_function(cases, team)
 
 
@@ -241,16 +237,21 @@ def _segments(steps: list[LoweredStep]) -> list[list[int]]:
     return [s for s in segments if s] or [[]]
 
 
-def _entry_cases(segments: list[list[int]], calls: dict[int, list[str]],
-                 steps: list[LoweredStep]) -> list[str]:
-    """The ``case``s of ``run`` in a module of one unit: each segment's calls inline."""
+def _cases(segments: list[list[int]], body: Callable[[list[int]], list[str]]) -> list[str]:
+    """The ``case``s of ``run``: each segment's ``body``, then ``break``."""
     lines = []
     for number, segment in enumerate(segments):
-        lines.append(f"  case {number}:")
-        for index in segment:
-            lines.append(f"    /* {steps[index].group.name} */")
-            lines += ["    " + line for line in calls[index]]
-        lines.append("    break;")
+        lines += [f"  case {number}:", *body(segment), "    break;"]
+    return lines
+
+
+def _calls(indices: list[int], calls: list[list[str]], steps: list[LoweredStep],
+           pad: str) -> list[str]:
+    """The calls of the steps at ``indices``, each after a comment naming its group."""
+    lines = []
+    for index in indices:
+        lines.append(f"{pad}/* {steps[index].group.name} */")
+        lines += [pad + line for line in calls[index]]
     return lines
 
 

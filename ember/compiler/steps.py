@@ -189,14 +189,8 @@ class _EpilogueReader:
                     and product.aval.shape[-1:] == (self.columns,)):
                 return self.row(args[0])
             return None
-        if name == "neg":
-            return _scaled(self.affine(args[0]), -1.0)
-        if name == "mul":
-            for term, factor in (args, args[::-1]):
-                value = self.scalar(factor)
-                if value is not None:
-                    return _scaled(self.affine(term), value)
-            return None
+        if name in ("neg", "mul"):
+            return self.scaled(eqn, self.affine)
         if name in ("add", "sub"):
             left, right = self.affine(args[0]), self.affine(args[1])
             return _summed(left, _scaled(right, -1.0) if name == "sub" else right)
@@ -209,13 +203,18 @@ class _EpilogueReader:
         eqn = self._member(atom)
         if eqn is None:
             return _Affine(0.0, {(atom, "row"): 1.0})
+        return self.scaled(eqn, self.row)
+
+    def scaled(self, eqn: Eqn, read) -> _Affine | None:
+        """A neg's operand, or a mul's operand times a scalar factor, as ``read`` reads
+        it, scaled (else None)."""
         if eqn.prim.name == "neg":
-            return _scaled(self.row(eqn.inputs[0]), -1.0)
+            return _scaled(read(eqn.inputs[0]), -1.0)
         if eqn.prim.name == "mul":
             for term, factor in (eqn.inputs, eqn.inputs[::-1]):
                 value = self.scalar(factor)
                 if value is not None:
-                    return _scaled(self.row(term), value)
+                    return _scaled(read(term), value)
         return None
 
     def scalar(self, atom) -> float | None:
@@ -294,17 +293,15 @@ def call_name(step: LoweredStep) -> str:
 def kernel_info(step: LoweredStep, source: str) -> KernelInfo:
     """What ``compiled.kernels`` shows of a lowered step (``source``: its code as shown)."""
     group = step.group
-    if step.host:
+    if group.host is not None:  # a host call, or a library call of the module's own
         eqn = group.host
         lines = [eqn.source.short()] if eqn.source is not None else []
-        return KernelInfo(group.name, source, [eqn.prim.name], lines, "host",
-                          group.why_boundary())
-    ops, lines = [], []
-    if step.call is not None:  # a library call of the module's own
-        eqn = step.call
-        lines = [eqn.source.short()] if eqn.source is not None else []
+        if step.host:
+            return KernelInfo(group.name, source, [eqn.prim.name], lines, "host",
+                              group.why_boundary())
         why = f"{eqn.prim.name} runs as a call of its own (a merge sort of each row)"
         return KernelInfo(call_name(step), source, [eqn.prim.name], lines, "library", why)
+    ops, lines = [], []
     if step.gemm is not None:
         ops.append("dot_general")
         eqn = group.library

@@ -37,7 +37,8 @@ ALL = (bool_, *SIGNED, *UNSIGNED, *FLOATS, *COMPLEX)
 
 _NARROWED = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
 _BY_NAME = {t.name: t for t in ALL}
-_BY_NAME.update({"bool": bool_, "float": float64, "int": int64, "complex": complex128})
+_PYTHON_TYPES = {bool: bool_, float: float64, int: int64, complex: complex128}
+_BY_NAME.update({t.__name__: dtype for t, dtype in _PYTHON_TYPES.items()})
 
 
 def is_bfloat16(dtype: np.dtype) -> bool:
@@ -92,14 +93,8 @@ def to_dtype(value: Any) -> np.dtype:
             raise EmberTypeError(
                 f"unknown dtype name {value!r}; known: {sorted(t.name for t in ALL)}"
             ) from None
-    if value is float:
-        return float64
-    if value is int:
-        return int64
-    if value is bool:
-        return bool_
-    if value is complex:
-        return complex128
+    if isinstance(value, type) and value in _PYTHON_TYPES:
+        return _PYTHON_TYPES[value]
     try:
         # A scalar type such as np.int32 has a ``dtype`` descriptor, not a dtype.
         spec = value if isinstance(value, type) else getattr(value, "dtype", value)

@@ -191,7 +191,7 @@ def _sequence_keys(x: Any) -> list[SequenceKey]:
 
 
 def _dict_keys(d: dict) -> list[DictKey]:
-    return [DictKey(k) for k in sorted(d.keys(), key=_sort_key)]
+    return [DictKey(k) for k in dict_flatten(d)[1]]
 
 
 _register_keyed(tuple, lambda t: (t, None), lambda _, c: tuple(c), _sequence_keys)

@@ -114,11 +114,6 @@ class Builder:
         self._avals[name] = out_aval
         return name
 
-    def drop_unused_inputs(self) -> None:
-        read = {a for step in self.steps for a in step.args}
-        if self.steps:
-            self.inputs = [i for i in self.inputs if i.name in read]
-
 
 def generate(choices: Choices, limits: Limits = DEFAULT_LIMITS) -> Program:
     """A random program; every decision comes from ``choices``."""
@@ -134,5 +129,4 @@ def generate(choices: Choices, limits: Limits = DEFAULT_LIMITS) -> Program:
         candidates = builder.names(family.accepts)
         if candidates:
             family.build(builder, pick(choices, candidates[::-1]))  # recent values first
-    builder.drop_unused_inputs()
-    return Program(tuple(builder.inputs), tuple(builder.steps), value_seed)
+    return Program(tuple(builder.inputs), tuple(builder.steps), value_seed).without_unused_inputs()

@@ -72,8 +72,12 @@ class Program:
     def has_tag(self, tag: str) -> bool:
         return any(tag in step.tags for step in self.steps)
 
-    def replace(self, **changes) -> Program:
-        return replace(self, **changes)
+    def without_unused_inputs(self) -> Program:
+        """The program without the inputs no step reads (all kept when it has no step)."""
+        read = {name for step in self.steps for name in step.args}
+        if not self.steps:
+            return self
+        return replace(self, inputs=tuple(i for i in self.inputs if i.name in read))
 
 
 # --- source ---------------------------------------------------------------------------

@@ -81,19 +81,12 @@ def shrink_choices(answers: list[int], fails: Callable[[Program], bool], limits:
     return best, best_program
 
 
-def _without_unused_inputs(program: Program) -> Program:
-    read = {name for step in program.steps for name in step.args}
-    if not program.steps:
-        return program
-    return replace(program, inputs=tuple(i for i in program.inputs if i.name in read))
-
-
 def _bypassed(program: Program, index: int, by: str) -> Program:
     """``program`` without step ``index``, whose readers read ``by`` instead."""
     gone = program.steps[index].out
     steps = tuple(replace(s, args=tuple(by if a == gone else a for a in s.args))
                   for s in program.steps[:index] + program.steps[index + 1:])
-    return _without_unused_inputs(replace(program, steps=steps))
+    return replace(program, steps=steps).without_unused_inputs()
 
 
 def _step_edits(program: Program) -> Iterator[Program]:
@@ -105,17 +98,16 @@ def _step_edits(program: Program) -> Iterator[Program]:
         step = program.steps[i]
         if step.out not in read:
             if len(program.steps) > 1:
-                yield _without_unused_inputs(
-                    replace(program, steps=program.steps[:i] + program.steps[i + 1:]))
+                yield replace(program, steps=program.steps[:i] + program.steps[i + 1:]
+                              ).without_unused_inputs()
             continue
         for arg in dict.fromkeys(step.args):
             if avals[arg] == step.aval:
                 yield _bypassed(program, i, arg)
         for edges in (False, True):
             cut = Input(step.out, step.aval, edges=edges)
-            yield _without_unused_inputs(replace(
-                program, inputs=program.inputs + (cut,),
-                steps=program.steps[:i] + program.steps[i + 1:]))
+            yield replace(program, inputs=program.inputs + (cut,),
+                          steps=program.steps[:i] + program.steps[i + 1:]).without_unused_inputs()
 
 
 def shrink_steps(program: Program, fails: Callable[[Program], bool], budget: _Budget) -> Program:

@@ -10,7 +10,7 @@ operands.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -105,6 +105,19 @@ def subgraphs(params: dict[str, Any]) -> Iterable[Graph]:
             for item in value:
                 if isinstance(item, Graph):
                     yield item
+
+
+def map_subgraphs(params: dict[str, Any],
+                  fn: Callable[[Graph], Graph]) -> dict[str, Any]:
+    """``params`` with ``fn`` applied to every nested graph (the same dict if none)."""
+    changed = {}
+    for key, value in params.items():
+        if isinstance(value, Graph):
+            changed[key] = fn(value)
+        elif isinstance(value, (tuple, list)) and any(isinstance(v, Graph) for v in value):
+            items = [fn(v) if isinstance(v, Graph) else v for v in value]
+            changed[key] = type(value)(items)
+    return {**params, **changed} if changed else params
 
 
 def has_effects(eqn: Eqn) -> bool:

@@ -77,6 +77,13 @@ def peak_memory(graph: Graph) -> dict[str, int]:
     return liveness_peak([*graph.constvars, *graph.inputs], graph.outputs, steps)
 
 
+def last_uses(steps: Sequence[StepUse]) -> dict[Var, int]:
+    """The index of the last step that reads or writes each value (``steps``: anything
+    with ``reads`` and ``writes``, as ``StepUse`` and ``memory.Step``)."""
+    return {atom: index for index, step in enumerate(steps)
+            for atom in [*step.reads, *step.writes] if isinstance(atom, Var)}
+
+
 def liveness_peak(arguments: Sequence[Var], outputs: Sequence[Atom],
                   steps: Sequence[StepUse]) -> dict[str, int]:
     """``peak_memory``'s counts for a program given as steps in order: a value is live
@@ -85,11 +92,7 @@ def liveness_peak(arguments: Sequence[Var], outputs: Sequence[Atom],
     arguments = list(dict.fromkeys(arguments))
     argument_set = set(arguments)
     output_vars = {a for a in outputs if isinstance(a, Var)}
-    last: dict[Var, int] = {}
-    for index, step in enumerate(steps):
-        for atom in [*step.reads, *step.writes]:
-            if isinstance(atom, Var):
-                last[atom] = index
+    last = last_uses(steps)
     argument_bytes = _nbytes(arguments)
     live_temp = live_out = 0
     peak, temp_peak = argument_bytes, 0

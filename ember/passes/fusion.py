@@ -35,7 +35,7 @@ from ember.codegen import access
 from ember.codegen import indexing as ix
 from ember.codegen.gemm import operand_matrix, operand_syms, product_matrix, view_strides
 from ember.codegen.indexing import Index, Sym
-from ember.ir.graph import Eqn, Graph, Literal, Var, has_effects
+from ember.ir.graph import Eqn, Graph, Literal, Var, has_effects, uses
 from ember.passes.schedule import Group, Schedule
 
 MAX_DUPLICATES = 4  # a cheap value is recomputed in at most this many kernels
@@ -73,20 +73,13 @@ def absorb_into_contractions(graph: Graph, policy: FusionPolicy) -> Graph:
       (a weight gradient summed over a batch is one GEMM, not a batch of GEMMs and a sum);
     - ``transpose`` swapping the two free blocks: swap the operands (C^T = B^T A^T).
     """
-    uses: dict[Var, int] = {}
-    for eqn in graph.eqns:
-        for atom in eqn.inputs:
-            if isinstance(atom, Var):
-                uses[atom] = uses.get(atom, 0) + 1
-    for atom in graph.outputs:
-        if isinstance(atom, Var):
-            uses[atom] = uses.get(atom, 0) + 2
+    reads = uses(graph)  # (being an output counts as a read: outputs stay apart)
     producer: dict[Var, Eqn] = {}
     eqns: list[Eqn] = []
     for eqn in graph.eqns:
         operand = eqn.inputs[0] if eqn.inputs else None
         dot = producer.get(operand) if isinstance(operand, Var) else None
-        if dot is not None and dot.prim.name == "dot_general" and uses.get(operand) == 1 \
+        if dot is not None and dot.prim.name == "dot_general" and reads.get(operand) == 1 \
                 and policy.library(dot):
             new = _absorbed(dot, eqn)
             if new is not None and policy.library(new):
@@ -141,8 +134,7 @@ class _Fuser:
         self.groups: list[Group] = []
         self.ordered_groups: set[Group] = set()  # kernels of scatters and scans
         for atom in graph.outputs:
-            if isinstance(atom, Var):
-                self.needs.setdefault(atom, "program output")
+            self.need(atom, "program output")
 
     def run(self) -> Schedule:
         for eqn in reversed(self.graph.eqns):

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ember.ir.graph import Var
+from ember.passes.analysis import last_uses
 
 ALIGNMENT = 64
 
@@ -138,7 +139,7 @@ def plan_buffers(steps: Sequence[Step], inputs: Sequence[Var], donated: Sequence
                 fresh.add(var)
         for var in [v for v in owner if last_use.get(v, index) <= index]:
             arena.release(owner.pop(var), var.aval.nbytes)
-    return BufferPlan(locations, _high_water(arena, locations), in_place, donated_outputs)
+    return BufferPlan(locations, _high_water(locations), in_place, donated_outputs)
 
 
 def _placement_order(step: Step, last_use: dict[Var, int], index: int) -> list[Var]:
@@ -159,20 +160,15 @@ def _sibling_target(var: Var, step: Step, fresh: set[Var]) -> Var | None:
     return None
 
 
-def _high_water(arena: _Arena, locations: dict[Var, Location]) -> int:
+def _high_water(locations: dict[Var, Location]) -> int:
     ends = [loc.offset + _aligned(v.aval.nbytes) for v, loc in locations.items()
             if loc.kind == "arena"]
     return max(ends, default=0)
 
 
 def _last_uses(steps: Sequence[Step], outputs: Sequence[Var]) -> dict[Var, int]:
-    last: dict[Var, int] = {}
-    for index, step in enumerate(steps):
-        for var in [*step.reads, *step.writes]:
-            last[var] = index
-    for var in outputs:
-        last[var] = len(steps)
-    return last
+    """The last step touching each value (the program's outputs: past the last step)."""
+    return {**last_uses(steps), **dict.fromkeys(outputs, len(steps))}
 
 
 def _in_place_partner(var: Var, index: int, step: Step, locations: dict[Var, Location],

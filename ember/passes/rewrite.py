@@ -12,7 +12,7 @@ from typing import Any, Callable, Mapping, Sequence
 from ember.core.primitive import Primitive
 from ember.core.source_info import SourceInfo
 from ember.core.staging import trace_to_graph
-from ember.ir.graph import Atom, Eqn, Graph, Var
+from ember.ir.graph import Atom, Eqn, Graph, Var, map_subgraphs
 
 GraphPass = Callable[[Graph], Graph]
 
@@ -38,18 +38,6 @@ def substitute_inputs(eqn: Eqn, env: Mapping[Var, Atom]) -> Eqn:
 def substitute_outputs(graph: Graph, eqns: list[Eqn], env: Mapping[Var, Atom]) -> Graph:
     """``graph`` with new equations, its outputs read through ``env``."""
     return graph.replace(eqns=eqns, outputs=[substitute(atom, env) for atom in graph.outputs])
-
-
-def map_subgraphs(params: dict[str, Any], fn: GraphPass) -> dict[str, Any]:
-    """``params`` with ``fn`` applied to every nested graph (the same dict if none)."""
-    changed = {}
-    for key, value in params.items():
-        if isinstance(value, Graph):
-            changed[key] = fn(value)
-        elif isinstance(value, (tuple, list)) and any(isinstance(v, Graph) for v in value):
-            items = [fn(v) if isinstance(v, Graph) else v for v in value]
-            changed[key] = type(value)(items)
-    return {**params, **changed} if changed else params
 
 
 def in_subgraphs(eqn: Eqn, fn: GraphPass) -> Eqn:

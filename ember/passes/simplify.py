@@ -281,10 +281,6 @@ def _reshaped(x: Atom, shape: tuple[int, ...], ctx: _Context) -> Atom:
 
 
 @_rule("reshape", "squeeze")
-def _reshape(eqn: Eqn, ctx: _Context) -> Atom | None:
-    return _collapse_reshapes(eqn, ctx)
-
-
 def _collapse_reshapes(eqn: Eqn, ctx: _Context) -> Atom | None:
     """One reshape (or none) for a chain; squeezes and unit broadcasts become reshapes."""
     x, shape = eqn.inputs[0], eqn.outputs[0].aval.shape

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from ember.config import config
+from ember.errors import CompileError
 
 _KEY = re.compile(r"[0-9a-f]{64}")
 _LOCK_SUFFIX = ".lock"
@@ -159,12 +160,10 @@ class CompileCache:
         in the cache directory) or raise; its exceptions propagate and leave no entry.
         """
         key = key_of(key_parts, suffix)
-        cached = self._memory_lookup(key)
-        if cached is not None:
-            return cached
+        found = self.find(key, suffix)
+        if found is not None:
+            return found
         entry = self._entry(key, suffix)
-        if entry.is_valid():
-            return self._remember(key, entry.artifact, disk_hit=True)
         entry.folder.mkdir(mode=0o700, exist_ok=True)
         with _exclusive_lock(entry.lock):
             if entry.is_valid():  # another process built it while we waited for the lock
@@ -216,6 +215,16 @@ class CompileCache:
         path = folder / f"{safe_file_name(name)}-{digest}{suffix}"
         path.write_text(source)
         return path
+
+    def rejected(self, what: str, source: str, name: str, suffix: str, how: str,
+                 output: str) -> CompileError:
+        """The error for generated ``source`` that a compiler rejected (``what``: who
+        rejected what; ``how``: the command or options), with the source kept
+        (``keep_failed_source``) for the bug report it asks for."""
+        saved = self.keep_failed_source(source, name, suffix)
+        return CompileError(f"{what}.\nThis is a bug in Ember: please report it with the "
+                            f"saved source.\n  source: {saved}\n  {how}\n"
+                            f"compiler output:\n{output}")
 
     def clear(self) -> None:
         """Forget every entry, in memory and on disk, and reset the statistics."""

@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence
 from ember.core.abstract import ShapedArray
 from ember.core.staging import hoist_consts, trace_to_graph
 from ember.core.primitive import Primitive
-from ember.ir.graph import Atom, Eqn, Graph, Var
+from ember.ir.graph import Atom, Eqn, Graph, Var, map_subgraphs
 from ember.ir.interpreter import as_numpy, eval_graph, reference_apply
 
 __all__ = ["CALL_PRIMITIVES", "IDENTITY_PRIMITIVES", "call_primitive", "stage_call",
@@ -75,17 +75,6 @@ def inline_calls(graph: Graph) -> Graph:
             rename.update(zip(eqn.outputs, [inner.get(a, a) if isinstance(a, Var) else a
                                             for a in body.outputs]))
         else:
-            eqns.append(eqn.replace(inputs=inputs, params=_inline_params(eqn.params)))
+            eqns.append(eqn.replace(inputs=inputs, params=map_subgraphs(eqn.params, inline_calls)))
     return graph.replace(eqns=eqns, outputs=[read(a) for a in graph.outputs])
-
-
-def _inline_params(params: dict[str, Any]) -> dict[str, Any]:
-    def inline(value: Any) -> Any:
-        if isinstance(value, Graph):
-            return inline_calls(value)
-        if isinstance(value, (tuple, list)) and any(isinstance(v, Graph) for v in value):
-            return type(value)(inline(v) for v in value)
-        return value
-
-    return {key: inline(value) for key, value in params.items()}
 

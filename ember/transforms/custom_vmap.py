@@ -13,7 +13,7 @@ import functools
 from typing import Any, Callable, Sequence
 
 from ember.core.abstract import aval_of
-from ember.core.pytree import PyTreeDef, flatten_up_to, tree_flatten, tree_map, tree_unflatten
+from ember.core.pytree import PyTreeDef, broadcast_prefix, tree_flatten, tree_map, tree_unflatten
 from ember.core.trace import is_tracing
 from ember.errors import EmberTypeError, EmberValueError
 from ember.ir.interpreter import bind_equation, eval_graph
@@ -88,18 +88,15 @@ class _FlatRule:
 def _broadcast_flags(out_batched: Any, out_tree: PyTreeDef, name: str) -> list[bool]:
     """One bool per output leaf from ``out_batched``, a prefix of the output's structure."""
     try:
-        prefixes = flatten_up_to(tree_flatten(out_batched)[1], tree_unflatten(
-            out_tree, [0] * out_tree.num_leaves))
+        flags = broadcast_prefix(out_batched, tree_unflatten(out_tree, [0] * out_tree.num_leaves))
     except ValueError:
         raise EmberTypeError(f"the vmap rule of {name} returned out_batched structured as "
                              f"{tree_flatten(out_batched)[1]}, which is not a prefix of the "
                              f"output's structure {out_tree}") from None
-    flags: list[bool] = []
-    for flag, subtree in zip(tree_flatten(out_batched)[0], prefixes):
+    for flag in tree_flatten(out_batched)[0]:
         if not isinstance(flag, bool):
             raise EmberTypeError(f"the vmap rule of {name}: out_batched must hold bools, "
                                  f"got {type(flag).__name__}")
-        flags.extend([flag] * len(tree_flatten(subtree)[0]))
     return flags
 
 

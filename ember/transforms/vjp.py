@@ -13,7 +13,7 @@ from ember.transforms.jvp import has_tangent, jvp_flat
 from ember.transforms.partial_eval import trace_partial
 from ember.transforms.transpose import backward_pass
 
-__all__ = ["Linearized", "linearize_flat", "vjp_flat"]
+__all__ = ["Linearized", "linearize_flat"]
 
 
 @dataclass
@@ -69,9 +69,3 @@ def linearize_flat(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],
     known, graph, _ = trace_partial(fun_jvp, tangent_avals, instantiate=tangents_unknown)
     return known[:found["n"]], Linearized(graph, in_avals, found["out_avals"], in_tangent,
                                           found["nonzero"])
-
-
-def vjp_flat(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],
-             ) -> tuple[list[Any], Callable[[Sequence[Any]], list[Any]]]:
-    primals_out, linear = linearize_flat(fun, primals)
-    return primals_out, linear.transpose

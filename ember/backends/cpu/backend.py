@@ -62,7 +62,7 @@ class CpuBackend(Backend):
         return executable
 
     def _cached_or_compiled(self, graph: Graph, donated: Sequence[bool]) -> CpuExecutable:
-        flags = _compile_flags()
+        flags = {name: getattr(config, name) for name in _COMPILE_FLAGS}
         key = None
         if not config.dump_dir:  # a dump shows every stage: compile it all
             key = program_cache.program_key(graph, donated, _settings(flags))
@@ -70,7 +70,7 @@ class CpuBackend(Backend):
             executable = self._load(key, graph, donated, flags)
             if executable is not None:
                 return executable
-        executable = compile_program(graph, self.name, CpuTarget(self._compile_body),
+        executable = compile_program(graph, self.name, CpuTarget(self.compile),
                                      donated=donated).executable
         if key is not None and executable.cache_entry is not None:
             program_cache.store(key, executable.cache_entry)
@@ -86,19 +86,16 @@ class CpuBackend(Backend):
             return None
         library = toolchain.load_library(path)
         executable = CpuExecutable.described_later(
-            graph, lambda: _describe(graph, donated, flags, self._compile_body))
+            graph, lambda: _describe(graph, donated, flags, self.compile))
         executable.library = library
         return executable.configure(entry=entry_point(library), **native.configure_args(graph))
-
-    def _compile_body(self, graph: Graph) -> Executable:
-        """A control-flow body, compiled like a program of its own."""
-        return self.compile(graph)
 
 
 class CpuTarget:
     """The C target of the compiler pipeline: one C module per program (kernels, BLAS
     and sort calls, the entry point), built by the system C compiler and loaded with
-    ctypes. ``compile_body`` compiles the bodies of control flow run by host calls."""
+    ctypes. ``compile_body`` compiles the bodies of control flow run by host calls (like
+    programs of their own)."""
 
     source_suffix = ".c"
 
@@ -116,15 +113,11 @@ class CpuTarget:
                             profile=config.profile)
 
     def build(self, program: Compilation) -> Path:
-        module = program.source
-        return toolchain.compile_shared_library(module.units, name=source_name(module.units),
-                                                link_blas=module.uses_blas,
-                                                extra_flags=extra_flags())
+        units = program.source.units
+        return toolchain.compile_shared_library(units, **_build_options(program.source))
 
     def build_command(self, program: Compilation) -> str:
-        module = program.source
-        return toolchain.build_command(module.units, name=source_name(module.units),
-                                       link_blas=module.uses_blas, extra_flags=extra_flags())
+        return toolchain.build_command(program.source.units, **_build_options(program.source))
 
     def load(self, program: Compilation) -> CpuExecutable:
         library = toolchain.load_library(program.binary)
@@ -150,6 +143,12 @@ def cpu_policy(renderer: CRenderer) -> FusionPolicy:
                         call=c_sort.supported)
 
 
+def _build_options(module: Module) -> dict[str, Any]:
+    """How ``toolchain`` builds ``module``'s units: name, BLAS, extra flags."""
+    return {"name": source_name(module.units), "link_blas": module.uses_blas,
+            "extra_flags": extra_flags()}
+
+
 def _blas_gemm(eqn: Eqn) -> bool:
     """Whether ``eqn`` runs as a BLAS GEMM call (16-bit operands: where Ember's GEMM is
     linked)."""
@@ -158,7 +157,8 @@ def _blas_gemm(eqn: Eqn) -> bool:
 
 
 def _layout(program: Compilation) -> Layout:
-    return Layout(len(program.inputs()), len(program.outputs()), _host_slots(program.plan))
+    host = sum(1 for loc in program.plan.locations.values() if loc.kind == "host")
+    return Layout(len(program.inputs()), len(program.outputs()), host)
 
 
 def _details(program: Compilation) -> dict[str, Any]:
@@ -184,10 +184,6 @@ def _describe(graph: Graph, donated: Sequence[bool], flags: dict[str, Any],
 # plus the thread count).
 _COMPILE_FLAGS = ("enable_x64", "optimize", "debug_nans", "sanitize", "cflags", "num_threads",
                   "pin_threads", "blas", "profile")
-
-
-def _compile_flags() -> dict[str, Any]:
-    return {name: getattr(config, name) for name in _COMPILE_FLAGS}
 
 
 def _settings(flags: dict[str, Any]) -> list[str]:
@@ -222,10 +218,6 @@ def vector_math_functions() -> frozenset[str]:
     return _vector_math(path.read_text() if path.exists() else "")
 
 
-def _host_slots(plan: BufferPlan) -> int:
-    return sum(1 for loc in plan.locations.values() if loc.kind == "host")
-
-
 def _program(steps: list[LoweredStep], segments: list[list[int]], plan: BufferPlan,
              compile_graph) -> list:
     """Segment numbers and host calls in execution order."""
@@ -245,24 +237,16 @@ def _program(steps: list[LoweredStep], segments: list[list[int]], plan: BufferPl
 
 
 def _results(graph: Graph, plan: BufferPlan) -> list[tuple[str, Any]]:
-    results = []
-    for atom in graph.outputs:
-        if isinstance(atom, Literal):
-            results.append(("literal", literal_result(atom)))
-        else:
-            results.append(("buffer", (plan.locations[atom], atom)))
-    return results
+    return [("literal", literal_result(atom)) if isinstance(atom, Literal)
+            else ("buffer", (plan.locations[atom], atom)) for atom in graph.outputs]
 
 
 def _cost(schedule: Schedule) -> dict[str, float]:
     from ember.passes.analysis import cost_of_graph
 
-    graph = schedule.graph
-    traffic = 0.0
-    for group in schedule.groups:
-        traffic += sum(v.aval.nbytes for v in group.reads())
-        traffic += sum(v.aval.nbytes for v in group.writes())
-    return {"flops": cost_of_graph(graph)["flops"], "bytes accessed": traffic}
+    traffic = sum(v.aval.nbytes for group in schedule.groups
+                  for v in [*group.reads(), *group.writes()])
+    return {"flops": cost_of_graph(schedule.graph)["flops"], "bytes accessed": float(traffic)}
 
 
 def _memory(plan: BufferPlan, inputs: list[Var], outputs: list[Var]) -> dict[str, int]:

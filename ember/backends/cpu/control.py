@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ember.backends.cpu.executable import LoopFrame
+from ember.backends.cpu.executable import LoopFrame, contiguous
 from ember.backends.cpu.launcher import Loops, ready_loops
 from ember.ir.graph import Eqn, Graph
 
@@ -46,9 +46,9 @@ def _while(params: dict, compile_graph: Compile) -> Runner:
         if native is not None:
             loops, (cond_frame, body_frame) = native
             for index, value in enumerate(cond_consts):
-                cond_frame.set_argument(index, _array(value))
+                cond_frame.set_argument(index, contiguous(value))
             for index, value in enumerate(body_consts):
-                body_frame.set_argument(index, _array(value))
+                body_frame.set_argument(index, contiguous(value))
             carries = _Carries(carry, carry_avals, body_frame)
             count = loops.while_(
                 cond_frame.address, cond_frame.pointers.ctypes.data, 1 + n_cond,
@@ -73,13 +73,13 @@ def _scan(params: dict, compile_graph: Compile) -> Runner:
     def run(values: Sequence[Any]) -> list:
         consts = list(values[:n_consts])
         carry = list(values[n_consts:n_consts + n_carry])
-        xs = [_array(x) for x in values[n_consts + n_carry:]]
+        xs = [contiguous(x) for x in values[n_consts + n_carry:]]
         ys = [np.empty((length, *a.shape), a.dtype) for a in ys_avals]
         native = _native_frames(body)
         if native is not None:
             loops, (frame,) = native
             for index, value in enumerate(consts):
-                frame.set_argument(index, _array(value))
+                frame.set_argument(index, contiguous(value))
             carries = _Carries(carry, carry_avals, frame)
             count = loops.scan(
                 frame.address, frame.pointers.ctypes.data, length, int(reverse), n_carry,
@@ -149,11 +149,6 @@ class _Owned(int):
         owned = super().__new__(cls, array.ctypes.data if array.size else 0)
         owned.array = array
         return owned
-
-
-def _array(value: Any) -> np.ndarray:
-    array = np.asarray(value)
-    return array if array.flags.c_contiguous else np.ascontiguousarray(array)
 
 
 _BUILDERS = {"cond": _cond, "while": _while, "scan": _scan}

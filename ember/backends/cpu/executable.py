@@ -121,7 +121,7 @@ class CpuExecutable(Executable):
         self._address = ctypes.cast(entry, ctypes.c_void_p).value
         self._layout = layout
         self._program = program
-        self._constants = [_contiguous(c) for c in constants]
+        self._constants = [contiguous(c) for c in constants]
         self._output_avals = [(a.shape, a.dtype, a.nbytes) for a in output_avals]
         self._host_slots = [None] * layout.host
         self._results = results
@@ -147,7 +147,7 @@ class CpuExecutable(Executable):
         if self._launch is None:  # the launcher may have been built since
             self._set_launcher(ready_launcher())
         if self._simple:  # one native call, no temporaries: the common small function
-            arrays = [None, *map(_contiguous, buffers), *self._constants,
+            arrays = [None, *map(contiguous, buffers), *self._constants,
                       *[POOL.empty(*spec) for spec in self._output_avals]]
             self._launch(self._address, arrays, 0)
             return [arrays[slot] if slot is not None else literal
@@ -155,7 +155,7 @@ class CpuExecutable(Executable):
         owned = self._arena_lock.acquire(blocking=False)
         arena = self._arena if owned else np.empty(self._arena_bytes, np.uint8)
         try:
-            arrays = [arena, *map(_contiguous, buffers), *self._constants,
+            arrays = [arena, *map(contiguous, buffers), *self._constants,
                       *[POOL.empty(*spec) for spec in self._output_avals],
                       *self._host_slots]
             call = _Call(arrays, self._layout)
@@ -239,7 +239,7 @@ class CpuExecutable(Executable):
         for var, value, location in zip(eqn.outputs, results, host.outputs):
             if location is None:
                 continue
-            array = _contiguous(as_numpy(value, var.aval.dtype))
+            array = contiguous(as_numpy(value, var.aval.dtype))
             if np.may_share_memory(array, call.arrays[0]):
                 array = array.copy()
             call.set(location, array)
@@ -254,8 +254,9 @@ class CpuExecutable(Executable):
         return array
 
 
-def _contiguous(buffer: Any) -> np.ndarray:
-    """A C-contiguous array (``np.ascontiguousarray`` would make 0-d arrays 1-d)."""
+def contiguous(buffer: Any) -> np.ndarray:
+    """``buffer`` as a C-contiguous array of its own shape (``np.ascontiguousarray``
+    would make a 0-d array 1-d)."""
     array = buffer if buffer.__class__ is np.ndarray else np.asarray(buffer)
     if not array.flags.c_contiguous:
         array = np.asarray(array, order="C")

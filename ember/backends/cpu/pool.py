@@ -50,10 +50,6 @@ class BufferPool:
                 self._free.setdefault(nbytes, []).append(raw)
                 self._cached += nbytes
 
-    @property
-    def cached_bytes(self) -> int:
-        return self._cached
-
 
 def _address(raw: bytearray) -> int:
     return np.frombuffer(raw, np.uint8, count=1).ctypes.data

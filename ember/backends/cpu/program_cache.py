@@ -31,11 +31,12 @@ from typing import Any
 
 import numpy as np
 
+from ember.backends.cpu.executable import contiguous
 from ember.compiler.c_module import Layout
 from ember.core import dtypes
 from ember.core.abstract import ShapedArray
 from ember.errors import EmberTypeError
-from ember.ir.graph import Graph, Var
+from ember.ir.graph import Graph, Var, subgraphs
 from ember.passes.memory import Location
 from ember.runtime.compile_cache import default_cache, key_of
 
@@ -106,7 +107,7 @@ def _constants_digest(graph: Graph) -> str | None:
     digest = hashlib.sha256()
     total = 0
     for value in _constants(graph):
-        array = _contiguous(value)
+        array = contiguous(value)
         total += array.nbytes
         if total > _MAX_HASHED_CONSTANT_BYTES or array.dtype == object:
             return None
@@ -118,17 +119,8 @@ def _constants_digest(graph: Graph) -> str | None:
 def _constants(graph: Graph):
     yield from graph.constvals
     for eqn in graph.eqns:
-        for value in eqn.params.values():
-            for nested in _graphs_in(value):
-                yield from _constants(nested)
-
-
-def _graphs_in(value: Any):
-    if isinstance(value, Graph):
-        yield value
-    elif isinstance(value, (tuple, list)):
-        for item in value:
-            yield from _graphs_in(item)
+        for nested in subgraphs(eqn.params):
+            yield from _constants(nested)
 
 
 @functools.cache
@@ -267,16 +259,9 @@ def _from_aval(data: dict) -> ShapedArray:
 
 
 def _array(value: np.ndarray) -> dict:
-    array = _contiguous(value)
+    array = contiguous(value)
     return {**_aval(ShapedArray(array.shape, array.dtype)),
             "data": base64.b64encode(array.reshape(-1).view(np.uint8)).decode("ascii")}
-
-
-def _contiguous(value: Any) -> np.ndarray:
-    """``value`` as a C-contiguous array of its own shape (``np.ascontiguousarray`` makes
-    a 0-d array 1-d: a scalar literal result came back from an entry as shape (1,))."""
-    array = np.asarray(value)
-    return np.ascontiguousarray(array).reshape(array.shape)
 
 
 def _from_array(data: dict, read_only: bool = False) -> np.ndarray:

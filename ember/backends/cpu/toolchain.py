@@ -16,6 +16,7 @@ import json
 import os
 import shlex
 import shutil
+import site
 import subprocess
 import sys
 import tempfile
@@ -123,8 +124,8 @@ class ProbeStats:
 
 probe_stats = ProbeStats()
 
-_PROBE_FORMAT = "ember-probe/1"  # bump when _run_probes or the entry layout changes
-_PROBE_FOLDER = "toolchain"
+_PROBE_FORMAT = "ember-probe/2"  # bump when _run_probes or the entry layout changes
+_PROBE_SUFFIX = ".probe"  # (JSON entries of the compile cache)
 # Environment variables that change what the compiler driver finds (headers, libraries,
 # its own sub-programs), and so the OpenMP probe's answer.
 _PROBE_ENV = ("COMPILER_PATH", "GCC_EXEC_PREFIX", "CPATH", "C_INCLUDE_PATH",
@@ -139,19 +140,28 @@ def _probe(cc: str) -> tuple[str, str, bool]:
     """(first line of --version, target ISA identity, whether -fopenmp works).
 
     Running the compiler costs tens of milliseconds per process, so the answer is also
-    kept on disk, in the compile cache directory, keyed by what determines it (see
-    ``_probe_key``); an entry that does not check out is ignored and probed again.
+    kept on disk, in the compile cache, keyed by what determines it (see ``_probe_key``);
+    an entry that does not check out is discarded and probed again.
     """
     key = _probe_key(cc)
-    path = _probe_entry_path(key) if key is not None else None
+    if key is None:
+        return _run_probes(cc)
+    cache, entry = default_cache(), key_of([key], _PROBE_SUFFIX)
+    path = cache.find(entry, _PROBE_SUFFIX)
     if path is not None:
-        cached = _read_probe_entry(path, key)
-        if cached is not None:
-            probe_stats.disk_hits += 1
-            return cached
+        try:
+            version, target_isa, openmp = json.loads(path.read_text(encoding="utf-8"))
+            if (isinstance(version, str) and isinstance(target_isa, str)
+                    and isinstance(openmp, bool)):
+                probe_stats.disk_hits += 1
+                return version, target_isa, openmp
+        except (OSError, ValueError, TypeError):
+            pass
+        cache.discard(entry, _PROBE_SUFFIX)
     result = _run_probes(cc)
-    if path is not None:
-        _write_probe_entry(path, key, result)
+    text = json.dumps(result)
+    with contextlib.suppress(OSError):  # (not stored: probed again next time)
+        cache.get_or_build([key], _PROBE_SUFFIX, lambda tmp: tmp.write_text(text))
     return result
 
 
@@ -209,59 +219,6 @@ def _probe_key(cc: str) -> str | None:
     parts = [_PROBE_FORMAT, cc, real, str(info.st_size), str(info.st_mtime_ns), cpu,
              *(f"{name}={os.environ.get(name, '')}" for name in _PROBE_ENV)]
     return hash_key(parts)
-
-
-def _probe_entry_path(key: str) -> Path | None:
-    try:
-        return default_cache().directory / _PROBE_FOLDER / f"{key}.json"
-    except OSError:
-        return None
-
-
-def _probe_digest(key: str, version: str, target_isa: str, openmp: bool) -> str:
-    return hash_key([_PROBE_FORMAT, key, version, target_isa, "1" if openmp else "0"])
-
-
-def _read_probe_entry(path: Path, key: str) -> tuple[str, str, bool] | None:
-    """The probe answers stored at ``path``, or None when missing, damaged or not for ``key``."""
-    try:
-        if path.stat().st_size > 65536:
-            return None
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict):
-        return None
-    version, target_isa, openmp = data.get("version"), data.get("target_isa"), data.get("openmp")
-    if (data.get("format") != _PROBE_FORMAT or data.get("key") != key
-            or not isinstance(version, str) or not isinstance(target_isa, str)
-            or not isinstance(openmp, bool) or not version or not target_isa
-            or data.get("digest") != _probe_digest(key, version, target_isa, openmp)):
-        return None
-    return version, target_isa, openmp
-
-
-def _write_probe_entry(path: Path, key: str, result: tuple[str, str, bool]) -> None:
-    """Store the answers atomically (temp file, rename; the digest catches what a machine
-    crash might leave); failures are ignored."""
-    version, target_isa, openmp = result
-    text = json.dumps({"format": _PROBE_FORMAT, "key": key, "version": version,
-                       "target_isa": target_isa, "openmp": openmp,
-                       "digest": _probe_digest(key, version, target_isa, openmp)})
-    tmp = None
-    try:
-        path.parent.mkdir(mode=0o700, exist_ok=True)
-        fd, name = tempfile.mkstemp(prefix=f".{key}.", suffix=".tmp", dir=path.parent)
-        tmp = Path(name)
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            file.write(text)
-        os.replace(tmp, path)
-        tmp = None
-    except OSError:
-        pass
-    finally:
-        if tmp is not None:
-            tmp.unlink(missing_ok=True)
 
 
 def _run(command: Sequence[str], cwd: str | None = None) -> subprocess.CompletedProcess:
@@ -415,7 +372,7 @@ def _mkl() -> BlasInfo | None:
     installed or does not load. The wheel puts it in the ``lib`` folder of the
     installation prefix (there is no Python package). Generated code opens it when it
     loads (include/ember_blas.h): linking it would cost ~0.1 s per module."""
-    for prefix in dict.fromkeys([sys.prefix, sys.base_prefix, _user_base()]):
+    for prefix in dict.fromkeys([sys.prefix, sys.base_prefix, site.getuserbase()]):
         found = sorted((Path(prefix) / "lib").glob("libmkl_rt.so.*"))
         if not found:
             continue
@@ -439,12 +396,6 @@ def _mkl() -> BlasInfo | None:
             version=f"mkl {version}",
         )
     return None
-
-
-def _user_base() -> str:
-    import site
-
-    return site.getuserbase()
 
 
 def _wheel_version(package: Path) -> str:
@@ -602,9 +553,10 @@ def _run_compiler(cc: str, units: Sequence[str], name: str, compile_flags: Seque
                 if result.returncode < 0:
                     raise CompileError(f"the C compiler was stopped (signal {-result.returncode})")
                 if result.returncode != 0:
-                    failed = unit if len(commands) > 1 else "\n".join(units)
-                    saved = default_cache().keep_failed_source(failed, name)
-                    raise CompileError(_failure_message(name, command, result, saved))
+                    raise default_cache().rejected(
+                        f"the C compiler rejected the generated kernel {name!r} (exit code "
+                        f"{result.returncode})", unit if len(commands) > 1 else "\n".join(units),
+                        name, ".c", f"command: {shlex.join(command)}", _compiler_output(result))
     if config.log_enabled("compile"):
         print(f"ember: cc {name} {time.perf_counter() - start:.3f} s", file=sys.stderr)
 
@@ -671,20 +623,12 @@ def stop_compilers() -> None:
                 pass
 
 
-def _failure_message(name: str, command: Sequence[str], result: subprocess.CompletedProcess,
-                     saved: Path) -> str:
-    output = (result.stderr or result.stdout or "").strip()
-    lines = output.splitlines()
+def _compiler_output(result: subprocess.CompletedProcess) -> str:
+    """What the compiler printed, cut to ``_MAX_ERROR_LINES`` and ``_MAX_ERROR_CHARS``."""
+    lines = (result.stderr or result.stdout or "").strip().splitlines()
     if len(lines) > _MAX_ERROR_LINES:
         lines = lines[:_MAX_ERROR_LINES] + [f"... ({len(lines) - _MAX_ERROR_LINES} more lines)"]
-    trimmed = "\n".join(lines)[:_MAX_ERROR_CHARS]
-    return (
-        f"the C compiler rejected the generated kernel {name!r} (exit code {result.returncode}).\n"
-        f"This is a bug in Ember: please report it with the saved source.\n"
-        f"  source: {saved}\n"
-        f"  command: {shlex.join(command)}\n"
-        f"compiler output:\n{trimmed}"
-    )
+    return "\n".join(lines)[:_MAX_ERROR_CHARS]
 
 
 _libraries: dict[str, ctypes.CDLL] = {}

@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ember.codegen.gemm import GemmPlan, Matrix
+from ember.codegen.gemm import GemmPlan, Matrix, collapse
 
 _OP_N, _OP_T = 0, 1  # cublasOperation_t
 CUDA_R_32F, CUDA_R_16BF = 0, 14  # cudaDataType_t
@@ -62,10 +62,10 @@ def cublas_gemm(plan: GemmPlan) -> CublasGemm | None:
     if plan.dtype not in _FUNCTIONS or 0 in (plan.m, plan.n, plan.k, batch):
         return None
     out = plan.output
-    strides = [_batch_stride(plan.batch, matrix.batch_strides)
-               for matrix in (plan.a, plan.b, out)]
-    if None in strides:
+    batches = [collapse(plan.batch, matrix.batch_strides) for matrix in (plan.a, plan.b, out)]
+    if None in batches:  # (the flattened batch axes need one stride per operand)
         return None
+    strides = [stride for _, stride in batches]
     function, scalar = _FUNCTIONS[plan.dtype]
     return CublasGemm(
         function, scalar, transa=_op(plan.b), transb=_op(plan.a), m=plan.n, n=plan.m, k=plan.k,
@@ -78,15 +78,6 @@ def _op(matrix: Matrix) -> int:
     # A row-major matrix seen column-major is its transpose: the untransposed operand
     # already is what the swapped product needs.
     return _OP_T if matrix.transposed else _OP_N
-
-
-def _batch_stride(extents: tuple[int, ...], strides: tuple[int, ...]) -> int | None:
-    """One element stride over the row-major flattened batch axes, or None."""
-    kept = [(n, s) for n, s in zip(extents, strides) if n != 1]
-    for (_, outer), (inner_extent, inner) in zip(kept, kept[1:]):
-        if outer != inner * inner_extent:
-            return None
-    return kept[-1][1] if kept else 0
 
 
 @functools.cache

@@ -7,7 +7,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-from ember.errors import BackendUnavailableError, CompileError
+from ember.errors import BackendUnavailableError
 from ember.runtime.compile_cache import default_cache
 
 DEFAULT_ARCH = "sm_90"  # H200 / H100: the target when no GPU says otherwise
@@ -96,12 +96,9 @@ def _compile(source: str, name: str, arch: str) -> tuple[bytes, bytes]:
         options = [o.encode() for o in _options(arch)]
         result = nvrtc.nvrtcCompileProgram(program, len(options), options)[0]
         if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            saved = default_cache().keep_failed_source(source, name, ".cu")
-            raise CompileError(
-                f"NVRTC rejected the generated program {name!r} for {arch}.\n"
-                f"This is a bug in Ember: please report it with the saved source.\n"
-                f"  source: {saved}\n  options: {b' '.join(options).decode()}\n"
-                f"compiler output:\n{_log(nvrtc, program)}")
+            raise default_cache().rejected(
+                f"NVRTC rejected the generated program {name!r} for {arch}", source, name,
+                ".cu", f"options: {b' '.join(options).decode()}", _log(nvrtc, program))
         ptx = _read(nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX, program)
         cubin = _read(nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN, program) \
             if arch.startswith("sm_") else b""

@@ -63,10 +63,6 @@ class DeviceBuffer:
         host.flags.writeable = False
         return cls(runtime, host.shape, host.dtype, host=host)
 
-    @property
-    def nbytes(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
-
     def memory(self) -> Any:
         """The device memory, uploaded from the host copy on first use."""
         if self._memory is None:

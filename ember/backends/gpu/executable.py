@@ -19,6 +19,7 @@ from ember.backends.gpu.program import DeviceProgram, Launch
 from ember.errors import BackendUnavailableError
 from ember.ir.graph import Eqn, Literal, Var
 from ember.ir.interpreter import as_numpy, reference_apply
+from ember.passes.analysis import last_uses
 
 
 class DeviceExecutable(Executable):
@@ -68,13 +69,8 @@ class DeviceExecutable(Executable):
 def _last_uses(program: DeviceProgram) -> list[list[Var]]:
     """Per step, the values no later step touches and the program does not return."""
     returned = {a for a in program.optimized.outputs if isinstance(a, Var)}
-    last: dict[Var, int] = {}
-    for index, use in enumerate(program.step_uses()):
-        for atom in [*use.reads, *use.writes]:
-            if isinstance(atom, Var):
-                last[atom] = index
     dead: list[list[Var]] = [[] for _ in program.steps]
-    for var, index in last.items():
+    for var, index in last_uses(program.step_uses()).items():
         if var not in returned:
             dead[index].append(var)
     return dead

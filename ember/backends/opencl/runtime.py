@@ -15,7 +15,6 @@ from ember.backends.gpu.memory import MemoryStats
 from ember.codegen.gemm import GemmPlan
 from ember.codegen.gpu import LaunchShape
 from ember.config import config
-from ember.errors import CompileError
 from ember.runtime.compile_cache import default_cache
 
 _CACHE_FORMAT = "ember-opencl/1"  # bump when the way programs are built changes
@@ -110,12 +109,9 @@ class OpenCLRuntime:
                 warnings.simplefilter("ignore", cl.CompilerWarning)
                 return cl.Program(self.context, source).build(options=options)
         except cl.RuntimeError as error:
-            saved = default_cache().keep_failed_source(source, name, ".cl")
-            raise CompileError(
-                f"the OpenCL compiler rejected the generated program {name!r}.\n"
-                f"This is a bug in Ember: please report it with the saved source.\n"
-                f"  source: {saved}\n  options: {shlex.join(options)}\n"
-                f"compiler output:\n{error}") from None
+            raise default_cache().rejected(
+                f"the OpenCL compiler rejected the generated program {name!r}", source, name,
+                ".cl", f"options: {shlex.join(options)}", str(error)) from None
 
 
 class OpenCLModule:

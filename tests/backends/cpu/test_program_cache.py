@@ -63,7 +63,7 @@ def run(fun, *args):
 
 
 def entries(cache_dir: Path) -> list[Path]:
-    return sorted(cache_dir.glob("??/*.json"))  # (toolchain/ holds the compiler probes)
+    return sorted(cache_dir.glob("??/*.json"))
 
 
 def test_a_second_compile_runs_no_pass(cache_dir, passes):

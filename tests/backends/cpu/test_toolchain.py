@@ -3,6 +3,7 @@ ctypes, compiler errors, BLAS linking."""
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import json
 import os
 import re
@@ -16,6 +17,7 @@ import pytest
 from ember.backends.cpu import toolchain
 from ember.config import config
 from ember.errors import BackendUnavailableError, CompileError
+from ember.runtime import compile_cache
 from ember.runtime.compile_cache import default_cache
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -97,11 +99,15 @@ def test_everything_that_changes_the_binary_changes_the_key(cache_dir):
 CHILD = """
 import json, sys
 from ember.backends.cpu import toolchain
+from ember.runtime import compile_cache
 from ember.runtime.compile_cache import default_cache
-path = toolchain.compile_shared_library(sys.argv[1], name="add")
+toolchain.find_toolchain()  # (first: the compiler probes are entries of the cache too)
 stats = default_cache().stats
-print(json.dumps({"path": str(path), "disk_hits": stats.disk_hits,
-                  "disk_misses": stats.disk_misses, "sum": toolchain.load_library(path).add(1, 2)}))
+hits, misses = stats.disk_hits, stats.disk_misses
+path = toolchain.compile_shared_library(sys.argv[1], name="add")
+print(json.dumps({"path": str(path), "disk_hits": stats.disk_hits - hits,
+                  "disk_misses": stats.disk_misses - misses,
+                  "sum": toolchain.load_library(path).add(1, 2)}))
 """
 
 
@@ -338,7 +344,7 @@ def test_a_second_process_reuses_the_compiler_probes(cache_dir):
     expected = {"version": found.version, "target_isa": found.target_isa, "openmp": found.openmp}
     first = _probe_in_child(cache_dir)
     assert first == {**expected, "runs": 1, "disk_hits": 0}
-    assert len(list((cache_dir / "toolchain").glob("*.json"))) == 1
+    assert len(list(cache_dir.glob("??/*.probe"))) == 1
     second = _probe_in_child(cache_dir)
     assert second == {**expected, "runs": 0, "disk_hits": 1}
 
@@ -349,25 +355,28 @@ def _fresh_probe(cc):
     return result, toolchain.probe_stats.runs - runs, toolchain.probe_stats.disk_hits - hits
 
 
-@pytest.mark.parametrize("damage", ["garbage", "truncated", "tampered", "other_key", "empty"])
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "tampered", "wrong_types", "empty"])
 def test_a_damaged_probe_entry_is_probed_again(cache_dir, damage):
     cc = toolchain.find_toolchain().cc
     expected, runs, hits = _fresh_probe(cc)
     assert (runs, hits) == (1, 0)
     assert _fresh_probe(cc) == (expected, 0, 1)
-    [entry] = (cache_dir / "toolchain").glob("*.json")
+    [entry] = cache_dir.glob("??/*.probe")
     text = entry.read_text()
     data = json.loads(text)
     if damage == "garbage":
         entry.write_bytes(b"\x00\xffnot json")
     elif damage == "truncated":
         entry.write_text(text[: len(text) // 2])
-    elif damage == "tampered":  # valid JSON, but the digest no longer matches
-        entry.write_text(json.dumps({**data, "target_isa": "x86_64-linux-gnu planted"}))
-    elif damage == "other_key":
-        entry.write_text(json.dumps({**data, "key": "0" * 64}))
+    elif damage == "tampered":  # valid JSON, but the content hash no longer matches
+        entry.write_text(json.dumps([data[0], "x86_64-linux-gnu planted", data[2]]))
+    elif damage == "wrong_types":  # what a valid entry of another layout could hold
+        entry.write_text(json.dumps({"version": data[0]}))
+        entry.with_suffix(".sha256").write_text(
+            hashlib.sha256(entry.read_bytes()).hexdigest())
     else:
         entry.write_text("")
+    compile_cache._default_cache = None  # as in a later process: nothing checked yet
     assert _fresh_probe(cc) == (expected, 1, 0)
     assert json.loads(entry.read_text()) == data  # rewritten, valid again
     assert _fresh_probe(cc) == (expected, 0, 1)
