@@ -47,6 +47,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--sharded", action="store_true",
                         help="instead of the suite: data-parallel train steps on 1, 2 and 8 "
                              "CPU devices against JAX's (ember.bench.sharded)")
+    parser.add_argument("--distributed", action="store_true",
+                        help="instead of the suite: all-reduce across 2 and 4 processes, "
+                             "Ember against mpi4py (takes its own options)")
     return parser
 
 
@@ -59,8 +62,6 @@ def main(argv: list[str] | None = None) -> int:
 
         return distributed.main([a for a in given if a != "--distributed"])
     parser = _parser()
-    parser.add_argument("--distributed", action="store_true",
-                        help="all-reduce across 2 and 4 processes, Ember vs mpi4py")
     args = parser.parse_args(argv)
     if args.sharded:
         from ember.bench import sharded  # (not at import: it runs as `python -m` children)
