@@ -29,6 +29,7 @@ import atexit
 import contextlib
 import fcntl
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -38,7 +39,7 @@ import threading
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from ember.config import config
 from ember.errors import CompileError
@@ -195,6 +196,28 @@ class CompileCache:
             with _exclusive_lock(entry.lock):
                 entry.sidecar.unlink(missing_ok=True)  # first: the entry is invalid from here
                 entry.artifact.unlink(missing_ok=True)
+
+    def answer(self, key_parts: Sequence[str | bytes], suffix: str, compute: Callable[[], Any],
+               valid: Callable[[Any], bool]) -> tuple[Any, bool]:
+        """A probe's answer kept as a JSON entry: (the stored answer, True) if one is
+        stored and ``valid``, else (``compute()``, False), stored for later processes. An
+        entry that does not check out is discarded; a store that fails is skipped (the
+        next process probes again)."""
+        key = key_of(key_parts, suffix)
+        path = self.find(key, suffix)
+        if path is not None:
+            try:
+                stored = json.loads(path.read_text(encoding="utf-8"))
+                if valid(stored):
+                    return stored, True
+            except (OSError, ValueError, TypeError):
+                pass
+            self.discard(key, suffix)
+        result = compute()
+        text = json.dumps(result)
+        with contextlib.suppress(OSError):
+            self.get_or_build(key_parts, suffix, lambda tmp: tmp.write_text(text))
+        return result, False
 
     def artifact_path(self, key_parts: Sequence[str | bytes], suffix: str) -> Path:
         """Where the artifact for ``key_parts`` lives on disk (whether or not it exists)."""

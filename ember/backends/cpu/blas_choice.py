@@ -20,12 +20,8 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import json
-import os
-import tempfile
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -44,7 +40,7 @@ PROBE_SHAPES = {"wide": ((384, 384, 384), (256, 784, 256)), "narrow": ((1024, 51
 PROBE_ROUNDS = 7  # best of, candidates interleaved (a busy neighbour slows all alike)
 OWN = "ember"
 _FORMAT = "ember-blas-choice/1"  # bump when the probe or the entry layout changes
-_FOLDER = "toolchain"
+_SUFFIX = ".blas-rates"  # (JSON entries of the compile cache)
 
 _PROBE_SOURCE = """
 #include "ember_gemm.h"
@@ -109,63 +105,24 @@ def auto_choice(candidates: dict[str, BlasInfo], threads: int, target_isa: str,
 
 @functools.lru_cache(maxsize=None)
 def _rates(key: str, candidates: tuple[tuple[str, BlasInfo], ...], threads: int) -> Rates:
-    path = _entry_path(key)
-    if path is not None:
-        cached = read_entry(path, key)
-        if cached is not None:
-            probe_stats.disk_hits += 1
-            return cached
-    rates = _measure(dict(candidates), threads)
-    if path is not None:
-        write_entry(path, key, rates)
+    try:
+        cache = default_cache()
+    except OSError:  # (no cache directory: measured in every process)
+        return _measure(dict(candidates), threads)
+    rates, stored = cache.answer([_FORMAT, key], _SUFFIX,
+                                 lambda: _measure(dict(candidates), threads), is_rates)
+    if stored:
+        probe_stats.disk_hits += 1
     return rates
 
 
-def _entry_path(key: str) -> Path | None:
-    try:
-        return default_cache().directory / _FOLDER / f"blas-{key}.json"
-    except OSError:
-        return None
-
-
-def read_entry(path: Path, key: str) -> Rates | None:
-    """The rates stored at ``path``; None when missing, damaged or for another key."""
-    try:
-        if path.stat().st_size > 65536:
-            return None
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict) or data.get("format") != _FORMAT or data.get("key") != key:
-        return None
-    rates = data.get("rates")
-    if not isinstance(rates, dict) or set(rates) != set(CLASS_BITS):
-        return None
-    for by_name in rates.values():
-        if not isinstance(by_name, dict) or not by_name or not all(
-                isinstance(rate, (int, float)) and rate >= 0 for rate in by_name.values()):
-            return None
-    return rates
-
-
-def write_entry(path: Path, key: str, rates: Rates) -> None:
-    """Store the rates atomically (temp file, rename); failures are ignored (the probe
-    then runs again in the next process)."""
-    text = json.dumps({"format": _FORMAT, "key": key, "rates": rates})
-    tmp = None
-    try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(prefix=f".{key}.", suffix=".tmp", dir=path.parent)
-        tmp = Path(name)
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            file.write(text)
-        os.replace(tmp, path)
-        tmp = None
-    except OSError:
-        pass
-    finally:
-        if tmp is not None:
-            tmp.unlink(missing_ok=True)
+def is_rates(stored: object) -> bool:
+    """Whether a stored entry is a table of rates: GFLOP/s by library, for every class."""
+    if not isinstance(stored, dict) or set(stored) != set(CLASS_BITS):
+        return False
+    return all(isinstance(by_name, dict) and by_name and all(
+                   isinstance(rate, (int, float)) and rate >= 0 for rate in by_name.values())
+               for by_name in stored.values())
 
 
 def _measure(candidates: dict[str, BlasInfo], threads: int) -> Rates:

@@ -25,7 +25,7 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 from ember.config import config
 from ember.errors import BackendUnavailableError, CompileError
@@ -146,23 +146,17 @@ def _probe(cc: str) -> tuple[str, str, bool]:
     key = _probe_key(cc)
     if key is None:
         return _run_probes(cc)
-    cache, entry = default_cache(), key_of([key], _PROBE_SUFFIX)
-    path = cache.find(entry, _PROBE_SUFFIX)
-    if path is not None:
-        try:
-            version, target_isa, openmp = json.loads(path.read_text(encoding="utf-8"))
-            if (isinstance(version, str) and isinstance(target_isa, str)
-                    and isinstance(openmp, bool)):
-                probe_stats.disk_hits += 1
-                return version, target_isa, openmp
-        except (OSError, ValueError, TypeError):
-            pass
-        cache.discard(entry, _PROBE_SUFFIX)
-    result = _run_probes(cc)
-    text = json.dumps(result)
-    with contextlib.suppress(OSError):  # (not stored: probed again next time)
-        cache.get_or_build([key], _PROBE_SUFFIX, lambda tmp: tmp.write_text(text))
-    return result
+    answer, stored = default_cache().answer([key], _PROBE_SUFFIX, lambda: _run_probes(cc),
+                                            _is_probe_answer)
+    if stored:
+        probe_stats.disk_hits += 1
+    version, target_isa, openmp = answer
+    return version, target_isa, openmp
+
+
+def _is_probe_answer(stored: Any) -> bool:
+    return (isinstance(stored, list) and len(stored) == 3 and isinstance(stored[0], str)
+            and isinstance(stored[1], str) and isinstance(stored[2], bool))
 
 
 def _run_probes(cc: str) -> tuple[str, str, bool]:

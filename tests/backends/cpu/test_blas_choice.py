@@ -3,6 +3,7 @@ link for each decision, and a mixed module's products against NumPy (no timings 
 asserted: the probe's rates are whatever this host measured)."""
 from __future__ import annotations
 
+import hashlib
 import json
 
 import numpy as np
@@ -13,6 +14,7 @@ import ember.numpy as enp
 from ember.backends.cpu import blas_choice, ember_gemm, toolchain
 from ember.backends.cpu.blas_choice import ALL_CLASSES, Choice, decide
 from ember.config import config
+from ember.runtime import compile_cache
 from tests.backends.cpu.cpu_testing import requires_cpu
 
 
@@ -74,8 +76,9 @@ def fake_probe(monkeypatch, tmp_path):
     monkeypatch.setattr(blas_choice, "_measure", measure)
     blas_choice._rates.cache_clear()
     with config.override(cache_dir=str(tmp_path / "cache")):
-        yield calls, tmp_path / "cache" / "toolchain"
+        yield calls, tmp_path / "cache"
     blas_choice._rates.cache_clear()
+    compile_cache._default_cache = None
 
 
 def choose(threads: int = 2, openblas: str = "0.3") -> Choice:
@@ -87,8 +90,8 @@ def test_rates_are_measured_once_and_kept_on_disk(fake_probe):
     calls, folder = fake_probe
     assert choose() == Choice("openblas", 1)
     assert calls == [(["ember", "openblas"], 2)]
-    [entry] = folder.glob("blas-*.json")
-    assert json.loads(entry.read_text())["rates"]["wide"] == {"ember": 300.0, "openblas": 250.0}
+    [entry] = folder.glob("??/*.blas-rates")
+    assert json.loads(entry.read_text())["wide"] == {"ember": 300.0, "openblas": 250.0}
     blas_choice._rates.cache_clear()  # (a new process)
     hits = blas_choice.probe_stats.disk_hits
     assert choose() == Choice("openblas", 1)
@@ -100,28 +103,31 @@ def test_what_decides_the_rates_is_in_the_key(fake_probe):
     choose()
     choose(threads=1)
     choose(openblas="0.4")  # an upgraded BLAS is measured again
-    assert len(calls) == 3 and len(list(folder.glob("blas-*.json"))) == 3
+    assert len(calls) == 3 and len(list(folder.glob("??/*.blas-rates"))) == 3
 
 
 @pytest.mark.parametrize("damage", [
-    "not json", json.dumps([1]), json.dumps({"format": "ember-blas-choice/1"}),
-    "negative", "missing class"])
+    "not json", json.dumps([1]), json.dumps({"wide": {}}), "negative", "missing class"])
 def test_a_damaged_entry_is_measured_again(fake_probe, damage):
+    """Damaged on disk (the content hash fails), or a valid entry of another layout."""
     calls, folder = fake_probe
     choose()
-    [entry] = folder.glob("blas-*.json")
+    [entry] = folder.glob("??/*.blas-rates")
     data = json.loads(entry.read_text())
     if damage == "negative":
-        data["rates"]["wide"]["ember"] = -1
+        data["wide"]["ember"] = -1
         damage = json.dumps(data)
     elif damage == "missing class":
-        del data["rates"]["narrow"]
+        del data["narrow"]
         damage = json.dumps(data)
     entry.write_text(damage)
+    if damage != "not json":  # (hashed as if valid: only the layout check refuses it)
+        entry.with_suffix(".sha256").write_text(hashlib.sha256(entry.read_bytes()).hexdigest())
     blas_choice._rates.cache_clear()
+    compile_cache._default_cache = None  # (a new process: nothing checked yet)
     assert choose() == Choice("openblas", 1)
     assert len(calls) == 2
-    assert json.loads(entry.read_text())["rates"]["narrow"]["openblas"] == 50.0  # rewritten
+    assert json.loads(entry.read_text())["narrow"]["openblas"] == 50.0  # rewritten
 
 
 @pytest.fixture
