@@ -79,7 +79,8 @@ FLAGS: dict[str, Flag] = {
              "'mkl' (the mkl wheel), 'ember' (Ember's own GEMM, built for the host's "
              "vector ISA), or 'auto': per shape class, whichever of those is installed ran "
              "fastest on this host in a short probe (kept in the compile cache), once "
-             "Ember's GEMM is built (by 'ember' or `ember bench`); MKL or OpenBLAS before."),
+             "Ember's GEMM is built (in the background on first use); MKL or OpenBLAS "
+             "before."),
         Flag("profile", False, _parse_bool,
              "Compile native CPU programs to count the calls and time of every kernel; "
              "read them with compiled.profile()."),

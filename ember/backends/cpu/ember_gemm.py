@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+from ember.backends.cpu.background_build import BackgroundBuild
 from ember.backends.cpu.toolchain import (INCLUDE_DIR, Toolchain, compile_shared_library,
                                           find_shared_library, find_toolchain)
 from ember.runtime.compile_cache import default_cache
@@ -42,6 +43,16 @@ def library_path() -> Path:
 def built_library_path() -> Path | None:
     """The library, if the compile cache holds it already (nothing is built)."""
     return find_shared_library(_units(), name="ember_gemm", extra_flags=FLAGS)
+
+
+def start_building() -> None:
+    """Build the library in the background if the compile cache lacks it, once per
+    process (``blas="auto"`` measures it against the BLAS in a later process)."""
+    _background.start()
+
+
+_background = BackgroundBuild("ember-gemm", find=built_library_path, build=library_path,
+                              load=lambda path: path)
 
 
 @functools.lru_cache(maxsize=None)

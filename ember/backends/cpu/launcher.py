@@ -11,25 +11,21 @@ Python instead.
 """
 from __future__ import annotations
 
-import atexit
 import ctypes
 import os
 import sys
 import sysconfig
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from ember.backends.cpu import toolchain
-from ember.errors import BackendUnavailableError, CompileError
+from ember.backends.cpu.background_build import BackgroundBuild
 
 _SOURCE = Path(__file__).with_name("launcher.c")
 
 Launch = Callable[[int, list, int], int]
-_EXIT_WAIT_S = 1.0
-LAUNCHER_NICE = 10
 
 
 class Loops:
@@ -49,58 +45,14 @@ class Loops:
             function.restype = count
 
 
-class _Build:
-    """The launcher's one build per process: not started, running, or done."""
-
-    def __init__(self) -> None:
-        self.function: Launch | None = None
-        self.loops: Loops | None = None
-        self._started = False
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-
-    def start(self) -> None:
-        """Load the launcher from the compile cache, else build it in the background
-        (a thread started where nothing is to build would only take the GIL from the
-        first compiled call for a switch interval)."""
-        with self._lock:
-            if self._started:
-                return
-            self._started = True
-            try:
-                path = toolchain.find_shared_library(_SOURCE.read_text(), **_build_options())
-            except (BackendUnavailableError, OSError):
-                return
-            if path is not None:
-                self.function, self.loops = _load(path), Loops(path)
-                return
-            self._thread = threading.Thread(target=self._run, name="ember-launcher",
-                                            daemon=True)
-            self._thread.start()
-            atexit.register(self._finish)
-
-    def _finish(self) -> None:
-        """At exit: give a running build a moment to end, then stop its compiler (a
-        compiler left running would leave temporary files behind; a build at a low
-        priority on a busy machine could otherwise hold the exit for seconds)."""
-        self._thread.join(_EXIT_WAIT_S)
-        if self._thread.is_alive():
-            toolchain.stop_compilers()
-            self._thread.join(_EXIT_WAIT_S)
-
-    def wait(self) -> Launch | None:
-        self.start()
-        if self._thread is not None:
-            self._thread.join()
-        return self.function
-
-    def _run(self) -> None:
-        _low_priority()
-        try:
-            path = toolchain.compile_shared_library(_SOURCE.read_text(), **_build_options())
-        except (CompileError, BackendUnavailableError, OSError):
-            return
-        self.function, self.loops = _load(path), Loops(path)
+def _new_build() -> BackgroundBuild[tuple[Launch, Loops]]:
+    """The launcher's build (one per process): the entry point and the native loops."""
+    return BackgroundBuild(
+        "ember-launcher",
+        find=lambda: toolchain.find_shared_library(_SOURCE.read_text(), **_build_options()),
+        build=lambda: toolchain.compile_shared_library(_SOURCE.read_text(),
+                                                       **_build_options()),
+        load=lambda path: (_load(path), Loops(path)))
 
 
 def _build_options() -> dict:
@@ -126,20 +78,7 @@ def _python_include() -> str:
     return sysconfig.get_paths()["include"]
 
 
-def _low_priority() -> None:
-    """Lower this thread's priority, and so that of the compiler it starts (on Linux a
-    nice value belongs to a thread and a child process inherits it): nice 10 leaves the
-    cores to the program's own threads (~10% share against each), yet finishes in about
-    a second beside other busy processes, before a short script's exit gives up on it."""
-    try:
-        thread = threading.get_native_id()
-        if os.getpriority(os.PRIO_PROCESS, thread) < LAUNCHER_NICE:
-            os.setpriority(os.PRIO_PROCESS, thread, LAUNCHER_NICE)
-    except (AttributeError, OSError):
-        pass
-
-
-_build = _Build()
+_build = _new_build()
 
 
 def start_launcher() -> None:
@@ -150,14 +89,15 @@ def start_launcher() -> None:
 def ready_launcher() -> Launch | None:
     """``launch(entry_address, arrays, segment)`` if it is built and loaded, else None
     (still building, or it cannot be built). Never waits."""
-    return _build.function
+    return _build.loaded[0] if _build.loaded is not None else None
 
 
 def ready_loops() -> Loops | None:
     """The native loops, if the launcher is built and loaded, else None. Never waits."""
-    return _build.loops
+    return _build.loaded[1] if _build.loaded is not None else None
 
 
 def launcher() -> Launch | None:
     """The launcher, waiting for its build; None when it cannot be built."""
-    return _build.wait()
+    loaded = _build.wait()
+    return loaded[0] if loaded is not None else None

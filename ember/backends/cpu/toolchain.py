@@ -302,11 +302,13 @@ def _measured_blas(toolchain: Toolchain | None, cache_directory: str,
     """The choice of "auto" for this toolchain, cache and thread count, among each vendor
     BLAS installed and Ember's GEMM (blas_choice.auto_choice).
 
-    Ember's GEMM is a candidate once its library is in the compile cache (built by
-    ``blas="ember"``, ``ember bench``, or here where no BLAS is installed): building it
-    takes seconds, which the first compile of every process with an empty cache (a
-    user's first run, ``ember bench``'s cold compile) would pay. Until then "auto" is the
-    BLAS (MKL where installed, else OpenBLAS), unmeasured."""
+    Ember's GEMM is a candidate once its library is in the compile cache: building it
+    takes seconds, which the first compile of a process with an empty cache (a user's
+    first run, ``ember bench``'s cold compile) must not wait for. So where a BLAS is
+    installed and the library is not built yet, it is built in the background (at a
+    low priority, as the launcher is) and "auto" is the BLAS (MKL where installed, else
+    OpenBLAS), unmeasured, until a later process finds the library, measures once and
+    keeps the rates. Where no BLAS is installed it is built here."""
     from ember.backends.cpu import blas_choice, ember_gemm
 
     vendors = {info.name: info for info in (_mkl(), _openblas()) if info is not None}
@@ -314,6 +316,8 @@ def _measured_blas(toolchain: Toolchain | None, cache_directory: str,
     if toolchain is not None:
         built = ember_gemm.built_library_path()
         own = _ember_gemm(built) if built is not None or not vendors else None
+        if own is None:
+            ember_gemm.start_building()
     candidates = {**vendors, **({blas_choice.OWN: own} if own is not None else {})}
     choice = blas_choice.auto_choice(candidates, threads,
                                      toolchain.target_isa if toolchain else "", _cpu_identity())

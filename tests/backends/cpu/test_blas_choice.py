@@ -144,19 +144,22 @@ def chosen(monkeypatch):
 
 @requires_cpu
 def test_auto_waits_for_embers_library(tmp_path, monkeypatch):
-    """With an empty cache "auto" is the BLAS, unmeasured (nothing built, nothing timed);
-    once Ember's GEMM library is built, the next process measures and chooses."""
+    """With an empty cache "auto" is the BLAS, unmeasured (nothing timed), and Ember's
+    GEMM library starts building in the background; once it is built, the next process
+    measures and chooses."""
     if toolchain._openblas() is None:
         pytest.skip("scipy-openblas32 is not installed")
     monkeypatch.setattr(toolchain, "_mkl", lambda: None)
     monkeypatch.setattr(blas_choice, "_measure", pytest.fail)
+    started = []
+    monkeypatch.setattr(ember_gemm, "start_building", lambda: started.append(True))
     toolchain._measured_blas.cache_clear()
     blas_choice._rates.cache_clear()
     try:
         with config.override(blas="auto", cache_dir=str(tmp_path / "cache")):
             assert toolchain.blas() == toolchain._openblas()
-            assert ember_gemm.built_library_path() is None
-            ember_gemm.library_path()  # (built by blas="ember" or `ember bench`)
+            assert ember_gemm.built_library_path() is None and started == [True]
+            ember_gemm.library_path()  # (what the background build does)
             toolchain._measured_blas.cache_clear()  # (a new process)
             measured = rates({"ember": 300.0, "openblas": 250.0}, {"ember": 1.0, "openblas": 2.0})
             monkeypatch.setattr(blas_choice, "_measure", lambda candidates, threads: measured)

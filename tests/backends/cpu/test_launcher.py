@@ -1,5 +1,6 @@
 """The launcher is built in the background, at a low priority: executables run
-without it until it is ready, then use it; at exit a build still running is stopped."""
+without it until it is ready, then use it; at exit a build still running is stopped
+(background_build.py, which Ember's GEMM library is built by too)."""
 from __future__ import annotations
 
 import os
@@ -13,7 +14,7 @@ from cpu_testing import requires_cpu
 import ember
 import ember.numpy as jnp
 from ember.backends.cpu import executable as cpu_executable
-from ember.backends.cpu import launcher
+from ember.backends.cpu import background_build, launcher
 from ember.errors import CompileError
 
 pytestmark = requires_cpu
@@ -29,9 +30,9 @@ def test_the_launcher_is_built_once_and_then_ready():
 
 def test_a_launcher_in_the_compile_cache_is_loaded_at_once_without_a_thread():
     launcher.launcher()  # built (or found) once
-    build = launcher._Build()
+    build = launcher._new_build()
     build.start()
-    assert build._thread is None and build.function is not None
+    assert build._thread is None and build.loaded is not None
 
 
 def test_an_executable_runs_before_the_launcher_is_ready_and_uses_it_after(monkeypatch):
@@ -59,8 +60,8 @@ def test_the_launcher_compiles_at_a_low_priority_and_may_fail(monkeypatch):
     monkeypatch.setattr(launcher.toolchain, "find_shared_library", lambda *a, **k: None)
     monkeypatch.setattr(launcher.toolchain, "compile_shared_library", compile_library)
     priority = os.getpriority(os.PRIO_PROCESS, 0)
-    assert launcher._Build().wait() is None  # executables keep passing pointers from Python
-    assert seen == [max(priority, launcher.LAUNCHER_NICE)]
+    assert launcher._new_build().wait() is None  # executables keep passing pointers from Python
+    assert seen == [max(priority, background_build.BUILD_NICE)]
     assert os.getpriority(os.PRIO_PROCESS, 0) == priority
 
 
@@ -71,14 +72,14 @@ def test_at_exit_a_build_still_running_is_stopped(monkeypatch, tmp_path):
 
     monkeypatch.setattr(launcher.toolchain, "find_shared_library", lambda *a, **k: None)
     monkeypatch.setattr(launcher.toolchain, "compile_shared_library", slow_compile)
-    monkeypatch.setattr(launcher, "_EXIT_WAIT_S", 0.2)
+    monkeypatch.setattr(background_build, "EXIT_WAIT_S", 0.2)
     monkeypatch.setattr(launcher.toolchain, "_stopped", False)  # restored after the test
-    build = launcher._Build()
+    build = launcher._new_build()
     build.start()
     start = time.monotonic()
     build._finish()
     assert not build._thread.is_alive() and time.monotonic() - start < 5
-    assert build.function is None and not launcher.toolchain._running
+    assert build.loaded is None and not launcher.toolchain._running
 
 
 def test_python_headers_are_found_where_sysconfig_says():
