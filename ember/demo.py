@@ -5,7 +5,10 @@ train step (forward, backward, AdamW update) is one ``ember.jit``-compiled progr
 The demo reports loss and tokens/s, compares the compiled step with the same step run
 eagerly (op by op), writes a loss-curve PNG and prints a sample from the trained model.
 With ``--devices N`` the step is data-parallel: a ``shard_map`` over N devices (the host
-CPU split in N), each taking 1/N of the batch, with ``pmean`` in the loss.
+CPU split in N), each taking 1/N of the batch, with ``pmean`` in the loss. With
+``--processes P`` the same step runs across P processes of one device each, started by
+``ember launch``: each process feeds its rows of the batch, and the ``pmean`` goes
+across processes through MPI.
 """
 from __future__ import annotations
 
@@ -219,13 +222,15 @@ def plot_losses(losses: Sequence[float], path: Path) -> bool:
 
 
 class Progress:
-    """A tqdm bar when tqdm is installed, and a printed line every ``every`` steps."""
+    """A tqdm bar when tqdm is installed and the output is a terminal, and a printed line
+    every ``every`` steps."""
 
     def __init__(self, total: int | None, every: int) -> None:
         try:
             from tqdm import tqdm
 
-            self._bar = tqdm(total=total, unit="step", dynamic_ncols=True, leave=False)
+            self._bar = tqdm(total=total, unit="step", dynamic_ncols=True, leave=False,
+                             disable=None)  # (None: no bar where not a terminal)
         except ImportError:
             self._bar = None
         self._every = every
@@ -244,9 +249,11 @@ class Progress:
 
 
 def train(compiled_step: Callable, state: tuple, data: Iterator[Batch], cfg: GPTConfig,
-          steps: int | None, seconds: float) -> tuple[tuple, list[float], float]:
+          steps: int | None, seconds: float,
+          agree: Callable[[bool], bool] = bool) -> tuple[tuple, list[float], float]:
     """Run the compiled step for ``steps`` steps (or ``seconds``); returns the final
-    (model, opt_state), the losses and the compiled throughput in tokens/s."""
+    (model, opt_state), the losses and the compiled throughput in tokens/s. ``agree``
+    turns this process's "time is up" into the decision of all the processes."""
     start = time.perf_counter()
     *state, loss = compiled_step(*state, *next(data))
     losses = [float(loss)]
@@ -255,7 +262,7 @@ def train(compiled_step: Callable, state: tuple, data: Iterator[Batch], cfg: GPT
     train_start = time.perf_counter()
     while steps is None or len(losses) < steps:
         elapsed = time.perf_counter() - train_start
-        if steps is None and elapsed > seconds:
+        if steps is None and agree(elapsed > seconds):
             break
         *state, loss = compiled_step(*state, *next(data))
         losses.append(float(loss))
@@ -281,16 +288,63 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--devices", type=int, default=None,
                         help="train data-parallel over N devices (the host CPU split in N)")
+    parser.add_argument("--processes", type=int, default=None,
+                        help="train data-parallel across P processes (ember launch), one "
+                             "device each")
+    parser.add_argument("--launched", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.steps is not None and args.steps < 2:
         parser.error("--steps must be at least 2 (the first step compiles)")
     if args.devices is not None and args.devices < 1:
         parser.error("--devices must be at least 1")
+    if args.processes is not None and (args.processes < 1 or args.devices is not None):
+        parser.error("--processes takes a count of at least 1, and no --devices (each "
+                     "process has one device)")
     return args
+
+
+def launch_processes(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    """Run this demo in ``args.processes`` processes through ``ember launch``."""
+    from ember.distributed import launcher
+
+    return launcher.main(["-n", str(args.processes), "--devices-per-process", "1", __file__,
+                          *argv, "--launched"])
+
+
+def join_processes(cfg: GPTConfig, data: Iterator[Batch]) -> tuple[Mesh, Iterator[Batch],
+                                                                  Callable[[bool], bool]]:
+    """In a process of ``--processes``: the mesh over every process's device, this
+    process's rows of each batch, and how the processes agree to stop. Only process 0
+    prints."""
+    import os
+    import sys
+
+    import ember.distributed
+    from ember.experimental import multihost_utils
+
+    ember.distributed.initialize()
+    count, rank = ember.process_count(), ember.process_index()
+    mesh = data_mesh(count, cfg.batch)
+    rows = slice(rank * cfg.batch // count, (rank + 1) * cfg.batch // count)
+    if rank != 0:
+        sys.stdout = open(os.devnull, "w")
+
+    def agree(time_is_up: bool) -> bool:  # process 0's clock decides for all
+        return bool(multihost_utils.broadcast_one_to_all(np.array(time_is_up)))
+
+    return mesh, ((inputs[rows], targets[rows]) for inputs, targets in data), agree
+
+
+def sys_argv(argv: Sequence[str] | None) -> list[str]:
+    import sys
+
+    return list(sys.argv[1:] if argv is None else argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parse(argv)
+    if args.processes is not None and not args.launched:
+        return launch_processes(args, sys_argv(argv))
     if args.backend:
         ember.config.update("backend", args.backend)
     if args.devices and ember.default_backend() in ("cpu", "reference"):
@@ -300,7 +354,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     data = batches(corpus, cfg, args.seed)
     model = GPT.init(random.PRNGKey(args.seed), cfg)
     optimizer = make_optimizer(args.steps or 2000)  # 2000: a schedule for --seconds
-    if args.devices is None:
+    agree: Callable[[bool], bool] = bool
+    if args.launched:
+        mesh, data, agree = join_processes(cfg, data)
+        train_step = make_data_parallel_step(optimizer, mesh)
+        where = f", data-parallel across {args.processes} processes"
+    elif args.devices is None:
         train_step, where = make_train_step(optimizer), ""
     else:
         train_step = make_data_parallel_step(optimizer, data_mesh(args.devices, cfg.batch))
@@ -312,7 +371,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     state = (model, optimizer.init(model))
     compiled_step = ember.jit(train_step, donate_argnums=(0, 1))
-    state, losses, compiled_rate = train(compiled_step, state, data, cfg, args.steps, args.seconds)
+    state, losses, compiled_rate = train(compiled_step, state, data, cfg, args.steps,
+                                         args.seconds, agree)
     eager_rate = tokens_per_second(train_step, state, data, cfg, steps=2)
 
     window = max(1, min(10, len(losses) // 4))
@@ -322,6 +382,8 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{math.log(cfg.vocab):.3f})")
     print(f"throughput: compiled {compiled_rate:,.0f} tokens/s, eager {eager_rate:,.0f} tokens/s "
           f"({compiled_rate / eager_rate:.1f}x)")
+    if args.launched and ember.process_index() != 0:
+        return 0  # (process 0 writes the plot and the sample)
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     if plot_losses(losses, out_dir / "loss.png"):
