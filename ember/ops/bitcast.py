@@ -24,6 +24,7 @@ from ember.errors import EmberTypeError, EmberValueError
 from ember.ops import rules
 from ember.ops.elementwise import (ELEMENTWISE, bitwise_and, bitwise_or, convert_element_type,
                                    ne, shift_left, shift_right_logical)
+from ember.ops.sharding_rules import elementwise_sharding
 from ember.ops.structural import broadcast_in_dim, concatenate, index_in_dim
 
 __all__ = ["bitcast_convert_type"]
@@ -58,6 +59,7 @@ def _bitcast_impl(x: np.ndarray, *, new_dtype: np.dtype) -> np.ndarray:
 
 
 rules.def_elementwise_batch(bitcast_convert_type_p)
+bitcast_convert_type_p.def_sharding(elementwise_sharding)
 rules.defjvp_zero(bitcast_convert_type_p)
 bitcast_convert_type_p.waive("transpose", "not linear: it reinterprets bits")
 
@@ -68,6 +70,9 @@ def bitcast_convert_type(operand: Any, new_dtype: Any) -> Any:
     """``operand``'s bits as ``new_dtype``. Equal widths keep the shape; a narrower
     ``new_dtype`` adds a trailing axis of ``width ratio`` elements (lowest bits first), a
     wider one takes that axis away (its last axis must have the ratio's length)."""
+    if not isinstance(new_dtype, (np.dtype, type, str)) and hasattr(new_dtype, "shape"):
+        raise EmberTypeError(f"bitcast_convert_type: new_dtype must be a dtype, got an "
+                             f"array of shape {np.shape(new_dtype)}; pass its .dtype")
     new_dtype = dtypes.canonicalize(new_dtype)
     source = np.dtype(getattr(operand, "dtype", None) or np.asarray(operand).dtype)
     if source == new_dtype:
