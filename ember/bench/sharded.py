@@ -255,7 +255,9 @@ def format_table(summary: dict) -> str:
             def cell(value, spec):
                 return format(value, spec) if value is not None else "-"
             ms = lambda s: s * 1e3 if s is not None else None  # noqa: E731
-            flag = lambda f: "" if row.get(f"{f}_loss_ok") else "!"  # noqa: E731
+            def flag(framework: str) -> str:  # (no loss, as without JAX: nothing to flag)
+                return ("!" if row.get(f"{framework}_loss") is not None
+                        and not row.get(f"{framework}_loss_ok") else "")
             lines.append(
                 f"{row['devices']:>7} {cell(ms(row.get('ember_step_s')), '9.2f')} "
                 f"{cell(ms(row.get('jax_step_s')), '9.2f')} "

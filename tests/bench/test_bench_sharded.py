@@ -13,22 +13,24 @@ from ember.bench.command import main
 FRAMEWORKS = ("ember", "jax") if importlib.util.find_spec("jax") else ("ember",)
 
 
-def test_a_quick_run_measures_each_cell_and_checks_its_loss():
-    summary = sharded.run("quick", 1, frameworks=FRAMEWORKS, device_counts=(8,),
+@pytest.mark.parametrize("frameworks", sorted({FRAMEWORKS, ("ember",)}))
+def test_a_quick_run_measures_each_cell_and_checks_its_loss(frameworks):
+    """(Also without JAX's column, as in CI: its empty cells are not flagged.)"""
+    summary = sharded.run("quick", 1, frameworks=frameworks, device_counts=(8,),
                           programs=("mlp_dp",), settle_s=0.0)
     found = summary["programs"]["mlp_dp"]
     cells = found["cells"]
-    assert set(cells) == {"ember_unsharded", *(f"{f}_{n}" for f in FRAMEWORKS for n in (8,))}
+    assert set(cells) == {"ember_unsharded", *(f"{f}_{n}" for f in frameworks for n in (8,))}
     assert all(cell["status"] == "ok" for cell in cells.values()), cells
     for row in found["rows"]:
-        for framework in FRAMEWORKS:
+        for framework in frameworks:
             assert row[f"{framework}_loss_ok"], row
         base = cells["ember_unsharded"]
         assert row["ember_over_unsharded_step"] == pytest.approx(
             row["ember_step_s"] / base["step_s"])
         assert row["ember_over_unsharded_compile"] == pytest.approx(
             row["ember_compile_s"] / base["compile_s"])
-        if "jax" in FRAMEWORKS:
+        if "jax" in frameworks:
             assert row["jax_over_ember_step"] == pytest.approx(
                 row["jax_step_s"] / row["ember_step_s"])
     for cell in cells.values():  # one sample per repeat, round-robin
