@@ -15,6 +15,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+import os
+import sys
 import sysconfig
 import time
 from pathlib import Path
@@ -316,9 +318,6 @@ def join_processes(cfg: GPTConfig, data: Iterator[Batch]) -> tuple[Mesh, Iterato
     """In a process of ``--processes``: the mesh over every process's device, this
     process's rows of each batch, and how the processes agree to stop. Only process 0
     prints."""
-    import os
-    import sys
-
     import ember.distributed
     from ember.experimental import multihost_utils
 
@@ -335,16 +334,10 @@ def join_processes(cfg: GPTConfig, data: Iterator[Batch]) -> tuple[Mesh, Iterato
     return mesh, ((inputs[rows], targets[rows]) for inputs, targets in data), agree
 
 
-def sys_argv(argv: Sequence[str] | None) -> list[str]:
-    import sys
-
-    return list(sys.argv[1:] if argv is None else argv)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parse(argv)
     if args.processes is not None and not args.launched:
-        return launch_processes(args, sys_argv(argv))
+        return launch_processes(args, sys.argv[1:] if argv is None else list(argv))
     if args.backend:
         ember.config.update("backend", args.backend)
     if args.devices and ember.default_backend() in ("cpu", "reference"):
