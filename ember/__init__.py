@@ -10,6 +10,7 @@ import importlib
 from typing import Any
 
 from ember import ops as _ops  # registers every primitive  # noqa: F401
+from ember import transforms as _transforms  # gives the ops their transformations  # noqa: F401
 from ember.config import config
 from ember.runtime.array import Array
 from ember.runtime.jit import jit

@@ -24,6 +24,12 @@ from ember.core.staging import hoist_consts, trace_to_graph
 from ember.errors import EmberTypeError, EmberValueError
 from ember.ir.graph import Graph, Var
 from ember.ir.interpreter import bind_equation, eval_graph
+from ember.ops import transformations
+from ember.ops.elementwise import clamp, convert_element_type, lt, ne, select_n
+from ember.ops.reductions import reduce_or
+from ember.ops.rules import (UndefinedPrimal, batch_size, instantiate, is_undefined_primal,
+                             move_batch_axis)
+from ember.ops.structural import broadcast_in_dim, concatenate, reshape, slice_in_dim
 
 __all__ = ["cond", "switch", "while_loop", "fori_loop", "scan", "map"]
 
@@ -38,7 +44,6 @@ def _trace_closed(fun: Callable, in_avals: Sequence[ShapedArray]) -> tuple[Graph
 
 def _flat_fun(fun: Callable, in_tree, out_tree_box: list, spread: bool = False) -> Callable:
     """``fun`` on flat leaves; ``spread``: the tree is an argument tuple to unpack."""
-
     def flat(*args):
         value = tree_unflatten(in_tree, args)
         out = fun(*value) if spread else fun(value)
@@ -84,7 +89,6 @@ def switch(index: Any, branches: Sequence[Callable], *operands: Any) -> Any:
     """Apply ``branches[index](*operands)``; ``index`` is clamped into range (as JAX)."""
     if not branches:
         raise EmberValueError("switch needs at least one branch")
-    from ember.ops.elementwise import clamp, convert_element_type
 
     leaves, in_tree = tree_flatten(operands)
     in_avals = _avals(leaves)
@@ -125,7 +129,6 @@ def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any) -> 
     if pred_aval.shape != ():
         raise EmberTypeError(f"cond predicate must be a scalar, got {pred_aval.str_short()}; "
                              "for elementwise selection use ember.numpy.where")
-    from ember.ops.elementwise import convert_element_type, ne
 
     if not dtypes.is_bool(pred_aval.dtype):
         pred = ne(pred, np.zeros((), pred_aval.dtype))
@@ -196,7 +199,6 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any) -> Any:
         (_, result), _ = scan(step, (np.int32(lower), init_val), None,
                               length=max(upper - lower, 0))
         return result
-    from ember.ops.elementwise import convert_element_type, lt
 
     lower = convert_element_type(lower, dtypes.int32)
     upper = convert_element_type(upper, dtypes.int32)
@@ -288,9 +290,6 @@ def map(f: Callable, xs: Any, *, batch_size: int | None = None) -> Any:
     if batch_size is None:
         _, ys = scan(lambda carry, x: (carry, f(x)), (), xs)
         return ys
-    from ember.ops.structural import concatenate, reshape, slice_in_dim
-    from ember.transforms.api import vmap
-
     leaves, tree = tree_flatten(xs)
     if not leaves:
         raise EmberValueError("lax.map with batch_size needs at least one array in xs")
@@ -300,11 +299,12 @@ def map(f: Callable, xs: Any, *, batch_size: int | None = None) -> Any:
     full = n - n % size
     batched = [reshape(slice_in_dim(x, 0, full), (full // size, size, *np.shape(x)[1:]))
                for x in leaves]
-    ys = map(vmap(f), tree_unflatten(tree, batched))
+    ys = map(transformations.vmap(f), tree_unflatten(tree, batched))
     ys = tree_map(lambda y: reshape(y, (full, *np.shape(y)[2:])), ys)
     if full == n:
         return ys
-    rest = vmap(f)(tree_unflatten(tree, [slice_in_dim(x, full, n) for x in leaves]))
+    rest = transformations.vmap(f)(
+        tree_unflatten(tree, [slice_in_dim(x, full, n) for x in leaves]))
     return tree_map(lambda a, b: concatenate([a, b], 0), ys, rest)
 
 
@@ -314,28 +314,20 @@ def map(f: Callable, xs: Any, *, batch_size: int | None = None) -> Any:
 # transformed bodies are traced, hoisted and checked exactly like user bodies.
 
 def _vmapped(graph: Graph, in_axes: Sequence[int | None], size: int) -> Callable:
-    from ember.transforms.api import vmap
-    from ember.transforms.vmap import rule_axis
-
-    axis = rule_axis(size)  # collectives in the bodies act over the same named axis
-    return vmap(lambda *args: _run(graph, args), in_axes=tuple(in_axes), out_axes=0,
-                axis_name=axis.name if axis else None, axis_size=size)
+    axis = transformations.rule_axis(size)  # collectives in the bodies act over its name
+    return transformations.vmap(lambda *args: _run(graph, args), in_axes=tuple(in_axes),
+                                out_axes=0, axis_name=axis.name if axis else None,
+                                axis_size=size)
 
 
 def _to_front(values: Sequence[Any], dims: Sequence[int | None], size: int,
               force: bool = False) -> list[Any]:
     """Batch axes moved to 0; with ``force`` unbatched values are broadcast too."""
-    from ember.ops.rules import move_batch_axis
-
     return [move_batch_axis(v, d, 0, size) if (d is not None or force) else v
             for v, d in zip(values, dims)]
 
 
 def _cond_batch(values, dims, *, branches):
-    from ember.ops.elementwise import select_n
-    from ember.ops.rules import batch_size
-    from ember.ops.structural import broadcast_in_dim
-
     size = batch_size(values, dims)
     index, operands = values[0], _to_front(values[1:], dims[1:], size)
     in_axes = [None if d is None else 0 for d in dims[1:]]
@@ -366,11 +358,6 @@ def _split(values: Sequence[Any], *sizes: int) -> list[list[Any]]:
 
 
 def _while_batch(values, dims, *, cond_graph, body_graph, cond_nconsts, body_nconsts):
-    from ember.ops.elementwise import select_n
-    from ember.ops.reductions import reduce_or
-    from ember.ops.rules import batch_size
-    from ember.ops.structural import broadcast_in_dim
-
     size = batch_size(values, dims)
     cconsts, bconsts, carry = _split(values, cond_nconsts, body_nconsts)
     cdims, bdims, _ = _split(dims, cond_nconsts, body_nconsts)
@@ -397,8 +384,6 @@ while_p.def_batch(_while_batch)
 
 
 def _scan_batch(values, dims, *, body, num_consts, num_carry, length, reverse, unroll):
-    from ember.ops.rules import batch_size, move_batch_axis
-
     size = batch_size(values, dims)
     consts, carry, xs = _split(values, num_consts, num_carry)
     cdims, _, xdims = _split(dims, num_consts, num_carry)
@@ -421,12 +406,9 @@ scan_p.def_batch(_scan_batch)
 
 def _jvp_of(graph: Graph, num_primals: int) -> Callable:
     """A function (primals..., tangents...) -> (primal outs..., tangent outs...)."""
-    from ember.ops.rules import instantiate
-    from ember.transforms.jvp import jvp_flat
-
     def run(*args):
-        primals_out, tangents_out = jvp_flat(lambda *a: _run(graph, a), args[:num_primals],
-                                             args[num_primals:])
+        primals_out, tangents_out = transformations.jvp_flat(
+            lambda *a: _run(graph, a), args[:num_primals], args[num_primals:])
         return [*primals_out, *(instantiate(t) for t in tangents_out)]
 
     return run
@@ -499,15 +481,14 @@ def _residual_operands(trace, values: Sequence[Any]) -> list[Any]:
 
 
 def _cond_partial_eval(trace, tracers, *, branches):
-    from ember.transforms.partial_eval import partial_eval_graph
-
     index, operands = tracers[0], tracers[1:]
     if not index.is_known:
         return trace.stage(cond_p, tracers, dict(branches=branches))
     in_uk = [not t.is_known for t in operands]
     out_uk = [False] * len(branches[0].outputs)
     while True:  # outputs unknown in any branch are unknown in all
-        splits = [partial_eval_graph(g, in_uk, instantiate=out_uk) for g in branches]
+        splits = [transformations.partial_eval_graph(g, in_uk, instantiate=out_uk)
+                  for g in branches]
         merged = [any(flags) for flags in zip(*(s[2] for s in splits))]
         if merged == out_uk:
             break
@@ -545,9 +526,6 @@ def _cond_partial_eval(trace, tracers, *, branches):
 
 
 def _cond_transpose(cts, index, *operands, branches):
-    from ember.ops.rules import instantiate, is_undefined_primal
-    from ember.transforms.transpose import backward_pass
-
     linear = [is_undefined_primal(o) for o in operands]
     residuals = [o for o, lin in zip(operands, linear) if not lin]
 
@@ -555,7 +533,7 @@ def _cond_transpose(cts, index, *operands, branches):
         def run(*args):
             res_it = iter(args[:len(residuals)])
             full = [op if lin else next(res_it) for op, lin in zip(operands, linear)]
-            cts_in = backward_pass(graph, [], full, list(args[len(residuals):]))
+            cts_in = transformations.backward_pass(graph, [], full, list(args[len(residuals):]))
             return [instantiate(ct) for ct, lin in zip(cts_in, linear) if lin]
         return run
 
@@ -566,15 +544,13 @@ def _cond_transpose(cts, index, *operands, branches):
 
 def _scan_partial_eval(trace, tracers, *, body, num_consts, num_carry, length, reverse,
                        unroll):
-    from ember.transforms.partial_eval import partial_eval_graph
-
     consts, carry, xs = _split(tracers, num_consts, num_carry)
     const_uk = [not t.is_known for t in consts]
     xs_uk = [not t.is_known for t in xs]
     carry_uk = [not t.is_known for t in carry]
     n_ys = len(body.outputs) - num_carry
     while True:  # a carry is unknown if its input or its update is
-        known_g, unknown_g, out_uk, num_res = partial_eval_graph(
+        known_g, unknown_g, out_uk, num_res = transformations.partial_eval_graph(
             body, const_uk + carry_uk + xs_uk, instantiate=carry_uk + [False] * n_ys)
         merged = [a or b for a, b in zip(carry_uk, out_uk[:num_carry])]
         if merged == carry_uk:
@@ -626,9 +602,6 @@ def _scan_partial_eval(trace, tracers, *, body, num_consts, num_carry, length, r
 
 
 def _scan_transpose(cts, *operands, body, num_consts, num_carry, length, reverse, unroll):
-    from ember.ops.rules import UndefinedPrimal, instantiate, is_undefined_primal
-    from ember.transforms.transpose import backward_pass
-
     consts, carry, xs = _split(operands, num_consts, num_carry)
     # The body is linear in every carry. A carry whose initial value is known (a zero
     # tangent made unknown by the fixpoint above) still flows linearly; its own
@@ -652,7 +625,7 @@ def _scan_transpose(cts, *operands, body, num_consts, num_carry, length, reverse
         args += [UndefinedPrimal(a) for a in carry_avals]
         x_it = iter(x_lin_avals)
         args += [UndefinedPrimal(next(x_it)) if lin else next(xv) for lin in xs_lin]
-        cts_in = backward_pass(body, [], args, [*ct_c, *ct_y])
+        cts_in = transformations.backward_pass(body, [], args, [*ct_c, *ct_y])
         cts_consts, cts_carry, cts_xs = _split(cts_in, num_consts, num_carry)
         lin_const_cts = [instantiate(ct) for ct, lin in zip(cts_consts, const_lin) if lin]
         new_acc = [a + ct for a, ct in zip(acc, lin_const_cts)]
@@ -673,8 +646,6 @@ def _while_partial_eval(trace, tracers, *, cond_graph, body_graph, cond_nconsts,
     """Known carries run now in a known loop; the whole loop is staged for the unknown
     ones (recomputing the known part inside it). The staged loop can be evaluated
     (forward mode, linearize) but not transposed: reverse mode needs a static trip count."""
-    from ember.transforms.partial_eval import partial_eval_graph
-
     params = dict(cond_graph=cond_graph, body_graph=body_graph, cond_nconsts=cond_nconsts,
                   body_nconsts=body_nconsts)
     cconsts, bconsts, carry = _split(tracers, cond_nconsts, body_nconsts)
@@ -682,13 +653,14 @@ def _while_partial_eval(trace, tracers, *, cond_graph, body_graph, cond_nconsts,
     bconst_uk = [not t.is_known for t in bconsts]
     carry_uk = [not t.is_known for t in carry]
     while True:
-        known_body, _, out_uk, num_res = partial_eval_graph(body_graph, bconst_uk + carry_uk,
-                                                            instantiate=carry_uk)
+        known_body, _, out_uk, num_res = transformations.partial_eval_graph(
+            body_graph, bconst_uk + carry_uk, instantiate=carry_uk)
         merged = [a or b for a, b in zip(carry_uk, out_uk)]
         if merged == carry_uk:
             break
         carry_uk = merged
-    known_cond, _, cond_uk, cond_res = partial_eval_graph(cond_graph, cconst_uk + carry_uk)
+    known_cond, _, cond_uk, cond_res = transformations.partial_eval_graph(
+        cond_graph, cconst_uk + carry_uk)
     if cond_uk[0] or all(carry_uk):
         return trace.stage(while_p, tracers, params)
     drop = lambda g, n: hoist_consts(g.replace(outputs=g.outputs[:len(g.outputs) - n]))  # noqa: E731
@@ -706,17 +678,10 @@ def _while_partial_eval(trace, tracers, *, cond_graph, body_graph, cond_nconsts,
     return [s if uk else next(known_it) for s, uk in zip(staged, carry_uk)]
 
 
-def _register_reverse_rules() -> None:
-    from ember.transforms.partial_eval import partial_eval_rules
-
-    partial_eval_rules[while_p] = _while_partial_eval
-    partial_eval_rules[cond_p] = _cond_partial_eval
-    partial_eval_rules[scan_p] = _scan_partial_eval
-    cond_p.def_transpose(_cond_transpose)
-    scan_p.def_transpose(_scan_transpose)
-
-
-_register_reverse_rules()
+transformations.partial_eval_rules.update(
+    {while_p: _while_partial_eval, cond_p: _cond_partial_eval, scan_p: _scan_partial_eval})
+cond_p.def_transpose(_cond_transpose)
+scan_p.def_transpose(_scan_transpose)
 
 
 for _prim in (cond_p, while_p, scan_p):

@@ -18,7 +18,7 @@ from ember.core.abstract import ShapedArray, aval_of
 from ember.core.primitive import Primitive
 from ember.core.pytree import tree_flatten, tree_unflatten
 from ember.errors import EmberTypeError, EmberValueError
-from ember.ops import elementwise as ew
+from ember.ops import elementwise as ew, transformations
 from ember.ops.reductions import MONOIDS, Monoid, accumulator_dtype, check_axes, normalize_axis
 from ember.ops.sharding_rules import (
     ShardingDecision, ShardingQuery, identity_map, mapped_sharding)
@@ -189,14 +189,12 @@ _COMBINE: dict[Primitive, Callable[[Any, Any], Any]] = {
 def _scan_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, prim: Primitive,
               axis: int, reverse: bool):
     """The tangent of the scan of the combining function (exact at zeros and ties)."""
-    from ember.transforms.jvp import jvp_flat
-
     (x,), (t,) = primals, tangents
     out = prim.bind(x, axis=axis, reverse=reverse)
     if not dtypes.is_inexact(x.dtype):
         return out, Zero.like(out)
     scan = functools.partial(associative_scan, _COMBINE[prim], axis=axis, reverse=reverse)
-    _, (tangent,) = jvp_flat(lambda v: [scan(v)], [x], [t])
+    _, (tangent,) = transformations.jvp_flat(lambda v: [scan(v)], [x], [t])
     return out, tangent
 
 

@@ -40,6 +40,7 @@ from ember.core.staging import trace_to_graph
 from ember.core.trace import Trace, Tracer, full_lower, new_main
 from ember.ir.graph import Eqn, Graph, Var
 from ember.ir.interpreter import bind_equation, eval_graph
+from ember.ops.transformations import partial_eval_rules
 
 __all__ = ["PartialEvalTrace", "PETracer", "partial_eval_rules", "trace_partial",
            "trace_partial_graph", "partial_eval_graph", "Saveable"]
@@ -51,8 +52,6 @@ Saveable = Callable[..., bool]
 # Which outputs to force unknown: one flag for all, one per output, or a function of the
 # number of outputs (for callers that learn it only while tracing).
 Instantiate = bool | Sequence[bool] | Callable[[int], Sequence[bool]]
-
-partial_eval_rules: dict[Primitive, Callable[..., Any]] = {}
 
 _order = itertools.count()
 
