@@ -89,14 +89,23 @@ def _as_results(values: list, avals: Sequence[ShapedArray], callback: Any) -> li
 pure_callback_p = Primitive("pure_callback", multiple_results=True)
 
 
-@pure_callback_p.def_abstract_eval
-def _pure_abstract(*avals: ShapedArray, callback, result_avals, vmap_method):
+def _declared(*avals: ShapedArray, result_avals, **params) -> list[ShapedArray]:
     return list(result_avals)
 
 
-@pure_callback_p.def_impl
-def _pure_impl(*arrays, callback, result_avals, vmap_method):
+def _call(*arrays, callback, result_avals, **params) -> list[np.ndarray]:
     return _as_results(callback(*arrays), result_avals, callback)
+
+
+def _to_front(values: Sequence[Any], dims: Sequence[int | None]) -> tuple[int, list[Any]]:
+    """The batch size, and the values with their batch axis (where they have one) first."""
+    size = batch_size(values, dims)
+    return size, [v if d is None else move_batch_axis(v, d, 0, size)
+                  for v, d in zip(values, dims)]
+
+
+pure_callback_p.def_abstract_eval(_declared)
+pure_callback_p.def_impl(_call)
 
 
 @pure_callback_p.def_jvp
@@ -114,9 +123,8 @@ pure_callback_p.waive("transpose", "a callback is not linear (differentiate it w
 def _pure_batch(values, dims, *, callback, result_avals, vmap_method):
     from ember.ops.structural import broadcast_in_dim
 
-    size = batch_size(values, dims)
+    size, front = _to_front(values, dims)
     batched_avals = tuple(ShapedArray((size, *a.shape), a.dtype) for a in result_avals)
-    front = [v if d is None else move_batch_axis(v, d, 0, size) for v, d in zip(values, dims)]
     if vmap_method in ("sequential", "sequential_unrolled"):
         callback = PerElement(callback, tuple(d is not None for d in dims), size)
     elif vmap_method in ("expand_dims", "broadcast_all"):
@@ -139,14 +147,8 @@ def _pure_batch(values, dims, *, callback, result_avals, vmap_method):
 io_callback_p = Primitive("io_callback", multiple_results=True, effectful=True)
 
 
-@io_callback_p.def_abstract_eval
-def _io_abstract(*avals: ShapedArray, callback, result_avals, ordered):
-    return list(result_avals)
-
-
-@io_callback_p.def_impl
-def _io_impl(*arrays, callback, result_avals, ordered):
-    return _as_results(callback(*arrays), result_avals, callback)
+io_callback_p.def_abstract_eval(_declared)
+io_callback_p.def_impl(_call)
 
 
 @io_callback_p.def_jvp
@@ -163,8 +165,7 @@ def _io_batch(values, dims, *, callback, result_avals, ordered):
     if ordered:
         raise EmberValueError("cannot vmap an ordered io_callback (its calls would run in "
                               "no defined order); pass ordered=False")
-    size = batch_size(values, dims)
-    front = [v if d is None else move_batch_axis(v, d, 0, size) for v, d in zip(values, dims)]
+    size, front = _to_front(values, dims)
     outs = io_callback_p.bind(
         *front, callback=PerElement(callback, tuple(d is not None for d in dims), size),
         result_avals=tuple(ShapedArray((size, *a.shape), a.dtype) for a in result_avals),
@@ -199,8 +200,7 @@ debug_callback_p.waive("transpose", "it has no results (its operands are primal 
 
 @debug_callback_p.def_batch
 def _debug_batch(values, dims, *, callback):
-    size = batch_size(values, dims)
-    front = [v if d is None else move_batch_axis(v, d, 0, size) for v, d in zip(values, dims)]
+    size, front = _to_front(values, dims)
     per_element = PerElement(callback, tuple(d is not None for d in dims), size)
     debug_callback_p.bind(*front, callback=per_element)
     return [], []
