@@ -21,6 +21,7 @@ from ember.codegen import indexing as ix
 from ember.codegen.indexing import ZERO, Index, Sym
 from ember.ir.graph import Eqn, Literal
 from ember.ops.elementwise import ELEMENTWISE_OPS
+from ember.ops.reductions import REDUCTIONS
 
 # name -> function(eqn, output index) -> index of operand 0
 _VIEWS: dict[str, Callable[[Eqn, Index], Index]] = {}
@@ -173,13 +174,7 @@ def is_expensive(name: str) -> bool:
     return op is not None and op.expensive
 
 
-def _reduction_names() -> frozenset[str]:
-    from ember.ops.reductions import REDUCTIONS
-
-    return frozenset(REDUCTIONS) | {"argmax", "argmin"}
-
-
-REDUCTION_PRIMITIVES = _reduction_names()
+REDUCTION_PRIMITIVES = frozenset(REDUCTIONS) | {"argmax", "argmin"}
 
 
 def is_reduction(eqn: Eqn) -> bool:

@@ -21,6 +21,8 @@ from ember.codegen.gather import Start
 from ember.codegen.indexing import Affine, Index
 from ember.codegen.kernel_ir import Accumulator, Const, Node, RunningValue
 from ember.ir.graph import Eqn, Var
+from ember.ops.indexing import default_fill_value
+from ember.ops.reductions import accumulator_dtype
 
 INT64, UINT64, BOOL = np.dtype(np.int64), np.dtype(np.uint64), np.dtype(np.bool_)
 _INT64_MAX = np.iinfo(np.int64).max
@@ -139,8 +141,6 @@ def _position(b, axis: int, where: Index, offset: Node | None, starts: list[_Sta
 
 def _fill_value(eqn: Eqn):
     """What a 'fill' gather reads out of bounds (as ``ember.ops.indexing``)."""
-    from ember.ops.indexing import default_fill_value
-
     dtype = eqn.outputs[0].aval.dtype
     value = eqn.params["fill_value"]
     value = default_fill_value(dtype) if value is None else value
@@ -256,8 +256,6 @@ def scan_step(b, eqn: Eqn, index: Index, name: str) -> OrderedStep:
     contiguous axis, a running accumulator; across rows (axes after the scanned one),
     the value stored for the previous element, so that a row of elements goes on at
     once (where it is what the accumulator would hold: the dtype accumulates itself)."""
-    from ember.ops.reductions import accumulator_dtype
-
     kind = access.SCAN_KIND[eqn.prim.name]
     operand, out = eqn.inputs[0], eqn.outputs[0]
     shape, dtype = operand.aval.shape, operand.aval.dtype

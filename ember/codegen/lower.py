@@ -31,28 +31,11 @@ import numpy as np
 from ember.codegen import access, dynamic, gather
 from ember.codegen import indexing as ix
 from ember.codegen.indexing import Affine, Index, Sym
-from ember.codegen.kernel_ir import (
-    AccFinish,
-    AccInit,
-    Accumulator,
-    AccUpdate,
-    AccValue,
-    Barrier,
-    Buffer,
-    Const,
-    IndexCond,
-    IndexValue,
-    Kernel,
-    Let,
-    Load,
-    Loop,
-    Node,
-    Op,
-    Scratch,
-    Stmt,
-    Store,
-)
+from ember.codegen.kernel_ir import (AccFinish, AccInit, Accumulator, AccUpdate, AccValue, Barrier,
+                                     Buffer, Const, IndexCond, IndexValue, Kernel, Let, Load, Loop,
+                                     Node, Op, Scratch, Stmt, Store, walk)
 from ember.ir.graph import Eqn, Literal, Var
+from ember.ops.reductions import accumulator_dtype
 
 MIN_PARALLEL_WORK = 1 << 18  # elements (times phases): below, waking a second thread costs more
 
@@ -428,8 +411,6 @@ def _identity(acc: Accumulator) -> Any:
 
 
 def _accumulator_dtype(kind: str, dtype: np.dtype) -> np.dtype:
-    from ember.ops.reductions import accumulator_dtype
-
     if kind in ("sum", "prod"):
         return accumulator_dtype(dtype)
     return dtype
@@ -680,8 +661,6 @@ class _Emitter:
         return [loop]
 
     def _vectorizable(self, loop: Loop) -> bool:
-        from ember.codegen.kernel_ir import walk
-
         for stmt in walk(loop.body):
             index, offset = None, None
             if isinstance(stmt, Let) and isinstance(stmt.node, (Load, IndexValue, IndexCond)):

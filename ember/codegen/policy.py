@@ -17,6 +17,7 @@ from ember.codegen.render import Renderer
 from ember.codegen.gather import SCATTER_COMBINE
 from ember.codegen.gemm import operand_matrix, operand_syms
 from ember.ir.graph import Eqn
+from ember.ops.elementwise import ELEMENTWISE
 
 MIN_GEMM_FLOPS = 2 * 24 ** 3  # below this, a generated loop beats the BLAS call
 _BLAS_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
@@ -34,8 +35,6 @@ def native(renderer: Renderer, eqn: Eqn) -> bool:
     if access.is_gather_like(eqn) or access.is_ordered(eqn):  # (scatters combine by an op)
         combine = SCATTER_COMBINE.get(name)
         return combine is None or renderer.supports(combine, eqn.outputs[0].aval.dtype)
-    from ember.ops.elementwise import ELEMENTWISE
-
     if name not in ELEMENTWISE:
         return False
     operand = eqn.inputs[1 if name == "select_n" else 0].aval.dtype

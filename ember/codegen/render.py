@@ -17,28 +17,9 @@ import numpy as np
 
 from ember.codegen import indexing as ix
 from ember.codegen.indexing import Affine
-from ember.codegen.kernel_ir import (
-    AccFinish,
-    AccInit,
-    Accumulator,
-    AccUpdate,
-    AccValue,
-    Barrier,
-    Buffer,
-    Const,
-    IndexCond,
-    IndexValue,
-    Kernel,
-    Let,
-    Load,
-    Loop,
-    Node,
-    Op,
-    RunningValue,
-    Scratch,
-    Stmt,
-    Store,
-)
+from ember.codegen.kernel_ir import (AccFinish, AccInit, Accumulator, AccUpdate, AccValue, Barrier,
+                                     Buffer, Const, IndexCond, IndexValue, Kernel, Let, Load, Loop,
+                                     Node, Op, RunningValue, Scratch, Stmt, Store)
 from ember.ops.elementwise import ELEMENTWISE_OPS
 
 

@@ -20,8 +20,7 @@ from ember.core.pytree import tree_flatten, tree_unflatten
 from ember.errors import EmberTypeError, EmberValueError
 from ember.ops import elementwise as ew, transformations
 from ember.ops.reductions import MONOIDS, Monoid, accumulator_dtype, check_axes, normalize_axis
-from ember.ops.sharding_rules import (
-    ShardingDecision, ShardingQuery, identity_map, mapped_sharding)
+from ember.ops.sharding_rules import ShardingDecision, ShardingQuery, identity_map, mapped_sharding
 from ember.ops.structural import (
     broadcast_in_dim, concatenate, expand_dims, pad, reshape, rev, slice_in_dim)
 from ember.ops.rules import UndefinedPrimal, Zero, deflinear

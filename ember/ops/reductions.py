@@ -20,10 +20,8 @@ from ember.core.primitive import Primitive
 from ember.errors import EmberIndexError, EmberTypeError, EmberValueError
 from ember.ops.elementwise import convert_element_type, div, eq, mul
 from ember.ops.sharding_rules import ShardingDecision, ShardingQuery, mapped_sharding
-from ember.ops.structural import (
-    broadcast_in_dim, concatenate, reshape, slice_in_dim, transpose)
-from ember.ops.rules import (
-    UndefinedPrimal, Zero, deflinear, defjvp_zero, zeros_like_aval)
+from ember.ops.structural import broadcast_in_dim, concatenate, reshape, slice_in_dim, transpose
+from ember.ops.rules import UndefinedPrimal, Zero, deflinear, defjvp_zero, zeros_like_aval
 
 __all__ = [
     "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",

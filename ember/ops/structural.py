@@ -17,8 +17,7 @@ from ember.core import dtypes
 from ember.core.abstract import ShapedArray, aval_of
 from ember.core.primitive import Primitive
 from ember.errors import EmberIndexError, EmberTypeError, EmberValueError, ShapeError
-from ember.ops.sharding_rules import (
-    ShardingDecision, ShardingQuery, identity_map, mapped_sharding)
+from ember.ops.sharding_rules import ShardingDecision, ShardingQuery, identity_map, mapped_sharding
 from ember.ops.rules import (
     batch_size, deflinear, is_undefined_primal, move_batch_axis, zeros_like_aval)
 
