@@ -20,6 +20,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ember.core import dtypes
 from ember.core.abstract import ShapedArray
 from ember.core.primitive import Primitive
 from ember.core.pytree import PyTreeDef, tree_flatten, tree_leaves, tree_unflatten
@@ -218,25 +219,26 @@ def pure_callback(callback: Callable[..., Any], result_shape_dtypes: Any, *args:
     if vmap_method is not None and vmap_method not in VMAP_METHODS:
         raise EmberValueError(f"pure_callback: vmap_method must be one of {VMAP_METHODS} or "
                               f"None, got {vmap_method!r}")
+    return _bind_with_results(pure_callback_p, callback, result_shape_dtypes, args, kwargs,
+                              sharding, vmap_method=vmap_method)
+
+
+def _bind_with_results(prim: Primitive, callback: Callable[..., Any], result_shape_dtypes: Any,
+                       args: tuple, kwargs: dict, sharding: Any, **params: Any) -> Any:
     if sharding is not None:
-        raise EmberValueError("pure_callback: sharding= is not supported; the callback runs "
+        raise EmberValueError(f"{prim.name}: sharding= is not supported; the callback runs "
                               "on the host of the program's device")
     leaves, in_tree = tree_flatten((args, kwargs))
     specs, out_tree = tree_flatten(result_shape_dtypes)
-    outs = pure_callback_p.bind(*leaves, callback=FlatCallback(callback, in_tree),
-                                result_avals=_result_avals(specs, "pure_callback"),
-                                vmap_method=vmap_method)
-    return tree_unflatten(out_tree, outs)
-
-
-def _result_avals(specs: list[Any], name: str) -> tuple[ShapedArray, ...]:
-    from ember.core import dtypes
-
     for spec in specs:
         if not (hasattr(spec, "shape") and hasattr(spec, "dtype")):
-            raise EmberTypeError(f"{name}: result_shape_dtypes leaves need .shape and .dtype "
-                                 f"(use ember.ShapeDtypeStruct), got {type(spec).__name__}")
-    return tuple(ShapedArray(s.shape, dtypes.canonicalize(s.dtype)) for s in specs)
+            raise EmberTypeError(f"{prim.name}: result_shape_dtypes leaves need .shape and "
+                                 f".dtype (use ember.ShapeDtypeStruct), got "
+                                 f"{type(spec).__name__}")
+    result_avals = tuple(ShapedArray(s.shape, dtypes.canonicalize(s.dtype)) for s in specs)
+    outs = prim.bind(*leaves, callback=FlatCallback(callback, in_tree),
+                     result_avals=result_avals, **params)
+    return tree_unflatten(out_tree, outs)
 
 
 def io_callback(callback: Callable[..., Any], result_shape_dtypes: Any, *args: Any,
@@ -245,15 +247,8 @@ def io_callback(callback: Callable[..., Any], result_shape_dtypes: Any, *args: A
     ``jax.experimental.io_callback``: like ``pure_callback``, but it runs even when its
     results are unused and is never merged with another call. Under ``vmap`` it runs
     once per batch element (not when ``ordered``); not differentiable."""
-    if sharding is not None:
-        raise EmberValueError("io_callback: sharding= is not supported; the callback runs "
-                              "on the host of the program's device")
-    leaves, in_tree = tree_flatten((args, kwargs))
-    specs, out_tree = tree_flatten(result_shape_dtypes)
-    outs = io_callback_p.bind(*leaves, callback=FlatCallback(callback, in_tree),
-                              result_avals=_result_avals(specs, "io_callback"),
-                              ordered=ordered)
-    return tree_unflatten(out_tree, outs)
+    return _bind_with_results(io_callback_p, callback, result_shape_dtypes, args, kwargs,
+                              sharding, ordered=ordered)
 
 
 def debug_callback(callback: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
