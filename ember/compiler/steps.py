@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ember.codegen.kernel_ir import KernelInfo
 from ember.codegen import indexing as ix
 from ember.codegen.gemm import GemmPlan, operand_matrix, plan_gemm
-from ember.codegen.kernel_ir import Buffer, Kernel, Let, Load, Store
+from ember.codegen.kernel_ir import Buffer, Kernel, KernelInfo, Let, Load, Store
 from ember.codegen.kernel_text import kernel_text
 from ember.codegen.lower import LoopGroup, lower_loop_group
 from ember.ir.graph import Eqn, Literal, Var

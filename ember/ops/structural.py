@@ -371,9 +371,6 @@ deflinear(pad_p, _pad_transpose)
 def pad(x: Any, padding_value: Any, padding_config: Sequence[Sequence[int]]) -> Any:
     """Pad each axis with ``(lo, hi, interior)`` copies of ``padding_value``: ``lo`` before,
     ``hi`` after (negative values remove elements) and ``interior`` between elements."""
-    from ember.core import dtypes
-    from ember.core.abstract import aval_of
-
     config = tuple((int(lo), int(hi), int(i)) for lo, hi, i in padding_config)
     if dtypes.is_weak_scalar(padding_value):  # a Python scalar takes x's dtype, stays 0-d
         padding_value = np.asarray(padding_value, dtype=aval_of(x).dtype)

@@ -18,6 +18,7 @@ from ember.core.trace import is_tracing
 from ember.errors import EmberTypeError, EmberValueError
 from ember.ir.interpreter import bind_equation, eval_graph
 from ember.ops import rules
+from ember.ops.control_flow import map as lax_map
 from ember.transforms.calls import call_primitive, stage_call
 from ember.transforms.jvp import jvp_flat
 
@@ -130,8 +131,6 @@ custom_vmap_call_p.waive("transpose", "not linear (its body is differentiated in
 def sequential_vmap(fun: Callable) -> custom_vmap:
     """``fun`` batched by a loop over the batch (``ember.lax.map``), as JAX's: for code
     that cannot be vectorized, such as a host callback."""
-    from ember.ops.control_flow import map as lax_map
-
     f = custom_vmap(fun)
 
     @f.def_vmap

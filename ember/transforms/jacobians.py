@@ -15,6 +15,7 @@ from ember.transforms.arguments import (argnums_tuple, as_value, check_grad_inpu
                                         split_args, split_outputs)
 from ember.transforms.jvp import jvp_flat
 from ember.ops.rules import Zero, instantiate, move_batch_axis
+from ember.ops.structural import reshape, transpose
 from ember.transforms.vjp import linearize_flat
 from ember.transforms.vmap import vmap_flat
 
@@ -117,8 +118,6 @@ def _rows_to_jac(rows: Any, basis_aval: ShapedArray, last: bool) -> Any:
     jacfwd's rows are indexed by input elements: move them last, then split them into
     the input's shape. jacrev's are indexed by output elements: split them in place.
     """
-    from ember.ops.structural import reshape, transpose
-
     rest = tuple(rows.shape[1:])
     if last:
         rows = transpose(rows, (*range(1, rows.ndim), 0))

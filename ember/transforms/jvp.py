@@ -17,7 +17,7 @@ from ember.core.primitive import Primitive
 from ember.core.pytree import tree_map
 from ember.core.trace import Trace, Tracer, full_lower, new_main
 from ember.errors import EmberTypeError
-from ember.ops.rules import Zero, defjvp_zero, instantiate
+from ember.ops.rules import Zero, defjvp_zero, float0, instantiate
 from ember.ops.sharding_rules import elementwise_sharding
 
 __all__ = ["JVPTrace", "JVPTracer", "jvp_flat", "stop_gradient", "stop_gradient_p",
@@ -112,8 +112,6 @@ def jvp_flat(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],
 
 def zero_tangent_value(aval: ShapedArray) -> Any:
     """What users see for a zero tangent: zeros, or a float0 array for integer values."""
-    from ember.ops.rules import float0
-
     if has_tangent(aval):
         return instantiate(Zero(aval))
     return np.zeros(aval.shape, float0)
