@@ -89,8 +89,6 @@ def _identity(eqn: Eqn, out: Index) -> Index:
 for _name in ("stop_gradient", "name"):
     _VIEWS[_name] = _identity
 
-VIEW_PRIMITIVES = frozenset(_VIEWS)
-
 
 def is_view(eqn: Eqn) -> bool:
     return eqn.prim.name in _VIEWS

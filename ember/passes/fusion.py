@@ -53,12 +53,6 @@ class FusionPolicy:
     call: Callable[[Eqn], bool] = lambda eqn: False
 
 
-def fuse(graph: Graph, policy: FusionPolicy) -> Schedule:
-    """Group the equations of ``graph`` into kernels, library calls and host calls,
-    contractions first absorbing what they can (the two pipeline stages in one)."""
-    return schedule_groups(absorb_into_contractions(graph, policy), policy)
-
-
 def schedule_groups(graph: Graph, policy: FusionPolicy) -> Schedule:
     """Group the equations of ``graph`` into kernels, library calls and host calls."""
     return _Fuser(graph, policy).run()

@@ -11,13 +11,18 @@ from ember import lax, nn
 from ember.backends.cpu.backend import cpu_policy
 from ember.compiler.steps import lower_schedule
 from ember.codegen.c import CRenderer
-from ember.passes.fusion import FusionPolicy, fuse
+from ember.passes.fusion import FusionPolicy, absorb_into_contractions, schedule_groups
 from ember.passes.pipeline import run_pipeline
 from ember.passes.schedule import Schedule
 from ember.runtime.inspect import make_graph
 
 x = np.random.default_rng(0).standard_normal((64, 128)).astype(np.float32)
 POLICY = cpu_policy(CRenderer(2))
+
+
+def fuse(graph, policy: FusionPolicy) -> Schedule:
+    """The pipeline's two fusion stages: contractions absorb, then the grouping."""
+    return schedule_groups(absorb_into_contractions(graph, policy), policy)
 
 
 def schedule_of(fun, *args, optimize: bool = True) -> Schedule:

@@ -10,7 +10,7 @@ import ember.numpy as jnp
 from ember import lax
 from ember.backends.cpu.backend import cpu_policy
 from ember.codegen.c import CRenderer
-from ember.passes.fusion import fuse
+from ember.passes.fusion import absorb_into_contractions, schedule_groups
 from ember.passes.pipeline import run_pipeline
 
 POLICY = cpu_policy(CRenderer(2))
@@ -20,7 +20,9 @@ ids = rng.integers(0, 32, (4, 8)).astype(np.int32)
 
 
 def groups_of(fun, *args):
-    return fuse(run_pipeline(ember.jit(fun).lower(*args).graph, "cpu"), POLICY).groups
+    graph = absorb_into_contractions(run_pipeline(ember.jit(fun).lower(*args).graph, "cpu"),
+                                     POLICY)
+    return schedule_groups(graph, POLICY).groups
 
 
 def ops(group) -> set[str]:
