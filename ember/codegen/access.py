@@ -16,8 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ember.codegen import gather
-from ember.codegen import indexing as ix
+from ember.codegen import gather, indexing as ix
 from ember.codegen.indexing import ZERO, Index, Sym
 from ember.ir.graph import Eqn, Literal
 from ember.ops.elementwise import ELEMENTWISE_OPS

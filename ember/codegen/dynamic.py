@@ -15,8 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ember.codegen import access, gather
-from ember.codegen import indexing as ix
+from ember.codegen import access, gather, indexing as ix
 from ember.codegen.gather import Start
 from ember.codegen.indexing import Affine, Index
 from ember.codegen.kernel_ir import Accumulator, Const, Node, RunningValue

@@ -28,8 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ember.codegen import access, dynamic, gather
-from ember.codegen import indexing as ix
+from ember.codegen import access, dynamic, gather, indexing as ix
 from ember.codegen.indexing import Affine, Index, Sym
 from ember.codegen.kernel_ir import (AccFinish, AccInit, Accumulator, AccUpdate, AccValue, Barrier,
                                      Buffer, Const, IndexCond, IndexValue, Kernel, Let, Load, Loop,

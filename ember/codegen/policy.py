@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.codegen import access
-from ember.codegen import indexing as ix
+from ember.codegen import access, indexing as ix
 from ember.codegen.render import Renderer
 from ember.codegen.gather import SCATTER_COMBINE
 from ember.codegen.gemm import operand_matrix, operand_syms

@@ -19,12 +19,11 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ember.codegen.kernel_ir import KernelInfo
 from ember.codegen.c_gemm import gemm_parts, render_gemm
 from ember.compiler.steps import LoweredStep, call_name, kernel_info
 from ember.codegen.c_sort import render_call
 from ember.codegen.c import CRenderer
-from ember.codegen.kernel_ir import Buffer
+from ember.codegen.kernel_ir import Buffer, KernelInfo
 from ember.ir.graph import Var
 from ember.passes.memory import BufferPlan, Location
 

@@ -35,8 +35,7 @@ from ember.ir.dump import Dump
 from ember.ir.graph import Graph, Var
 from ember.ir.printer import print_graph, var_names
 from ember.ir.verifier import VerificationError, verify
-from ember.passes import fusion as fusion_pass
-from ember.passes import pipeline as graph_pipeline
+from ember.passes import fusion as fusion_pass, pipeline as graph_pipeline
 from ember.passes.fusion import FusionPolicy
 from ember.passes.memory import BufferPlan, plan_buffers
 from ember.passes.schedule import Schedule

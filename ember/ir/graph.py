@@ -9,6 +9,7 @@ operands.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
@@ -57,10 +58,7 @@ class Eqn:
     source: SourceInfo | None = None
 
     def replace(self, **changes: Any) -> "Eqn":
-        values = dict(prim=self.prim, inputs=self.inputs, outputs=self.outputs,
-                      params=self.params, source=self.source)
-        values.update(changes)
-        return Eqn(**values)
+        return dataclasses.replace(self, **changes)
 
 
 @dataclass
@@ -80,15 +78,10 @@ class Graph:
         return [v.aval for v in self.outputs]
 
     def replace(self, **changes: Any) -> "Graph":
-        values = dict(inputs=self.inputs, outputs=self.outputs, eqns=self.eqns,
-                      constvars=self.constvars, constvals=self.constvals)
-        values.update(changes)
-        return Graph(**values)
+        return dataclasses.replace(self, **changes)
 
     def __str__(self) -> str:
-        from ember.ir.printer import print_graph
-
-        return print_graph(self)
+        return self.pretty_print()
 
     def pretty_print(self, source: bool = True) -> str:
         from ember.ir.printer import print_graph

@@ -31,8 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ember.codegen import access
-from ember.codegen import indexing as ix
+from ember.codegen import access, indexing as ix
 from ember.codegen.gemm import operand_matrix, operand_syms, product_matrix, view_strides
 from ember.codegen.indexing import Index, Sym
 from ember.ir.graph import Eqn, Graph, Literal, Var, has_effects, uses
