@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ember.core.primitive import Primitive
+
 # A primitive's rule for partial evaluation (see ember.transforms.partial_eval).
-partial_eval_rules: dict[Any, Callable[..., Any]] = {}
+partial_eval_rules: dict[Primitive, Callable[..., Any]] = {}
 
 vmap: Callable[..., Callable]
 rule_axis: Callable[[int], Any]
