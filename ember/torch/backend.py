@@ -14,8 +14,9 @@ from torch._functorch.aot_autograd import aot_module_simplified, make_boxed_func
 from torch._guards import CompileContext
 
 from ember.errors import EmberTypeError
-from ember.torch.graph_compiler import compile_graph, log, node_source
+from ember.torch.graph_compiler import compile_graph, log
 from ember.torch.partition import split_for_ember, unsupported_nodes
+from ember.torch.source import node_source
 
 GraphCompiler = Callable[[torch.fx.GraphModule, Sequence[Any]], Callable[..., Any]]
 
