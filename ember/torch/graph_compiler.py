@@ -30,6 +30,10 @@ class _EmberInterpreter(torch.fx.Interpreter):
                                  "have left this op to PyTorch")
         return lowering(*args, **kwargs)
 
+    def get_attr(self, target: Any, args: tuple, kwargs: dict) -> Any:
+        value = super().get_attr(target, args, kwargs)  # (a tensor constant of the graph)
+        return to_ember(value) if isinstance(value, torch.Tensor) else value
+
     def run_node(self, node: torch.fx.Node) -> Any:
         try:
             return super().run_node(node)
