@@ -460,6 +460,9 @@ def _add_masks(graph_module: torch.fx.GraphModule, placeholders: list[torch.fx.N
     """Zero the padded positions of each masked operand, by a select against the real
     size (a new 0-d input per bucketed size, after the graph's own inputs)."""
     graph = graph_module.graph
+    anchor = next(n for n in graph.nodes if n.op != "placeholder")
+    for placeholder in placeholders:  # (all first, in order: a later one may feed a mask)
+        anchor.prepend(placeholder)
     real_sizes = {}
     with graph.inserting_after(placeholders[-1]):
         for position in reversed(list(sizes)):  # (each inserted right after the last input)

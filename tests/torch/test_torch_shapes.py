@@ -176,3 +176,40 @@ def test_each_op_buckets_the_dim_or_says_why_not(fn, refused, caplog):
     else:
         assert len(refusals) == 1 and refused in refusals[0], refusals
         assert len(_compiles(caplog)) == 3
+
+
+class _ConvNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv, self.bn = nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4)
+        self.head = nn.Linear(4 * 4 * 4, 3)
+
+    def forward(self, x):
+        return self.head(F.max_pool2d(F.relu(self.bn(self.conv(x))), 2).flatten(1))
+
+
+@pytest.mark.parametrize("training", [False, True], ids=["eval", "train"])
+def test_a_conv_net_buckets_its_batch_unless_batch_norm_trains(training, caplog):
+    # (in training, batch norm's statistics mix the batch, and its graph compiles per
+    # size; in eval mode the whole net, forward and backward, buckets the batch)
+    model = _ConvNet().train(training)
+    eager = copy.deepcopy(model)
+    compiled = torch.compile(model, backend="ember")
+    with caplog.at_level(logging.INFO, logger="ember.torch"):
+        for batch in (3, 5, 6):
+            x = torch.randn(batch, 3, 8, 8)
+            torch._dynamo.mark_dynamic(x, 0)
+            out, expected = compiled(x), eager(x)
+            torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-5)
+            out.sum().backward()
+            expected.sum().backward()
+    for (name, p), q in zip(model.named_parameters(), eager.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-4, msg=name)
+    torch.testing.assert_close(model.bn.running_mean, eager.bn.running_mean)
+    refusals = [r.getMessage() for r in caplog.records if "once per size" in r.getMessage()]
+    if training:
+        # (with a symbolic batch, the variance's n / (n - 1) is left to PyTorch: the forward
+        # is two graphs around it, and the one with batch norm compiles per size)
+        assert len(refusals) == 1 and "batch statistics" in refusals[0], refusals
+    else:
+        assert refusals == [] and len(_compiles(caplog)) == 2 + 2
