@@ -15,6 +15,7 @@ from ember.errors import EmberTypeError
 from ember.torch.exchange import to_ember, to_torch
 from ember.torch.buckets import BucketPlan, plan_buckets
 from ember.torch.lowerings import LOWERINGS
+from ember.torch.metrics import metrics
 from ember.torch.source import node_source
 
 log = logging.getLogger("ember.torch")
@@ -58,6 +59,7 @@ class EmberGraphModule:
         self.graph_module = graph_module
         self._buckets: BucketPlan | None = plan_buckets(graph_module)
         for symbol, reason in (self._buckets.refusals if self._buckets else {}).items():
+            metrics().refused_buckets.append(f"{symbol}: {reason}")
             log.info("Ember compiles a graph of %d ops once per size of %s, not per "
                      "power-of-two bucket: %s", len(graph_module.graph.nodes), symbol, reason)
         self._interpreter = _EmberInterpreter(
@@ -104,6 +106,7 @@ class EmberGraphModule:
         signature = (sizes, tuple((a.shape, str(a.dtype)) for a in arrays))
         if signature in self._signatures:
             return
+        metrics().graph_compiles += 1
         bucketed = f" ({self._buckets.describe(inputs)})" if self._buckets and \
             self._buckets.sizes else ""
         if self._last_signature is not None:

@@ -40,6 +40,7 @@ from torch.utils._pytree import tree_map
 from ember.errors import EmberTypeError
 from ember.torch.graph_compiler import EmberGraphModule
 from ember.torch.lowerings import LOWERINGS
+from ember.torch.metrics import metrics
 from ember.torch.onednn import onednn_off
 
 aten = torch.ops.aten
@@ -84,36 +85,9 @@ class _Value:
     serial: int = field(default_factory=lambda: next(_serials))
 
 
-@dataclass
-class Metrics:
-    """What the lazy device did, as torch_xla's metrics report: graphs compiled, cache hits,
-    ops run eagerly for want of a lowering, time spent executing graphs, and the user's line
-    behind each graph run that a needed value forced (outside ``mark_step``), which names
-    what breaks a step into several graphs."""
-    compiles: int = 0
-    cache_hits: int = 0
-    executions: int = 0
-    eager_fallbacks: int = 0
-    execute_seconds: float = 0.0
-    fallback_ops: set[str] = field(default_factory=set)
-    forced_by: list[str] = field(default_factory=list)
-
-
-_metrics = Metrics()
 _cache: dict[tuple, EmberGraphModule] = {}
 # The live lazy tensors by id (a WeakSet would compare tensors with ==, an op of its own).
 _live: weakref.WeakValueDictionary[int, LazyTensor] = weakref.WeakValueDictionary()
-
-
-def metrics() -> Metrics:
-    """The lazy device's counters since the last ``reset_metrics()``."""
-    return _metrics
-
-
-def reset_metrics() -> None:
-    """Zero the counters (the compiled graphs stay cached)."""
-    global _metrics
-    _metrics = Metrics()
 
 
 def clear_cache() -> None:
@@ -215,8 +189,8 @@ class LazyTensor(torch.Tensor):
         functional = _functional_variant(func)
         if functional in LOWERINGS:
             return _record_mutation(func, functional, args, kwargs)
-        _metrics.eager_fallbacks += 1
-        _metrics.fallback_ops.add(str(func))
+        metrics().eager_fallbacks += 1
+        metrics().fallback_ops.add(str(func))
         return _lazy_outputs(_run_eagerly(func, args, kwargs))
 
 
@@ -420,7 +394,7 @@ def _concrete(tensor: LazyTensor) -> torch.Tensor:
     """The tensor's value, running the graph behind it if it is pending."""
     _refresh(tensor)
     if tensor._value.data is None:
-        _metrics.forced_by.append(_user_line())
+        metrics().forced_by.append(_user_line())
         _materialize([tensor._value])
     return tensor._value.data
 
@@ -484,13 +458,13 @@ def _materialize(outputs: list[_Value]) -> None:
     if compiled is None:
         compiled = EmberGraphModule(_fx_graph(outputs, inputs, nodes))
         _cache[key] = compiled
-        _metrics.compiles += 1
+        metrics().compiles += 1
     else:
-        _metrics.cache_hits += 1
+        metrics().cache_hits += 1
     start = time.perf_counter()
     results = compiled(*[v.data for v in inputs])
-    _metrics.execute_seconds += time.perf_counter() - start
-    _metrics.executions += 1
+    metrics().execute_seconds += time.perf_counter() - start
+    metrics().executions += 1
     for value, result in zip(outputs, results):
         value.data, value.node, value.index = result, None, None
 

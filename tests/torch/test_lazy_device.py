@@ -22,7 +22,7 @@ STEPS = 20
 @pytest.fixture(autouse=True)
 def _fresh_lazy_device():
     lazy.clear_cache()
-    lazy.reset_metrics()
+    ember.torch.reset_metrics()
     yield
     lazy.mark_step()
 

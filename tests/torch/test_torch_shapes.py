@@ -57,10 +57,17 @@ def _train(model, batches) -> list[float]:
     return losses
 
 
+@pytest.fixture(autouse=True)
+def _fresh_metrics():
+    ember.torch.reset_metrics()
+
+
 def _compiles(caplog) -> list[str]:
-    """The log's line for each graph Ember compiled."""
-    return [r.getMessage() for r in caplog.records if "Ember compiles a graph" in r.getMessage()
-            and "once per size" not in r.getMessage()]
+    """The log's line for each graph Ember compiled (as many as the metrics count)."""
+    lines = [r.getMessage() for r in caplog.records if "Ember compiles a graph" in r.getMessage()
+             and "once per size" not in r.getMessage()]
+    assert len(lines) == ember.torch.metrics().graph_compiles
+    return lines
 
 
 @pytest.mark.parametrize("mode", ["dynamic=True", "mark_dynamic"])
@@ -150,6 +157,8 @@ def test_a_mean_over_the_dynamic_dim_compiles_per_size_and_says_why(caplog):
     assert "aten.mean.dim" in refusals[0] and "divisor would count the padding" in refusals[0]
     assert f"{__file__}\", line " in refusals[0] and "in forward" in refusals[0]
     assert "uses the size as a number" in refusals[1]
+    assert [r.split(": ", 1)[1] in m for r, m in zip(ember.torch.metrics().refused_buckets,
+                                                       refusals)] == [True, True]
     assert len(_compiles(caplog)) == 2 * 3  # (once per length, forward and backward)
 
 
