@@ -15,9 +15,10 @@ from ember.torch.backend import ember_backend, strict_backend
 from ember.torch import lazy
 from ember.torch.explain import Explanation, Fallback, explain
 from ember.torch.lazy import mark_step, to_lazy
+from ember.torch.metrics import Metrics, metrics, reset_metrics
 
-__all__ = ["Explanation", "Fallback", "compile", "ember_backend", "explain", "lazy", "mark_step",
-           "strict_backend", "to_lazy"]
+__all__ = ["Explanation", "Fallback", "Metrics", "compile", "ember_backend", "explain", "lazy",
+           "mark_step", "metrics", "reset_metrics", "strict_backend", "to_lazy"]
 
 
 def compile(model: Any, *, fallback: bool = True, **options: Any) -> Any:

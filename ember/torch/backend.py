@@ -14,8 +14,10 @@ from torch._functorch.aot_autograd import aot_module_simplified, make_boxed_func
 from torch._guards import CompileContext
 
 from ember.errors import EmberTypeError
-from ember.torch.graph_compiler import compile_graph, log, node_source
+from ember.torch.graph_compiler import compile_graph, log
+from ember.torch.onednn import onednn_off
 from ember.torch.partition import split_for_ember, unsupported_nodes
+from ember.torch.source import node_source
 
 GraphCompiler = Callable[[torch.fx.GraphModule, Sequence[Any]], Callable[..., Any]]
 
@@ -55,18 +57,10 @@ def make_backend(graph_compiler: GraphCompiler) -> Callable[..., Any]:
     """A Dynamo backend that hands AOTAutograd's graphs to ``graph_compiler``."""
     def backend(graph_module: torch.fx.GraphModule, example_inputs: list[Any], **_options: Any):
         _log_recompile()
-        # (with oneDNN on, PyTorch decomposes an LSTM that takes no input gradient into
-        # its oneDNN kernel, which has no lowering; off, into the cell's matmuls)
-        # (torch._C's switch: torch.backends' refuses once a test harness has frozen the
-        # global flags, torch.testing's does)
-        onednn = torch._C._get_mkldnn_enabled()
-        torch._C._set_mkldnn_enabled(False)
-        try:
+        with onednn_off():
             return aot_module_simplified(graph_module, example_inputs,
                                          fw_compiler=graph_compiler, bw_compiler=graph_compiler,
                                          decompositions=core_aten_decompositions())
-        finally:
-            torch._C._set_mkldnn_enabled(onednn)
     return backend
 
 

@@ -9,7 +9,7 @@ import torch
 from torch._functorch.aot_autograd import make_boxed_func
 
 from ember.torch.backend import make_backend
-from ember.torch.graph_compiler import node_source
+from ember.torch.source import node_source
 from ember.torch.partition import unsupported_nodes
 
 

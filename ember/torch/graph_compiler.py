@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -13,17 +13,12 @@ import ember
 from ember.config import config
 from ember.errors import EmberTypeError
 from ember.torch.exchange import to_ember, to_torch
+from ember.torch.buckets import BucketPlan, plan_buckets
 from ember.torch.lowerings import LOWERINGS
+from ember.torch.metrics import metrics
+from ember.torch.source import node_source
 
 log = logging.getLogger("ember.torch")
-
-
-def node_source(node: torch.fx.Node) -> str:
-    """The user's line that made ``node`` (the last frame of its stack trace), if known."""
-    trace = node.meta.get("stack_trace") or ""
-    lines = [line.strip() for line in trace.strip().splitlines()]
-    frames = [line for line in lines if line.startswith("File")]
-    return frames[-1] if frames else ""
 
 
 class _EmberInterpreter(torch.fx.Interpreter):
@@ -35,6 +30,10 @@ class _EmberInterpreter(torch.fx.Interpreter):
             raise EmberTypeError(f"no Ember lowering for {target}; the partitioner should "
                                  "have left this op to PyTorch")
         return lowering(*args, **kwargs)
+
+    def get_attr(self, target: Any, args: tuple, kwargs: dict) -> Any:
+        value = super().get_attr(target, args, kwargs)  # (a tensor constant of the graph)
+        return to_ember(value) if isinstance(value, torch.Tensor) else value
 
     def run_node(self, node: torch.fx.Node) -> Any:
         try:
@@ -53,11 +52,18 @@ class _EmberInterpreter(torch.fx.Interpreter):
 class EmberGraphModule:
     """Calls an ATen graph module compiled by Ember, taking and returning tensors. A graph
     with symbolic shapes (``dynamic=True``) also takes sizes as ints: Ember compiles it for
-    each set of concrete sizes it meets (and logs why it compiles again)."""
+    each power-of-two bucket of the sizes where padding keeps its results (see
+    ``ember.torch.buckets``), else for each size, and logs why it compiles again."""
 
     def __init__(self, graph_module: torch.fx.GraphModule) -> None:
         self.graph_module = graph_module
-        self._interpreter = _EmberInterpreter(graph_module)
+        self._buckets: BucketPlan | None = plan_buckets(graph_module)
+        for symbol, reason in (self._buckets.refusals if self._buckets else {}).items():
+            metrics().refused_buckets.append(f"{symbol}: {reason}")
+            log.info("Ember compiles a graph of %d ops once per size of %s, not per "
+                     "power-of-two bucket: %s", len(graph_module.graph.nodes), symbol, reason)
+        self._interpreter = _EmberInterpreter(
+            self._buckets.graph_module if self._buckets else graph_module)
         self._programs: dict[tuple, Callable[..., Any]] = {}  # by the sizes passed as ints
         self._last_signature: tuple | None = None
         self._signatures: set[tuple] = set()
@@ -83,24 +89,33 @@ class EmberGraphModule:
         return program
 
     def __call__(self, *inputs: Any) -> Any:
-        sizes = tuple((i, v) for i, v in enumerate(inputs) if not isinstance(v, torch.Tensor))
-        arrays = [to_ember(t) for t in inputs if isinstance(t, torch.Tensor)]
-        self._log_new_signature(sizes, arrays)
+        padded, real_sizes = self._buckets.pad(inputs) if self._buckets else (inputs, [])
+        sizes = tuple((i, v) for i, v in enumerate(padded) if not isinstance(v, torch.Tensor))
+        arrays = [to_ember(t) for t in padded if isinstance(t, torch.Tensor)]
+        self._log_new_signature(sizes, arrays, inputs)
         with config.override(enable_x64=True):  # ATen indices are int64
-            outputs = self._program(sizes)(*arrays)
+            outputs = self._program(sizes)(*arrays, *map(to_ember, real_sizes))
         if self._size_outputs:
-            return [int(o) if i in self._size_outputs else _results(o)
-                    for i, o in enumerate(outputs)]
-        return _results(outputs)
+            outputs = [int(o) if i in self._size_outputs else _results(o)
+                       for i, o in enumerate(outputs)]
+        else:
+            outputs = _results(outputs)
+        return self._buckets.unpad(outputs, inputs) if self._buckets else outputs
 
-    def _log_new_signature(self, sizes: tuple, arrays: list[Any]) -> None:
+    def _log_new_signature(self, sizes: tuple, arrays: list[Any], inputs: Sequence[Any]) -> None:
         signature = (sizes, tuple((a.shape, str(a.dtype)) for a in arrays))
         if signature in self._signatures:
             return
+        metrics().graph_compiles += 1
+        bucketed = f" ({self._buckets.describe(inputs)})" if self._buckets and \
+            self._buckets.sizes else ""
         if self._last_signature is not None:
-            log.info("Ember compiles a graph of %d ops again, as its inputs changed: %s",
+            log.info("Ember compiles a graph of %d ops again, as its inputs changed: %s%s",
                      len(self.graph_module.graph.nodes),
-                     _difference(self._last_signature, signature))
+                     _difference(self._last_signature, signature), bucketed)
+        else:
+            log.info("Ember compiles a graph of %d ops%s", len(self.graph_module.graph.nodes),
+                     bucketed)
         self._signatures.add(signature)
         self._last_signature = signature
 

@@ -10,8 +10,9 @@ and hits the cache every step after.
 PyTorch's ``.to(device)`` cannot target a device defined in Python, so a tensor or module
 moves onto this device with ``to_lazy(x)`` (a module's parameters and buffers in place) and
 back with ``.cpu()``. In-place ops are recorded functionally: an in-place op rebinds the
-tensor it updates (and its ``detach`` aliases); writing through a view into its base is an
-error for now.
+tensor it updates (and its ``detach`` aliases), an update of a view is written into its
+base (by the view op's scatter twin), and a view is made again when its base has changed
+since, so views and bases agree as in eager PyTorch.
 
 A Python float that scales a tensor (``mul``, ``div``, ``add``, ``sub``) is lifted into a
 graph input, a 0-d tensor of the op's computation dtype, so its value is not part of the
@@ -39,6 +40,8 @@ from torch.utils._pytree import tree_map
 from ember.errors import EmberTypeError
 from ember.torch.graph_compiler import EmberGraphModule
 from ember.torch.lowerings import LOWERINGS
+from ember.torch.metrics import metrics
+from ember.torch.onednn import onednn_off
 
 aten = torch.ops.aten
 
@@ -59,6 +62,8 @@ _LIFTS_SCALARS = {aten.mul.Tensor: ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT,
                   aten.add.Tensor: ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT,
                   aten.sub.Tensor: ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT,
                   aten.div.Tensor: ELEMENTWISE_TYPE_PROMOTION_KIND.INT_TO_FLOAT}
+# The RNNs that PyTorch runs as one oneDNN kernel when oneDNN is on.
+_RNNS = {torch._VF.lstm, torch._VF.gru, torch._VF.rnn_tanh, torch._VF.rnn_relu}
 _serials = itertools.count()
 
 
@@ -80,36 +85,9 @@ class _Value:
     serial: int = field(default_factory=lambda: next(_serials))
 
 
-@dataclass
-class Metrics:
-    """What the lazy device did, as torch_xla's metrics report: graphs compiled, cache hits,
-    ops run eagerly for want of a lowering, time spent executing graphs, and the user's line
-    behind each graph run that a needed value forced (outside ``mark_step``), which names
-    what breaks a step into several graphs."""
-    compiles: int = 0
-    cache_hits: int = 0
-    executions: int = 0
-    eager_fallbacks: int = 0
-    execute_seconds: float = 0.0
-    fallback_ops: set[str] = field(default_factory=set)
-    forced_by: list[str] = field(default_factory=list)
-
-
-_metrics = Metrics()
 _cache: dict[tuple, EmberGraphModule] = {}
 # The live lazy tensors by id (a WeakSet would compare tensors with ==, an op of its own).
 _live: weakref.WeakValueDictionary[int, LazyTensor] = weakref.WeakValueDictionary()
-
-
-def metrics() -> Metrics:
-    """The lazy device's counters since the last ``reset_metrics()``."""
-    return _metrics
-
-
-def reset_metrics() -> None:
-    """Zero the counters (the compiled graphs stay cached)."""
-    global _metrics
-    _metrics = Metrics()
 
 
 def clear_cache() -> None:
@@ -141,7 +119,7 @@ class LazyTensor(torch.Tensor):
     takes as inputs."""
 
     _binding: list[_Value]  # [value]: shared by aliases (detach), rebound by in-place ops
-    _view_of: str | None = None  # the view op that made it, if any
+    _view: _View | None = None  # how it was made from its base, if it is a view
 
     @staticmethod
     def __new__(cls, value: _Value, meta: torch.Tensor, requires_grad: bool = False):
@@ -178,13 +156,22 @@ class LazyTensor(torch.Tensor):
         return self.detach().cpu().tolist()
 
     @classmethod
+    def __torch_function__(cls, func: Any, types: Any, args: tuple = (),
+                           kwargs: dict | None = None) -> Any:
+        if func in _RNNS:  # (see ember.torch.onednn)
+            with onednn_off():
+                return super().__torch_function__(func, types, args, kwargs)
+        return super().__torch_function__(func, types, args, kwargs)
+
+    @classmethod
     def __torch_dispatch__(cls, func: Any, types: Any, args: tuple = (),
                            kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
+        tree_map(_refresh, (args, kwargs))
         if func in _ALIASES:
             (source,) = args  # (an alias shares its source's value, updates included)
             alias = LazyTensor(source._value, _meta(source))
-            alias._binding = source._binding
+            alias._binding, alias._view = source._binding, source._view
             return alias
         if func in _MATERIALIZING:
             return _run_eagerly(func, args, kwargs)
@@ -202,8 +189,8 @@ class LazyTensor(torch.Tensor):
         functional = _functional_variant(func)
         if functional in LOWERINGS:
             return _record_mutation(func, functional, args, kwargs)
-        _metrics.eager_fallbacks += 1
-        _metrics.fallback_ops.add(str(func))
+        metrics().eager_fallbacks += 1
+        metrics().fallback_ops.add(str(func))
         return _lazy_outputs(_run_eagerly(func, args, kwargs))
 
 
@@ -257,10 +244,11 @@ def _record(func: Any, args: tuple, kwargs: dict) -> Any:
         args = _lift_scalars(args, _LIFTS_SCALARS[func])
     node = _Node(func, tree_map(_as_value, args), tree_map(_as_value, kwargs))
     if isinstance(meta_out, torch.Tensor):
-        return _output(_Value(node=node), meta_out, func)
+        return _output(_Value(node=node), meta_out, func, args, kwargs, 0)
     if isinstance(meta_out, (tuple, list)):
-        return type(meta_out)(None if m is None else _output(_Value(node=node, index=i), m, func)
-                              for i, m in enumerate(meta_out))  # (None: an output not asked for)
+        return type(meta_out)(  # (None: an output not asked for)
+            None if m is None else _output(_Value(node=node, index=i), m, func, args, kwargs, i)
+            for i, m in enumerate(meta_out))
     raise NotImplementedError(f"the lazy device cannot record {func}: it returns "
                               f"{type(meta_out).__name__}")
 
@@ -274,20 +262,80 @@ def _lift_scalars(args: tuple, kind: ELEMENTWISE_TYPE_PROMOTION_KIND) -> tuple:
     return tuple(torch.tensor(a, dtype=compute) if type(a) is float else a for a in args)
 
 
-def _output(value: _Value, meta: torch.Tensor, func: Any) -> LazyTensor:
+def _output(value: _Value, meta: torch.Tensor, func: Any, args: tuple, kwargs: dict,
+            index: int) -> LazyTensor:
     tensor = LazyTensor(value, meta)
-    tensor._view_of = str(func) if func.is_view else None
+    if func.is_view and isinstance(args[0], LazyTensor):
+        tensor._view = _View(args[0], func, args[1:], kwargs, index, args[0]._value)
     return tensor
 
 
-def _check_not_a_view(tensor: LazyTensor, func: Any) -> None:
-    """Values are recorded functionally, so an update through a view would not reach its
-    base: say so instead of computing something else."""
-    if tensor._view_of is not None:
-        raise EmberTypeError(
-            f"{func} updates a view ({tensor._view_of}) in place; the lazy device does not "
-            "write through views into their base yet. Write it out of place (torch.where, "
-            "Tensor.index_put, torch.cat) and assign the result.")
+@dataclass(eq=False)
+class _View:
+    """How a view was made from its base (output ``index`` of ``func`` on ``base``), and
+    the base's value it was made from: values are recorded functionally, so a view is made
+    again when its base changes, and an update of the view is written into its base."""
+    base: LazyTensor
+    func: Any
+    args: tuple
+    kwargs: dict
+    index: int
+    made_from: _Value
+
+
+def _refresh(tensor: Any) -> None:
+    """Make a view again from its base if the base was updated since (in place, or
+    through another view of it), as PyTorch's views see their base's updates."""
+    view = tensor._view if isinstance(tensor, LazyTensor) else None
+    if view is None:
+        return
+    _refresh(view.base)
+    if view.base._value is not view.made_from:
+        remade = _record(view.func, (view.base, *view.args), view.kwargs)
+        tensor._value = (remade if isinstance(remade, torch.Tensor) else remade[view.index])._value
+        view.made_from = view.base._value
+
+
+def _assign(target: LazyTensor, result: LazyTensor, func: Any) -> None:
+    """Rebind ``target`` to ``result``'s value; a view writes it into its base too."""
+    view = target._view
+    if view is not None:
+        _assign(view.base, _scatter(view, result, func), func)
+        view.made_from = view.base._value
+    target._value = result._value
+    _live[id(target)] = target
+
+
+def _scatter(view: _View, source: LazyTensor, func: Any) -> LazyTensor:
+    """The view's base with ``source`` written where the view shows it."""
+    base, args = view.base, view.args
+    name = view.func.overloadpacket
+    if name in (aten.view, aten._unsafe_view, aten.reshape, aten.unsqueeze, aten.squeeze):
+        return _record(aten.view.default, (source, list(base.shape)), {})
+    if name in (aten.t, aten.transpose):
+        return _record(view.func, (source, *args), view.kwargs)  # (its own inverse)
+    if name is aten.permute:
+        return _record(aten.permute.default, (source, [list(args[0]).index(d) % base.ndim
+                                                       for d in range(base.ndim)]), {})
+    if name is aten.slice:
+        return _record(aten.slice_scatter.default, (base, source, *args), view.kwargs)
+    if name is aten.select:
+        dim, index = args[0] % base.ndim, args[1] % base.shape[args[0]]
+        return _record(aten.slice_scatter.default,
+                       (base, _record(aten.unsqueeze.default, (source, dim), {}), dim, index,
+                        index + 1), {})
+    if name in (aten.split, aten.split_with_sizes):
+        dim = (args[1] if len(args) > 1 else 0) % base.ndim
+        sizes = args[0] if isinstance(args[0], (list, tuple)) else \
+            [args[0]] * -(-base.shape[dim] // args[0])
+        start = sum(sizes[:view.index])
+        return _record(aten.slice_scatter.default,
+                       (base, source, dim, start, start + source.shape[dim]), {})
+    raise EmberTypeError(
+        f"{func} updates a view ({view.func}) in place; the lazy device writes through "
+        "views made by view, reshape, transpose, permute, slice, select and split, not this "
+        "one yet. Write it out of place (torch.where, Tensor.index_put, torch.cat) and "
+        "assign the result.")
 
 
 def _record_inplace(func: Any, args: tuple, kwargs: dict) -> Any:
@@ -295,12 +343,10 @@ def _record_inplace(func: Any, args: tuple, kwargs: dict) -> Any:
     name = func._schema.name.split("::")[-1][:-1]
     functional = getattr(getattr(aten, name), func._overloadname)
     target = args[0]
-    _check_not_a_view(target, func)
     result = _record(functional, args, kwargs)
     if result.dtype != target.dtype or result.shape != target.shape:
         result = _record(aten.copy.default, (target, result), {})
-    target._value = result._value
-    _live[id(target)] = target
+    _assign(target, result, func)
     return target
 
 
@@ -325,13 +371,10 @@ def _record_mutation(func: Any, functional: Any, args: tuple, kwargs: dict) -> A
         raise EmberTypeError(f"{func} updates a tensor in place that is not on the lazy "
                              "device (or is passed by keyword): move it (or its module) with "
                              "ember.torch.to_lazy first")
-    for i in mutated:
-        _check_not_a_view(args[i], func)
     outputs = _record(functional, args, kwargs)
     results = len(outputs) - len(mutated)
     for i, new_value in zip(mutated, outputs[results:]):
-        args[i]._value = new_value._value
-        _live[id(args[i])] = args[i]
+        _assign(args[i], new_value, func)
     return tuple(outputs[:results])
 
 
@@ -349,8 +392,9 @@ def _run_eagerly(func: Any, args: tuple, kwargs: dict) -> Any:
 
 def _concrete(tensor: LazyTensor) -> torch.Tensor:
     """The tensor's value, running the graph behind it if it is pending."""
+    _refresh(tensor)
     if tensor._value.data is None:
-        _metrics.forced_by.append(_user_line())
+        metrics().forced_by.append(_user_line())
         _materialize([tensor._value])
     return tensor._value.data
 
@@ -414,13 +458,13 @@ def _materialize(outputs: list[_Value]) -> None:
     if compiled is None:
         compiled = EmberGraphModule(_fx_graph(outputs, inputs, nodes))
         _cache[key] = compiled
-        _metrics.compiles += 1
+        metrics().compiles += 1
     else:
-        _metrics.cache_hits += 1
+        metrics().cache_hits += 1
     start = time.perf_counter()
     results = compiled(*[v.data for v in inputs])
-    _metrics.execute_seconds += time.perf_counter() - start
-    _metrics.executions += 1
+    metrics().execute_seconds += time.perf_counter() - start
+    metrics().executions += 1
     for value, result in zip(outputs, results):
         value.data, value.node, value.index = result, None, None
 

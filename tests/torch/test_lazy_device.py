@@ -22,7 +22,7 @@ STEPS = 20
 @pytest.fixture(autouse=True)
 def _fresh_lazy_device():
     lazy.clear_cache()
-    lazy.reset_metrics()
+    ember.torch.reset_metrics()
     yield
     lazy.mark_step()
 
@@ -223,10 +223,36 @@ class _CausalAttention(nn.Module):
         return self.head((x + self.mlp(x)).mean(dim=1))
 
 
-_INPUTS = {_mlp: (16, 12), _CNN: (4, 3, 8, 8), _CausalAttention: (4, 6, 16)}
+class _MultiheadAttention(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        # (no bias: the key's cancels in the softmax, as in _CausalAttention)
+        self.attention = nn.MultiheadAttention(16, 2, batch_first=True, bias=False)
+        self.head = nn.Linear(16, 5)
+
+    def forward(self, x):
+        y, _ = self.attention(x, x, x, need_weights=False)
+        return self.head(y.mean(dim=1))
 
 
-@pytest.mark.parametrize("make_model", list(_INPUTS), ids=["mlp", "cnn", "attention"])
+class _LSTM(nn.Module):
+    # (its cell updates chunks of its gates in place: written through into the gates)
+    def __init__(self) -> None:
+        super().__init__()
+        self.lstm = nn.LSTM(8, 16, num_layers=2, batch_first=True)
+        self.head = nn.Linear(16, 5)
+
+    def forward(self, x):
+        out, _ = self.lstm(x)
+        return self.head(out[:, -1])
+
+
+_INPUTS = {_mlp: (16, 12), _CNN: (4, 3, 8, 8), _CausalAttention: (4, 6, 16),
+           _MultiheadAttention: (4, 5, 16), _LSTM: (3, 4, 8)}
+
+
+@pytest.mark.parametrize("make_model", list(_INPUTS),
+                         ids=["mlp", "cnn", "attention", "multihead-attention", "lstm"])
 def test_torch_optim_adamw_trains_like_eager_and_compiles_once(make_model):
     # (AdamW's step size and bias corrections are new Python floats every step, and its
     # first step creates the state with zeros_like: neither makes a new graph)
@@ -263,12 +289,31 @@ def test_metrics_name_the_line_that_forced_a_value():
     assert len(lazy.metrics().forced_by) == 1
 
 
-def test_an_inplace_write_through_a_view_is_an_error_not_a_wrong_value():
-    lazy_x = ember.torch.to_lazy(torch.zeros(2, 3))
-    with pytest.raises(ember.errors.EmberTypeError, match="view"):
-        lazy_x[0] = 1.0
-    with pytest.raises(ember.errors.EmberTypeError, match="view"):
-        lazy_x.t().mul_(2)
+def _updates_through_views(x):
+    row = x[1]  # (a view made before its base changes: it sees the changes)
+    x[0] = 1.0
+    x.t().mul_(2)
+    x[:, 1:].add_(1)
+    first, second = x.split(1)
+    second.sigmoid_()
+    x.view(3, 2)[2].neg_()
+    x.unsqueeze(0).permute(2, 0, 1)[1].sub_(3)
+    return x, row, first
+
+
+def test_an_inplace_update_of_a_view_reaches_its_base_and_its_other_views():
+    x = torch.randn(2, 3)
+    expected = _updates_through_views(x.clone())
+    results = _updates_through_views(ember.torch.to_lazy(x))
+    for result, reference in zip(results, expected):
+        torch.testing.assert_close(result.cpu(), reference)
+    assert lazy.metrics().eager_fallbacks == 0
+
+
+def test_an_inplace_update_of_another_view_is_an_error_not_a_wrong_value():
+    lazy_x = ember.torch.to_lazy(torch.zeros(3, 3))
+    with pytest.raises(ember.errors.EmberTypeError, match="diagonal"):
+        lazy_x.diagonal().mul_(2)
 
 
 def test_to_lazy_takes_the_lazy_device():

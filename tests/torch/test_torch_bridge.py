@@ -104,3 +104,13 @@ def test_bench_torch_names_its_models_on_a_wrong_one(capsys):
         main(["--torch", "--only", "mlp,resnet1000"])
     error = capsys.readouterr().err
     assert "unknown torch model(s) resnet1000" in error and "gpt_block" in error
+
+
+def test_a_tensor_constant_of_the_graph_reaches_ember():
+    # (a tensor made inside the compiled code is a constant of the ATen graph, as the
+    # empty KV cache that transformers' GPT-2 concatenates to)
+    def fn(x):
+        return torch.cat([torch.tensor([[1.0, -2.0]]), x]) * 3
+
+    x = torch.randn(2, 2)
+    torch.testing.assert_close(ember.torch.compile(fn, fallback=False)(x), fn(x))

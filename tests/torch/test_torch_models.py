@@ -281,3 +281,30 @@ def test_gpt2_style_block_trains_like_eager_and_counts_calls_in_its_buffer():
     # (the calls buffer compared with eager's too; the key's third of c_attn's bias is noise)
     _assert_trains_like_eager(model, x, y, noise={"c_attn.bias": slice(32, 64)})
     assert model.calls.item() == STEPS
+
+
+class HuggingFaceGPT2(nn.Module):
+    """Hugging Face's GPT2LMHeadModel, randomly initialized from a tiny config (nothing is
+    downloaded), returning the next-token logits of every position."""
+
+    def __init__(self, transformers) -> None:
+        super().__init__()
+        config = transformers.GPT2Config(
+            vocab_size=64, n_positions=16, n_embd=32, n_layer=2, n_head=4, resid_pdrop=0.0,
+            embd_pdrop=0.0, attn_pdrop=0.0, use_cache=False, bos_token_id=0, eos_token_id=0)
+        self.gpt2 = transformers.GPT2LMHeadModel(config)
+
+    def forward(self, ids):
+        return self.gpt2(input_ids=ids).logits.flatten(0, 1)
+
+
+def test_huggingface_gpt2_with_a_tiny_config_trains_like_eager():
+    # (transformers is not in the test extra: this runs where it is installed)
+    model = HuggingFaceGPT2(pytest.importorskip("transformers"))
+    ids = torch.randint(0, 64, (2, 9))
+    x, y = ids[:, :-1], ids[:, 1:].flatten()
+    # (the key's third of each layer's c_attn bias cancels in the softmax: noise)
+    _assert_trains_like_eager(model, x, y, noise={
+        f"gpt2.transformer.h.{layer}.attn.c_attn.bias": slice(32, 64) for layer in range(2)})
+    explanation = ember.torch.explain(model, x)
+    assert explanation.fallbacks == []
