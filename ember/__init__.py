@@ -40,6 +40,9 @@ _LAZY = {
     "named_call": "ember.transforms.naming",
     "ensure_compile_time_eval": "ember.core.trace",
     "pure_callback": "ember.ops.callbacks",
+    "clear_caches": "ember.runtime.caches",
+    "live_arrays": "ember.runtime.caches",
+    "print_environment_info": "ember.runtime.environment",
     # distribution on one host (ember.sharding)
     "make_mesh": "ember.sharding.mesh",
     "set_mesh": "ember.sharding.mesh",

@@ -106,7 +106,7 @@ class UnknownFlagError(AttributeError, ValueError):
 JAX_NAMES = {"jax_enable_x64": "enable_x64", "jax_debug_nans": "debug_nans",
              "jax_platforms": "backend", "jax_platform_name": "backend",
              "jax_num_cpu_devices": "num_cpu_devices"}
-_JAX_PLATFORMS = {"cpu": "cpu", "gpu": "cuda", "cuda": "cuda", "opencl": "opencl",
+JAX_PLATFORMS = {"cpu": "cpu", "gpu": "cuda", "cuda": "cuda", "opencl": "opencl",
                   "reference": "reference"}
 
 
@@ -125,12 +125,12 @@ def _platform_backend(value: Any) -> str | None:
     if not value:
         return None
     names = [part.strip().lower() for part in str(value).split(",") if part.strip()]
-    unknown = [n for n in names if n not in _JAX_PLATFORMS]
+    unknown = [n for n in names if n not in JAX_PLATFORMS]
     if unknown:
         raise ValueError(f"unknown platform {unknown[0]!r} in jax_platforms={value!r}; "
-                         f"Ember knows {sorted(_JAX_PLATFORMS)}")
+                         f"Ember knows {sorted(JAX_PLATFORMS)}")
     present = backends_present()
-    backends = [_JAX_PLATFORMS[n] for n in names]
+    backends = [JAX_PLATFORMS[n] for n in names]
     return next((b for b in backends if b in present), backends[0])
 
 
