@@ -68,10 +68,10 @@ def _floor_adjust(rem: Any, divisor: Any) -> Any:
 
 
 def _int_by_nonzero(x: Any, y: Any, fn) -> Any:
-    """``fn(x, y)`` for integers with a zero divisor replaced by 1 and its result by 0."""
-    zero = lax.eq(y, constant_like(0, y))
-    safe = _select(zero, constant_like(1, y), y)
-    return _select(zero, constant_like(0, x), fn(x, safe))
+    """``fn(x, y)`` for integers, 0 where ``y`` is 0 (NumPy's result). ``lax.div`` and
+    ``lax.rem`` are defined for a zero divisor (as XLA's), so ``fn`` sees the divisor as
+    given: ``checkify.div_checks`` finds a zero in it, as JAX's does."""
+    return _select(lax.eq(y, constant_like(0, y)), constant_like(0, x), fn(x, y))
 
 
 def _int_floor_divide(x: Any, y: Any) -> Any:
