@@ -67,9 +67,17 @@ def test_outside_checkify():
         checkify.check(jnp.ones(2) > 0, "vector")
 
 
-def test_check_inside_inner_transformation_is_a_clear_error():
-    with pytest.raises(ValueError, match=r"vmap\(checkify\(f\)\)"):
-        checkify.checkify(ember.vmap(_reciprocal))(jnp.ones(3))
+def test_checks_inside_an_inner_vmap_or_jit():
+    xs = jnp.asarray([1.0, -2.0, 30.0, -4.0])
+    err, out = checkify.checkify(ember.vmap(_reciprocal))(xs)
+    # The first check fails first; of its failing elements, the last (as JAX reports).
+    assert err.get() == "-4.0 needs to be positive! (`check` failed)"
+    np.testing.assert_allclose(np.asarray(out), 1.0 / np.asarray(xs), rtol=1e-6)
+    err, _ = checkify.checkify(ember.jit(ember.vmap(_reciprocal)))(jnp.asarray([1.0, 30.0]))
+    assert err.get() == "too big: 30.0 (`check` failed)"
+
+
+def test_unknown_error_types():
     with pytest.raises(ValueError, match="unknown error types"):
         checkify.checkify(_reciprocal, errors=frozenset({KeyError}))
 
@@ -87,7 +95,11 @@ def test_matches_jax():
         ours = ember.jit(checkify.checkify(lambda x: f(checkify, x)))(x)[0].get()
         theirs = jax.jit(jax_checkify.checkify(lambda x: f(jax_checkify, x)))(x)[0].get()
         assert ours == theirs
-    xs = np.array([1.0, -2.0, 3.0], np.float32)
+    xs = np.array([1.0, -2.0, 3.0, -4.0], np.float32)
     ours = ember.vmap(checkify.checkify(lambda x: f(checkify, x)))(xs)[0].get()
     theirs = jax.vmap(jax_checkify.checkify(lambda x: f(jax_checkify, x)))(xs)[0].get()
+    assert ours == theirs.splitlines()[0]  # JAX lists every failing index; Ember the first
+    ours = checkify.checkify(ember.vmap(lambda x: f(checkify, x)))(xs)[0].get()
+    theirs = jax_checkify.checkify(jax.vmap(lambda x: f(jax_checkify, x)))(
+        jax.numpy.asarray(xs))[0].get()
     assert ours == theirs
