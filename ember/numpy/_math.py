@@ -141,7 +141,9 @@ def divmod(x1: Any, x2: Any, /) -> tuple[Any, Any]:
 
 
 def power(x1: Any, x2: Any, /):
-    """``x1 ** x2``. A Python int exponent uses repeated multiplication (``integer_pow``)."""
+    """``x1 ** x2``. A Python int exponent uses repeated multiplication (``integer_pow``).
+    Complex powers are NumPy's (exact for real integer exponents, ``0 ** z == 0`` where
+    ``Re(z) > 0``), not JAX's ``exp(x2 * log(x1))``: see README, Numerics."""
     if type(x2) is int and not dtypes.is_weak_scalar(x1):
         base = ensure_array(x1)
         if not dtypes.is_bool(base.dtype):
