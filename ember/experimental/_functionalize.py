@@ -131,7 +131,7 @@ class Checker:
 
     def _equation(self, eqn: Eqn, inputs: list[Any], state: State) -> tuple[list[Any], State]:
         if eqn.prim is check_p:
-            if self.user:
+            if self.user or eqn.params["site"].automatic:  # (automatic: from check_error)
                 state = self.fail(state, eqn.params["site"], jnp.logical_not(inputs[0]),
                                   inputs[1:])
             return [], state

@@ -6,6 +6,9 @@
 where ``error`` is a pytree (so ``jit(checkify(f))`` works) and ``error.throw()`` raises
 ``JaxRuntimeError`` with the first failed check's message, formatted with its run-time
 values. Under ``vmap(checkify(f))`` the message names the mapped index.
+``debug_check`` is a ``check`` that does nothing outside ``checkify``; ``check_error(err)``
+raises ``err`` (inside ``checkify``: adds its checks to the enclosing function's);
+``init_error`` is the Error of no failure.
 
 ``errors`` is a set of error types, as JAX's: ``user_checks`` (the default: ``check``
 calls), ``nan_checks`` (a primitive produced a NaN), ``div_checks`` (a ``div`` by zero:
@@ -38,8 +41,9 @@ from ember.experimental._functionalize import Checker, FailedCheckError
 from ember.experimental._user_check import CheckSite, JaxRuntimeError, check_p
 
 __all__ = ["DivisionByZeroError", "Error", "FailedCheckError", "JaxRuntimeError", "NaNError",
-           "OOBError", "all_checks", "automatic_checks", "check", "checkify", "div_checks",
-           "float_checks", "index_checks", "nan_checks", "user_checks"]
+           "OOBError", "all_checks", "automatic_checks", "check", "check_error", "checkify",
+           "debug_check", "div_checks", "float_checks", "index_checks", "init_error",
+           "nan_checks", "user_checks"]
 
 user_checks = frozenset({FailedCheckError})
 nan_checks = frozenset({NaNError})
@@ -91,6 +95,8 @@ register_pytree_node(
     lambda checks, children: Error(checks, *children),
 )
 
+init_error = Error((), np.asarray(False), np.asarray(np.int32(0)), [])  # (no check failed)
+
 _tracing_checkified = [0]  # how many checkify traces are open (checks stage inside them)
 
 
@@ -118,6 +124,45 @@ def check(pred: Any, msg: str, *fmt_args: Any, debug: bool = False, **fmt_kwargs
         return
     check_p.bind(jnp.asarray(pred, dtype=bool), *(jnp.asarray(v) for v in fmt_leaves),
                  site=site)
+
+
+def debug_check(pred: Any, msg: str, *fmt_args: Any, **fmt_kwargs: Any) -> None:
+    """``check`` inside ``checkify``; anywhere else nothing (as JAX's)."""
+    if _tracing_checkified[0]:
+        check(pred, msg, *fmt_args, **fmt_kwargs)
+
+
+def check_error(error: Error) -> None:
+    """Raise ``error``'s failure (``error.throw()``), as JAX's: inside ``checkify`` its
+    checks join the enclosing function's (so ``checkify(f)`` may call it on the error of
+    another checkified function, also under ``jit``); outside, a traced ``error`` cannot
+    be raised (the same error as ``check``'s)."""
+    if not isinstance(error, Error):
+        raise TypeError(f"check_error takes a checkify.Error, got {type(error).__name__}")
+    import ember.numpy as jnp
+
+    values = [error._err, error._code, *(v for slot in error._slots for v in slot)]
+    if not _tracing_checkified[0]:
+        if any(isinstance(v, Tracer) for v in values):
+            raise EmberValueError(
+                "checkify.check_error on a traced Error outside checkify: it cannot be "
+                "staged without being functionalized; call it inside checkify(f), or "
+                "call error.throw() on the Error a jitted function returned")
+        error.throw()
+        return
+    err, code = jnp.asarray(error._err), jnp.asarray(error._code)
+    if err.ndim:  # an Error mapped by vmap: its last failing element, as JAX picks
+        batch = err.ndim
+        err, code = jnp.ravel(err), jnp.ravel(code)
+        last = err.shape[0] - 1 - jnp.argmax(jnp.flip(err, 0))
+        err, code = err[last], code[last]
+        slots = [[jnp.reshape(jnp.asarray(v), (-1, *np.shape(v)[batch:]))[last] for v in slot]
+                 for slot in error._slots]
+    else:
+        slots = error._slots
+    for number, (site, slot) in enumerate(zip(error._checks, slots)):
+        failed = jnp.logical_and(err, jnp.equal(code, number))
+        check_p.bind(jnp.logical_not(failed), *(jnp.asarray(v) for v in slot), site=site)
 
 
 def checkify(f: Callable, errors: frozenset = user_checks) -> Callable[..., tuple[Error, Any]]:
