@@ -43,6 +43,11 @@ _LAZY = {
     "clear_caches": "ember.runtime.caches",
     "live_arrays": "ember.runtime.caches",
     "print_environment_info": "ember.runtime.environment",
+    "disable_jit": "ember.config",
+    "enable_x64": "ember.config",
+    "debug_nans": "ember.config",
+    "log_compiles": "ember.config",
+    "Device": "ember.backends.base",
     # distribution on one host (ember.sharding)
     "make_mesh": "ember.sharding.mesh",
     "set_mesh": "ember.sharding.mesh",

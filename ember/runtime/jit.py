@@ -136,6 +136,8 @@ class Jitted:
 
     # --- calling --------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if config.disable_jit:
+            return self.fun(*args, **kwargs)
         # Fast path: positional arguments that are Ember or NumPy arrays, or tuples, lists
         # and dicts of them, with a signature seen before. This skips building the pytree
         # structure, which dominates the cost of calling a small function.
@@ -431,6 +433,8 @@ class Compiled:
                         for kernel, (calls, seconds) in zip(self.kernels, counts)])
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if config.disable_jit:
+            return self.fun(*args, **kwargs)
         leaves, treedef = tree_flatten((args, kwargs))
         if treedef != self.in_tree:
             raise EmberTypeError(f"compiled function expects arguments structured as "
