@@ -48,6 +48,8 @@ _LAZY = {
     "debug_nans": "ember.config",
     "log_compiles": "ember.config",
     "Device": "ember.backends.base",
+    "float0": "ember.dtypes",
+    "checkpoint_policies": "ember.ad_checkpoint",
     # distribution on one host (ember.sharding)
     "make_mesh": "ember.sharding.mesh",
     "set_mesh": "ember.sharding.mesh",
@@ -76,7 +78,8 @@ _LAZY = {
 }
 _SUBMODULES = {"lax", "numpy", "random", "nn", "optim", "tree", "tree_util", "flatten_util",
                "ad_checkpoint", "custom_batching", "debug", "dtypes", "experimental", "errors",
-               "sharding", "test_util", "bench", "scipy", "distributed"}
+               "sharding", "test_util", "bench", "scipy", "distributed", "image", "typing",
+               "dlpack"}
 
 __all__ = ["Array", "config", "default_backend", "jit", *_LAZY, *sorted(_SUBMODULES)]
 
