@@ -69,6 +69,7 @@ _LAZY = {
     "jacrev": "ember.transforms.api",
     "jacobian": "ember.transforms.api",
     "hessian": "ember.transforms.api",
+    "linear_transpose": "ember.transforms.linear_transpose",
     "vmap": "ember.transforms.api",
     "stop_gradient": "ember.transforms.api",
     "custom_jvp": "ember.transforms.custom",
