@@ -4,6 +4,7 @@ grad and vmap follow from those primitives' rules. As everywhere in ``lax``, ope
 are not broadcast or promoted implicitly."""
 from __future__ import annotations
 
+import enum
 import operator
 from typing import Any, Sequence
 
@@ -18,9 +19,16 @@ from ember.ops.structural import (
     broadcast_in_dim, canonical_axis, concatenate, expand_dims, index_in_dim, reshape,
     slice_in_dim)
 
-__all__ = ["broadcast", "broadcast_shapes", "broadcast_to_rank", "collapse", "complex",
+__all__ = ["RoundingMethod", "broadcast", "broadcast_shapes", "broadcast_to_rank", "collapse", "complex",
            "empty", "full", "full_like", "optimization_barrier", "reciprocal", "scatter_sub",
            "select", "split", "stack", "tile", "unstack"]
+
+
+class RoundingMethod(enum.IntEnum):
+    """How ``lax.round`` rounds halves, as ``jax.lax.RoundingMethod``."""
+
+    AWAY_FROM_ZERO = 0
+    TO_NEAREST_EVEN = 1
 
 
 def _shape(shape: Any, op: str) -> tuple[int, ...]:
