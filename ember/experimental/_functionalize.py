@@ -11,8 +11,9 @@ Control flow is checked inside: a ``cond`` branch or a ``scan`` / ``while_loop``
 first run through this interpreter on its own (which finds its checks and the shapes of
 their values), then the control flow is staged again with the error state as extra
 results (``cond``) or as part of the carry (loops), so a check fails in the iteration,
-or the branch taken, where it fails. Not checked: the ``cond_fun`` of a ``while_loop``
-(a user check there is an error).
+or the branch taken, where it fails. A ``checkpoint`` body is run in line. Not checked:
+the ``cond_fun`` of a ``while_loop``, and ``custom_jvp`` / ``custom_vjp`` functions (a
+user check there is an error).
 """
 from __future__ import annotations
 
@@ -142,7 +143,9 @@ class Checker:
             return outs, merge(state, inner)
         if any(holds_user_checks(g) for g in subgraphs(eqn.params)):
             raise EmberValueError(f"checkify.check inside {eqn.prim.name}: checkify checks "
-                                  f"inside lax.cond, scan, while_loop and fori_loop only")
+                                  f"inside lax.cond, scan, while_loop, fori_loop and "
+                                  f"checkpoint only (not inside custom_jvp / custom_vjp "
+                                  f"functions: check before calling them)")
         outs = _bind(eqn, inputs)
         for found in automatic.checks_of(eqn, inputs, outs, self.enabled):
             site = CheckSite(found.msg, tree_flatten((tuple(found.payload), {}))[1], True,
@@ -247,4 +250,10 @@ def _while(checker: Checker, eqn: Eqn, inputs: list[Any]) -> tuple[list[Any], St
     return list(carry_out), state
 
 
-_CONTROL_FLOW = {"cond": _cond, "scan": _scan, "while": _while}
+def _checkpoint(checker: Checker, eqn: Eqn, inputs: list[Any]) -> tuple[list[Any], State]:
+    """A ``checkpoint`` body is run in line: the same values (what it would recompute
+    for the backward pass, a checkified program keeps)."""
+    return checker.run(eqn.params["call"], inputs)
+
+
+_CONTROL_FLOW = {"cond": _cond, "scan": _scan, "while": _while, "checkpoint": _checkpoint}

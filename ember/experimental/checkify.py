@@ -21,8 +21,9 @@ JAX's, with the user's line appended.
 it runs (``_functionalize``): checks inside ``lax.cond`` branches and ``scan`` /
 ``fori_loop`` / ``while_loop`` bodies, in an inner ``jit``, under ``vmap`` or ``grad``
 inside ``f`` are checked where they run, and ``get()`` reports the first check that
-failed, in the order the program ran them (as JAX). Not checked: the ``cond_fun`` of a
-``while_loop`` (a ``check`` there is an error).
+failed, in the order the program ran them (as JAX); a ``checkpoint`` body is run in
+line. Not checked: the ``cond_fun`` of a ``while_loop`` and ``custom_jvp`` /
+``custom_vjp`` functions (a ``check`` there is an error).
 """
 from __future__ import annotations
 
