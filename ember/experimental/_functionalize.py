@@ -11,9 +11,9 @@ Control flow is checked inside: a ``cond`` branch or a ``scan`` / ``while_loop``
 first run through this interpreter on its own (which finds its checks and the shapes of
 their values), then the control flow is staged again with the error state as extra
 results (``cond``) or as part of the carry (loops), so a check fails in the iteration,
-or the branch taken, where it fails. A ``checkpoint`` body is run in line. Not checked:
-the ``cond_fun`` of a ``while_loop``, and ``custom_jvp`` / ``custom_vjp`` functions (a
-user check there is an error).
+or the branch taken, where it fails (a ``while_loop``'s ``cond_fun`` too). A ``checkpoint``
+body is run in line. Not checked: ``custom_jvp`` / ``custom_vjp`` functions (a user
+check there is an error).
 """
 from __future__ import annotations
 
@@ -225,28 +225,41 @@ def _scan(checker: Checker, eqn: Eqn, inputs: list[Any]) -> tuple[list[Any], Sta
 
 
 def _while(checker: Checker, eqn: Eqn, inputs: list[Any]) -> tuple[list[Any], State]:
+    """The condition is checked where it runs: once before the loop, then after each
+    step (so the loop carries the condition's value with the error state)."""
     from ember.lax import while_loop
 
     params = eqn.params
-    if holds_user_checks(params["cond_graph"]):
-        raise EmberValueError("checkify.check in the cond_fun of a while_loop is not "
-                              "supported: check in body_fun (or before the loop)")
-    body = checker.body(params["body_graph"])
-    if body is None:
+    test_body = checker.body(params["cond_graph"])
+    step_body = checker.body(params["body_graph"])
+    if test_body is None and step_body is None:
         return _bind(eqn, inputs), clean()
     n_cond, n_body = params["cond_nconsts"], params["body_nconsts"]
     cond_consts, body_consts = inputs[:n_cond], inputs[n_cond:n_cond + n_body]
     carry = inputs[n_cond + n_body:]
 
-    def cond_fun(carried: tuple[State, list[Any]]) -> Any:
-        return eval_graph(params["cond_graph"], [*cond_consts, *carried[1]], bind_equation)[0]
+    def run(graph: Graph, body: _Body | None, args: list[Any]) -> tuple[list[Any], State]:
+        if body is None:
+            return eval_graph(graph, args, bind_equation), clean()
+        return body.replay(args)
 
-    def body_fun(carried: tuple[State, list[Any]]) -> tuple[State, list[Any]]:
-        state, values = carried
-        outs, found = body.replay([*body_consts, *values])
-        return merge(state, found), outs
+    def test(values: list[Any]) -> tuple[Any, State]:
+        outs, state = run(params["cond_graph"], test_body, [*cond_consts, *values])
+        return outs[0], state
 
-    state, carry_out = while_loop(cond_fun, body_fun, (body.zeros(), list(carry)))
+    def body_fun(carried: tuple[State, list[Any], Any]) -> tuple[State, list[Any], Any]:
+        state, values, _ = carried
+        values, found = run(params["body_graph"], step_body, [*body_consts, *values])
+        go, tested = test(values)
+        return merge(merge(state, found), tested), values, go
+
+    zero = clean()
+    for body in (test_body, step_body):
+        if body is not None:
+            zero.slots.update(body.zeros().slots)
+    go, tested = test(list(carry))
+    state, carry_out, _ = while_loop(lambda carried: carried[2], body_fun,
+                                     (merge(zero, tested), list(carry), go))
     return list(carry_out), state
 
 
