@@ -1,7 +1,7 @@
 """``lax.reduce_precision``: floats rounded to a narrower format (fewer exponent and
 mantissa bits) and kept in their own dtype, as XLA's ReducePrecision: the mantissa
-rounded to nearest even, an exponent beyond the narrower range made ±inf (too large) or
-±0 (too small, subnormals included), NaN kept NaN. Written with bit operations on the
+rounded to nearest even; with fewer exponent bits, an exponent beyond their range made
+±inf (too large) or ±0 (too small: the narrower format keeps no subnormals); NaN kept. Written with bit operations on the
 float's integer view, so it compiles like any other elementwise code."""
 from __future__ import annotations
 
