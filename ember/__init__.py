@@ -41,6 +41,16 @@ _LAZY = {
     "named_call": "ember.transforms.naming",
     "ensure_compile_time_eval": "ember.core.trace",
     "pure_callback": "ember.ops.callbacks",
+    "clear_caches": "ember.runtime.caches",
+    "live_arrays": "ember.runtime.caches",
+    "print_environment_info": "ember.runtime.environment",
+    "disable_jit": "ember.config",
+    "enable_x64": "ember.config",
+    "debug_nans": "ember.config",
+    "log_compiles": "ember.config",
+    "Device": "ember.backends.base",
+    "float0": "ember.dtypes",
+    "checkpoint_policies": "ember.ad_checkpoint",
     # distribution on one host (ember.sharding)
     "make_mesh": "ember.sharding.mesh",
     "set_mesh": "ember.sharding.mesh",
@@ -60,6 +70,7 @@ _LAZY = {
     "jacrev": "ember.transforms.api",
     "jacobian": "ember.transforms.api",
     "hessian": "ember.transforms.api",
+    "linear_transpose": "ember.transforms.linear_transpose",
     "vmap": "ember.transforms.api",
     "stop_gradient": "ember.transforms.api",
     "custom_jvp": "ember.transforms.custom",
@@ -69,7 +80,8 @@ _LAZY = {
 }
 _SUBMODULES = {"lax", "numpy", "random", "nn", "optim", "tree", "tree_util", "flatten_util",
                "ad_checkpoint", "custom_batching", "debug", "dtypes", "experimental", "errors",
-               "sharding", "test_util", "bench", "scipy", "distributed"}
+               "sharding", "test_util", "bench", "scipy", "distributed", "image", "typing",
+               "dlpack"}
 
 __all__ = ["Array", "config", "default_backend", "jit", *_LAZY, *sorted(_SUBMODULES)]
 

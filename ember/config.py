@@ -64,6 +64,9 @@ FLAGS: dict[str, Flag] = {
         Flag("log_level", "WARNING", str, "Level of the 'ember' logger."),
         Flag("debug_nans", False, _parse_bool,
              "Raise at the first operation that produces a NaN, naming it and the user's line."),
+        Flag("disable_jit", False, _parse_bool,
+             "Run jitted functions and lax control flow op by op in Python, for "
+             "debugging (as jax_disable_jit; ember.disable_jit() for a block)."),
         Flag("enable_x64", False, _parse_bool,
              "Keep 64-bit dtypes. Off (as in JAX): float64/int64 become float32/int32."),
         Flag("num_threads", None, _parse_optional_int,
@@ -104,9 +107,10 @@ class UnknownFlagError(AttributeError, ValueError):
 
 # JAX's option names -> Ember's flags, so ``config.update("jax_enable_x64", True)`` works.
 JAX_NAMES = {"jax_enable_x64": "enable_x64", "jax_debug_nans": "debug_nans",
+             "jax_disable_jit": "disable_jit",
              "jax_platforms": "backend", "jax_platform_name": "backend",
              "jax_num_cpu_devices": "num_cpu_devices"}
-_JAX_PLATFORMS = {"cpu": "cpu", "gpu": "cuda", "cuda": "cuda", "opencl": "opencl",
+JAX_PLATFORMS = {"cpu": "cpu", "gpu": "cuda", "cuda": "cuda", "opencl": "opencl",
                   "reference": "reference"}
 
 
@@ -125,12 +129,12 @@ def _platform_backend(value: Any) -> str | None:
     if not value:
         return None
     names = [part.strip().lower() for part in str(value).split(",") if part.strip()]
-    unknown = [n for n in names if n not in _JAX_PLATFORMS]
+    unknown = [n for n in names if n not in JAX_PLATFORMS]
     if unknown:
         raise ValueError(f"unknown platform {unknown[0]!r} in jax_platforms={value!r}; "
-                         f"Ember knows {sorted(_JAX_PLATFORMS)}")
+                         f"Ember knows {sorted(JAX_PLATFORMS)}")
     present = backends_present()
-    backends = [_JAX_PLATFORMS[n] for n in names]
+    backends = [JAX_PLATFORMS[n] for n in names]
     return next((b for b in backends if b in present), backends[0])
 
 
@@ -228,3 +232,31 @@ class Config:
 
 
 config = Config()
+
+
+# JAX's context managers for its options: ``with ember.enable_x64(): ...``.
+
+def enable_x64(new_val: bool = True) -> contextlib.AbstractContextManager[None]:
+    """64-bit dtypes kept inside the block (``jax.enable_x64``)."""
+    return config.override(enable_x64=bool(new_val))
+
+
+def debug_nans(new_val: bool = True) -> contextlib.AbstractContextManager[None]:
+    """Raise at the first operation that makes a NaN inside the block (``jax.debug_nans``)."""
+    return config.override(debug_nans=bool(new_val))
+
+
+@contextlib.contextmanager
+def log_compiles(new_val: bool = True) -> Iterator[None]:
+    """Print a line for every program compiled inside the block (``jax.log_compiles``;
+    Ember's ``compile`` log topic, which also times each compiler stage)."""
+    topics = [t for t in str(config.log).split(",") if t.strip() and t.strip() != "compile"]
+    with config.override(log=",".join([*topics, "compile"] if new_val else topics)):
+        yield
+
+
+def disable_jit(disable: bool = True) -> contextlib.AbstractContextManager[None]:
+    """Inside the block, jitted functions run their Python op by op, and ``lax.cond``,
+    ``switch``, ``while_loop``, ``fori_loop`` and ``scan`` run as Python control flow on
+    concrete values (as ``jax.disable_jit``): print and step through them as plain code."""
+    return config.override(disable_jit=bool(disable))

@@ -15,6 +15,9 @@ from ember.ops.reductions import *  # noqa: F401,F403
 from ember.ops.sorting import *  # noqa: F401,F403
 from ember.ops.structural import *  # noqa: F401,F403
 from ember.lax.windowed import *  # noqa: F401,F403
+from ember.lax.approx_top_k import *  # noqa: F401,F403
+from ember.lax.integer_bits import *  # noqa: F401,F403
+from ember.lax.reduce_precision import *  # noqa: F401,F403
 from ember.lax.shorthands import *  # noqa: F401,F403,E402
 
 

@@ -4,6 +4,7 @@ grad and vmap follow from those primitives' rules. As everywhere in ``lax``, ope
 are not broadcast or promoted implicitly."""
 from __future__ import annotations
 
+import enum
 import operator
 from typing import Any, Sequence
 
@@ -18,9 +19,16 @@ from ember.ops.structural import (
     broadcast_in_dim, canonical_axis, concatenate, expand_dims, index_in_dim, reshape,
     slice_in_dim)
 
-__all__ = ["broadcast", "broadcast_to_rank", "collapse", "complex", "empty", "full",
-           "full_like", "optimization_barrier", "reciprocal", "select", "split", "stack",
-           "tile", "unstack"]
+__all__ = ["RoundingMethod", "broadcast", "broadcast_shapes", "broadcast_to_rank", "collapse", "complex",
+           "empty", "full", "full_like", "optimization_barrier", "reciprocal", "scatter_sub",
+           "select", "split", "stack", "tile", "unstack"]
+
+
+class RoundingMethod(enum.IntEnum):
+    """How ``lax.round`` rounds halves, as ``jax.lax.RoundingMethod``."""
+
+    AWAY_FROM_ZERO = 0
+    TO_NEAREST_EVEN = 1
 
 
 def _shape(shape: Any, op: str) -> tuple[int, ...]:
@@ -36,6 +44,16 @@ def broadcast(operand: Any, sizes: Sequence[int]) -> Any:
     """``operand`` with new leading axes of ``sizes``."""
     shape = tuple(int(s) for s in sizes) + tuple(aval_of(operand).shape)
     return broadcast_in_dim(operand, shape, tuple(range(len(sizes), len(shape))))
+
+
+def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
+    """The shape NumPy's broadcasting gives ``shapes`` (as ``jax.lax.broadcast_shapes``)."""
+    shapes = [_shape(s, "broadcast_shapes") for s in shapes]
+    try:
+        return tuple(int(d) for d in np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise EmberValueError(f"Incompatible shapes for broadcasting: shapes="
+                              f"{[tuple(s) for s in shapes]}") from None
 
 
 def broadcast_to_rank(x: Any, rank: int) -> Any:
@@ -167,3 +185,15 @@ def optimization_barrier(operand: Any) -> Any:
     identity."""
     tree_map(aval_of, operand)  # an error for a leaf that is not an array
     return operand
+
+
+def scatter_sub(operand: Any, scatter_indices: Any, updates: Any, dimension_numbers: Any, *,
+                indices_are_sorted: bool = False, unique_indices: bool = False,
+                mode: Any = None) -> Any:
+    """XLA's Scatter subtracting updates from the operand, as ``jax.lax.scatter_sub``:
+    ``scatter_add`` of the negated updates (so its derivatives are ``scatter_add``'s)."""
+    from ember.ops.indexing import scatter_add
+
+    return scatter_add(operand, scatter_indices, ew.neg(updates), dimension_numbers,
+                       indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
+                       mode=mode)

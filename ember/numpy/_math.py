@@ -68,10 +68,10 @@ def _floor_adjust(rem: Any, divisor: Any) -> Any:
 
 
 def _int_by_nonzero(x: Any, y: Any, fn) -> Any:
-    """``fn(x, y)`` for integers with a zero divisor replaced by 1 and its result by 0."""
-    zero = lax.eq(y, constant_like(0, y))
-    safe = _select(zero, constant_like(1, y), y)
-    return _select(zero, constant_like(0, x), fn(x, safe))
+    """``fn(x, y)`` for integers, 0 where ``y`` is 0 (NumPy's result). ``lax.div`` and
+    ``lax.rem`` are defined for a zero divisor (as XLA's), so ``fn`` sees the divisor as
+    given: ``checkify.div_checks`` finds a zero in it, as JAX's does."""
+    return _select(lax.eq(y, constant_like(0, y)), constant_like(0, x), fn(x, y))
 
 
 def _int_floor_divide(x: Any, y: Any) -> Any:
@@ -141,7 +141,9 @@ def divmod(x1: Any, x2: Any, /) -> tuple[Any, Any]:
 
 
 def power(x1: Any, x2: Any, /):
-    """``x1 ** x2``. A Python int exponent uses repeated multiplication (``integer_pow``)."""
+    """``x1 ** x2``. A Python int exponent uses repeated multiplication (``integer_pow``).
+    Complex powers are NumPy's (exact for real integer exponents, ``0 ** z == 0`` where
+    ``Re(z) > 0``), not JAX's ``exp(x2 * log(x1))``: see README, Numerics."""
     if type(x2) is int and not dtypes.is_weak_scalar(x1):
         base = ensure_array(x1)
         if not dtypes.is_bool(base.dtype):

@@ -20,7 +20,9 @@ from ember.core import dtypes
 from ember.core.abstract import ShapedArray, aval_of
 from ember.core.primitive import Primitive
 from ember.core.pytree import tree_flatten, tree_map, tree_unflatten
+from ember.config import config
 from ember.core.staging import hoist_consts, trace_to_graph
+from ember.core.trace import Tracer
 from ember.errors import EmberTypeError, EmberValueError
 from ember.ir.graph import Graph, Var
 from ember.ir.interpreter import bind_equation, eval_graph
@@ -89,6 +91,8 @@ def switch(index: Any, branches: Sequence[Callable], *operands: Any) -> Any:
     """Apply ``branches[index](*operands)``; ``index`` is clamped into range (as JAX)."""
     if not branches:
         raise EmberValueError("switch needs at least one branch")
+    if config.disable_jit and not isinstance(index, Tracer):  # (as JAX: a Python branch)
+        return branches[int(np.clip(np.asarray(index), 0, len(branches) - 1))](*operands)
 
     leaves, in_tree = tree_flatten(operands)
     in_avals = _avals(leaves)
@@ -126,6 +130,8 @@ def switch(index: Any, branches: Sequence[Callable], *operands: Any) -> Any:
 def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any) -> Any:
     """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``, staged as one op."""
     pred_aval = aval_of(pred)
+    if config.disable_jit and not isinstance(pred, Tracer) and pred_aval.shape == ():
+        return (true_fun if bool(np.asarray(pred)) else false_fun)(*operands)
     if pred_aval.shape != ():
         raise EmberTypeError(f"cond predicate must be a scalar, got {pred_aval.str_short()}; "
                              "for elementwise selection use ember.numpy.where")
@@ -166,6 +172,10 @@ def _check_carry(what: str, in_avals: Sequence[ShapedArray], out_avals: Sequence
 
 def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
     """Repeat ``val = body_fun(val)`` while ``cond_fun(val)``; staged, not unrolled."""
+    if config.disable_jit:
+        done, val = _python_while(cond_fun, body_fun, init_val)
+        if done:
+            return val
     leaves, in_tree = tree_flatten(init_val)
     avals = _avals(leaves)
     cond_box: list = []
@@ -183,12 +193,30 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
     return tree_unflatten(in_tree, outs)
 
 
+def _python_while(cond_fun: Callable, body_fun: Callable, val: Any) -> tuple[bool, Any]:
+    """Under ``disable_jit``: (True, the loop run in Python) while the condition is
+    concrete; (False, None) for a traced one (the loop is staged instead, as in JAX)."""
+    while True:
+        go = cond_fun(val)
+        if isinstance(go, Tracer):
+            return False, None
+        if not bool(np.asarray(go)):
+            return True, val
+        val = body_fun(val)
+
+
 def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any) -> Any:
     """``for i in range(lower, upper): val = body_fun(i, val)``.
 
     With Python-int bounds this is a ``scan`` (so it is reverse-differentiable, as in
-    JAX); with traced bounds a ``while_loop``.
+    JAX); with traced bounds a ``while_loop``. Under ``disable_jit``, with concrete bounds,
+    a Python loop.
     """
+    if config.disable_jit and not isinstance(lower, Tracer) and not isinstance(upper, Tracer):
+        val = init_val
+        for i in range(int(np.asarray(lower)), int(np.asarray(upper))):
+            val = body_fun(np.int32(i), val)
+        return val
     if isinstance(lower, (int, np.integer)) and isinstance(upper, (int, np.integer)):
         lower, upper = int(lower), int(upper)
 
@@ -243,7 +271,8 @@ def _scan_impl(*operands, body, num_consts, num_carry, length, reverse, unroll):
 
 def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None,
          reverse: bool = False, unroll: int = 1) -> tuple[Any, Any]:
-    """Loop ``carry, y = f(carry, x)`` over the leading axis of ``xs``; returns (carry, ys)."""
+    """Loop ``carry, y = f(carry, x)`` over the leading axis of ``xs``; returns (carry, ys).
+    Under ``disable_jit``, a Python loop (the ys stacked after it)."""
     x_leaves, x_tree = tree_flatten(xs)
     lengths = {aval_of(x).shape[0] for x in x_leaves if aval_of(x).ndim > 0}
     if any(aval_of(x).ndim == 0 for x in x_leaves):
@@ -255,6 +284,8 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None,
             f"scan needs one length: xs leading axes and length= give {sorted(lengths)}"
             if lengths else "scan over no xs needs length=")
     n = lengths.pop()
+    if config.disable_jit:
+        return _python_scan(f, init, x_leaves, x_tree, n, reverse)
     carry_leaves, carry_tree = tree_flatten(init)
     carry_avals = _avals(carry_leaves)
     x_avals = [ShapedArray(aval_of(x).shape[1:], aval_of(x).dtype) for x in x_leaves]
@@ -281,6 +312,24 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None,
                        unroll=int(unroll))
     carry_out = tree_unflatten(carry_tree, outs[:len(carry_leaves)])
     return carry_out, tree_unflatten(y_tree, outs[len(carry_leaves):])
+
+
+def _python_scan(f: Callable, carry: Any, x_leaves: list[Any], x_tree, length: int,
+                 reverse: bool) -> tuple[Any, Any]:
+    from ember.ops.structural import concatenate, expand_dims
+
+    ys = []
+    for i in (range(length - 1, -1, -1) if reverse else range(length)):
+        carry, y = f(carry, tree_unflatten(x_tree, [x[i] for x in x_leaves]))
+        ys.append(y)
+    if not ys:
+        raise EmberValueError("scan of length 0 under disable_jit: the shapes of its ys "
+                              "are unknown without tracing the body")
+    ys = ys[::-1] if reverse else ys
+    leaves = [tree_flatten(y)[0] for y in ys]
+    stacked = [concatenate([expand_dims(v, (0,)) for v in column], 0)
+               for column in zip(*leaves)]
+    return carry, tree_unflatten(tree_flatten(ys[0])[1], stacked)
 
 
 def map(f: Callable, xs: Any, *, batch_size: int | None = None) -> Any:

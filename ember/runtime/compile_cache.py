@@ -260,6 +260,12 @@ class CompileCache:
             else:
                 child.unlink(missing_ok=True)
 
+    def forget_memory(self) -> None:
+        """Forget the entries verified in this process (the disk keeps them): the next
+        lookup reads and checks each one on disk again."""
+        with self._mutex:
+            self._memory.clear()
+
     def _memory_lookup(self, key: str) -> Path | None:
         with self._mutex:
             path = self._memory.get(key)
@@ -351,3 +357,11 @@ def default_cache() -> CompileCache:
         if _default_cache is None or _default_cache.requested_directory != wanted:
             _default_cache = CompileCache(wanted)
         return _default_cache
+
+
+def forget_memory() -> None:
+    """``CompileCache.forget_memory`` of the process-wide cache, if one was made."""
+    with _default_lock:
+        cache = _default_cache
+    if cache is not None:
+        cache.forget_memory()

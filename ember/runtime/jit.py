@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import inspect
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Sequence
 
@@ -98,6 +99,7 @@ class Jitted:
         self._cache: dict[_Signature, "Compiled"] = {}
         self._fast_cache: dict[tuple, "Compiled"] = {}
         self._signature = _safe_signature(fun)
+        _every_jitted.add(self)
 
     # --- splitting arguments into static and traced --------------------------------
     def _split(self, args: tuple, kwargs: dict):
@@ -134,6 +136,8 @@ class Jitted:
 
     # --- calling --------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if config.disable_jit:
+            return self.fun(*args, **kwargs)
         # Fast path: positional arguments that are Ember or NumPy arrays, or tuples, lists
         # and dicts of them, with a signature seen before. This skips building the pytree
         # structure, which dominates the cost of calling a small function.
@@ -242,6 +246,16 @@ class Jitted:
 
     def _cache_size(self) -> int:
         return len(self._cache)
+
+
+# Every jitted function alive, so that ``ember.clear_caches`` reaches their caches.
+_every_jitted: "weakref.WeakSet[Jitted]" = weakref.WeakSet()
+
+
+def clear_jit_caches() -> None:
+    """Empty the compiled-program caches of every jitted function alive."""
+    for jitted in list(_every_jitted):
+        jitted.clear_cache()
 
 
 def _safe_signature(fun: Callable):
@@ -419,6 +433,8 @@ class Compiled:
                         for kernel, (calls, seconds) in zip(self.kernels, counts)])
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if config.disable_jit:
+            return self.fun(*args, **kwargs)
         leaves, treedef = tree_flatten((args, kwargs))
         if treedef != self.in_tree:
             raise EmberTypeError(f"compiled function expects arguments structured as "

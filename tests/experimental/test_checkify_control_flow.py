@@ -1,0 +1,288 @@
+"""checkify inside control flow (cond branches, scan / fori_loop / while_loop bodies)
+and the integer division checks, with JAX's answers: the first check that fails, in the
+order the program ran them."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as jnp
+from ember import lax
+from ember.experimental import checkify
+
+
+def _programs(np_, lax_, ck):
+    """Programs written once, for Ember (``ember.numpy``, ``ember.lax``, checkify) and
+    for JAX: name -> (function, arguments, errors)."""
+
+    def positive(v):
+        ck.check(v > 0, "must be positive, got {}", v)
+        return v
+
+    def while_body(c):
+        i, v = c
+        ck.check(i < 3, "i too big: {}", i)
+        return i + 1, v * 2.0
+
+    def fori_body(i, v):
+        ck.check(v < 10, "v too big at {}: {}", i, v)
+        return v * 2.0
+
+    def scan_body(c, y):
+        ck.check(y > 0, "bad element {}", y)
+        return c + y, c
+
+    def two_sites(c, y):  # the second site fails first (iteration 0), the first later
+        ck.check(y < 2.5, "first site: {}", y)
+        ck.check(y > 0.5, "second site: {}", y)
+        return c, y
+
+    def nested(x):
+        def outer(i, v):
+            def inner(j, u):
+                ck.check(u < 100, "u={} at i={} j={}", u, i, j)
+                return u * 2.0
+            return lax_.fori_loop(0, 3, inner, v)
+        return lax_.fori_loop(0, 4, outer, x)
+
+    def before_loop(x):
+        ck.check(x < 0, "before the loop: {}", x)
+        return lax_.fori_loop(0, 6, fori_body, x)
+
+    def while_test(c):
+        ck.check(c < 7, "cond sees {}", c)
+        return c < 10
+
+    def while_step(c):
+        ck.check(c != 4, "body sees {}", c)
+        return c + 1
+
+    def traced_bounds(x, n):
+        return lax_.fori_loop(0, n, fori_body, x)
+
+    user, f32 = ck.user_checks, np.float32
+    xs = np.array([1.0, -2.0, -3.0], f32)
+    return {
+        "cond taken": (lambda x: lax_.cond(x > 5, lambda v: v, positive, x), (f32(-1),), user),
+        "cond passes": (lambda x: lax_.cond(x > 5, lambda v: v, positive, x), (f32(1),), user),
+        "cond not taken": (lambda x: lax_.cond(x < 5, lambda v: v, positive, x), (f32(-1),),
+                           user),
+        "switch": (lambda i, x: lax_.switch(i, [lambda v: v, positive, positive], x),
+                   (np.int32(2), f32(-4)), user),
+        "while body": (lambda x: lax_.while_loop(lambda c: c[0] < 5, while_body,
+                                                 (np.int32(0), x)), (f32(1),), user),
+        "while cond_fun": (lambda x: lax_.while_loop(while_test, lambda c: c + 1, x),
+                           (np.int32(0),), user),
+        "while cond_fun and body": (lambda x: lax_.while_loop(while_test, while_step, x),
+                                    (np.int32(0),), user),
+        "while cond_fun first": (lambda x: lax_.while_loop(while_test, while_step, x),
+                                 (np.int32(8),), user),
+        "nan in a while cond_fun": (lambda x: lax_.while_loop(
+            lambda c: np_.log(c) < 2.0, lambda c: c - 1.0, x), (f32(3),), ck.nan_checks),
+        "fori body": (lambda x: lax_.fori_loop(0, 6, fori_body, x), (f32(1),), user),
+        "fori traced bounds": (traced_bounds, (f32(1), np.int32(6)), user),
+        "fori passes": (traced_bounds, (f32(1), np.int32(2)), user),
+        "scan body": (lambda x: lax_.scan(scan_body, f32(0), x), (xs,), user),
+        "scan reversed": (lambda x: lax_.scan(scan_body, f32(0), x, reverse=True), (xs,), user),
+        "first in program order": (lambda x: lax_.scan(two_sites, f32(0), x),
+                                   (np.array([0.0, 3.0], f32),), user),
+        "nested loops": (nested, (f32(1),), user),
+        "a check before the loop": (before_loop, (f32(1),), user),
+        "nan in a scan": (lambda x: lax_.scan(lambda c, y: (c + np_.log(y), c), f32(0), x),
+                          (np.array([1.0, -2.0, 3.0], f32),), ck.nan_checks),
+        "division in a cond": (lambda x, y: lax_.cond(x[0] > -1, lambda a, b: a // b,
+                                                      lambda a, b: a, x, y),
+                               (np.arange(3, dtype=np.int32), np.array([1, 0, 2], np.int32)),
+                               ck.div_checks),
+        "index in a while": (lambda x: lax_.while_loop(
+            lambda c: c[0] < 5, lambda c: (c[0] + 1, c[1] + x[c[0] * 2]),
+            (np.int32(0), f32(0)))[1], (np.arange(5, dtype=f32),), ck.index_checks),
+    }
+
+
+EXPECTED = {
+    "cond taken": "must be positive, got -1.0 (`check` failed)",
+    "cond passes": None,
+    "cond not taken": None,
+    "switch": "must be positive, got -4.0 (`check` failed)",
+    "while body": "i too big: 3 (`check` failed)",
+    "while cond_fun": "cond sees 7 (`check` failed)",
+    "while cond_fun and body": "body sees 4 (`check` failed)",
+    "while cond_fun first": "cond sees 8 (`check` failed)",
+    "nan in a while cond_fun": "nan generated by primitive: log.",
+    "fori body": "v too big at 4: 16.0 (`check` failed)",
+    "fori traced bounds": "v too big at 4: 16.0 (`check` failed)",
+    "fori passes": None,
+    "scan body": "bad element -2.0 (`check` failed)",
+    "scan reversed": "bad element -3.0 (`check` failed)",
+    "first in program order": "second site: 0.0 (`check` failed)",
+    "nested loops": "u=128.0 at i=2 j=1 (`check` failed)",
+    "a check before the loop": "before the loop: 1.0 (`check` failed)",
+    "nan in a scan": "nan generated by primitive: log.",
+    "division in a cond": "division by zero",
+    "index in a while": ("out-of-bounds indexing for array of shape (5,): index 6 is out of "
+                         "bounds for axis 0 with size 5. "),
+}
+PROGRAMS = _programs(jnp, lax, checkify)
+
+
+def _matches(got: str | None, expected: str | None) -> bool:
+    """Equal, but for the user's line Ember appends to an automatic check's message."""
+    if got is None or expected is None:
+        return got is expected
+    return got == expected or got.startswith(expected + " (at ")
+
+
+@pytest.mark.parametrize("jitted", [False, True])
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_checks_inside_control_flow(name, jitted):
+    fun, args, errors = PROGRAMS[name]
+    checked = checkify.checkify(fun, errors=errors)
+    err, _ = (ember.jit(checked) if jitted else checked)(*args)
+    assert _matches(err.get(), EXPECTED[name]), err.get()
+
+
+class _NoChecks:
+    """checkify's names, with checks that do nothing: the programs unchecked."""
+
+    user_checks = nan_checks = div_checks = index_checks = None
+
+    @staticmethod
+    def check(*args, **kwargs):
+        return None
+
+
+def test_results_are_those_of_the_unchecked_program():
+    unchecked = _programs(jnp, lax, _NoChecks)
+    for name, (fun, args, errors) in PROGRAMS.items():
+        _, out = checkify.checkify(fun, errors=errors)(*args)
+        for got, want in zip(ember.tree_util.tree_leaves(out),
+                             ember.tree_util.tree_leaves(
+                                 unchecked[name][0](*map(jnp.asarray, args)))):
+            np.testing.assert_array_equal(np.asarray(got), np.asarray(want), err_msg=name)
+
+
+def test_one_compilation_serves_every_value():
+    fun, _, errors = PROGRAMS["fori traced bounds"]
+    checked = ember.jit(checkify.checkify(fun, errors=errors))
+    messages = [checked(np.float32(1), np.int32(n))[0].get() for n in (2, 6, 5)]
+    assert messages == [None, EXPECTED["fori traced bounds"],
+                        EXPECTED["fori traced bounds"]]
+    assert checked._cache_size() == 1
+
+
+def test_under_vmap_outside_and_inside():
+    def f(x):
+        return lax.cond(x > 0, lambda v: v, lambda v: (checkify.check(v > -5, "low {}", v),
+                                                        v)[1], x)
+
+    xs = jnp.asarray([1.0, -2.0, -7.0, -9.0])
+    err, out = ember.vmap(checkify.checkify(f))(xs)
+    assert err.get() == "at mapped index 2: low -7.0 (`check` failed)"
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(xs))
+    err, _ = checkify.checkify(ember.vmap(f))(xs)
+    assert err.get() == "low -9.0 (`check` failed)"  # the last element failing, as JAX
+
+
+def test_under_grad_the_primal_values_are_checked():
+    def gradient(ck):
+        def loss(w):
+            ck.check(jnp.all(w < 5), "too big {}", w[0])
+            return (w ** 2).sum()
+        return ember.grad(lambda w: lax.fori_loop(0, 2, lambda i, v: loss(v) * v, w).sum())
+
+    w = jnp.asarray([6.0, 1.0])
+    err, g = checkify.checkify(gradient(checkify))(w)
+    assert err.get() == "too big 6.0 (`check` failed)"
+    np.testing.assert_allclose(np.asarray(g), np.asarray(gradient(_NoChecks)(w)))
+
+
+def test_checks_inside_checkpoint_and_where_they_are_not_supported():
+    def body(x):
+        checkify.check(x > 0, "body: {}", x)
+        return jnp.sin(x) * jnp.log(x + 2.0)
+
+    for fun in (ember.checkpoint(body), ember.grad(ember.checkpoint(body))):
+        err, _ = checkify.checkify(fun, errors=checkify.all_checks)(np.float32(-1.0))
+        assert err.get() == "body: -1.0 (`check` failed)"
+        assert checkify.checkify(fun)(np.float32(1.0))[0].get() is None
+    err, _ = checkify.checkify(ember.checkpoint(body), errors=checkify.nan_checks)(
+        np.float32(-3.0))
+    assert err.get().startswith("nan generated by primitive: log.")
+    custom = ember.custom_jvp(body)
+    custom.defjvp(lambda primals, tangents: (body(primals[0]), tangents[0]))
+    with pytest.raises(ValueError, match="custom_jvp"):
+        checkify.checkify(custom)(np.float32(1.0))
+
+
+def test_answers_as_jax():
+    jax = pytest.importorskip("jax")
+    from jax.experimental import checkify as jax_checkify
+
+    for name, (fun, args, errors) in PROGRAMS.items():
+        # Fresh functions each time: JAX numbers its checks across programs through a
+        # cache of traced bodies, so a body checked before could otherwise come first.
+        theirs = _programs(jax.numpy, jax.lax, jax_checkify)
+        expected = jax_checkify.checkify(theirs[name][0], errors=theirs[name][2])(
+            *map(jax.numpy.asarray, args))[0]
+        assert _matches(checkify.checkify(fun, errors=errors)(*args)[0].get(),
+                        expected.get()), name
+        assert expected.get() == EXPECTED[name], name  # the table above is JAX's
+
+
+# --- div_checks ---------------------------------------------------------------------
+
+DIVISIONS = {
+    "floor_divide": lambda x, y: x // y,
+    "divmod": lambda x, y: jnp.divmod(x, y),
+    "lax.div": lambda x, y: lax.div(x, y),
+    "true_divide": lambda x, y: x / y,
+    "remainder": lambda x, y: x % y,
+    "fmod": lambda x, y: jnp.fmod(x, y),
+    "lax.rem": lambda x, y: lax.rem(x, y),
+}
+CHECKED = {"floor_divide", "divmod", "lax.div", "true_divide"}  # JAX checks div, not rem
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint8, np.float32])
+@pytest.mark.parametrize("name", sorted(DIVISIONS))
+def test_div_checks_find_a_zero_divisor(name, dtype):
+    x = np.array([7, 5, 3], dtype)
+    checked = checkify.checkify(DIVISIONS[name], errors=checkify.div_checks)
+    assert checked(x, np.array([2, 1, 3], dtype))[0].get() is None
+    message = checked(x, np.array([2, 0, 3], dtype))[0].get()
+    if name in CHECKED:
+        assert message.startswith("division by zero (at ")
+    else:
+        assert message is None
+
+
+def test_integer_division_by_zero_still_gives_numpy_s_results():
+    for dtype in (np.int8, np.int32, np.uint8, np.uint32):
+        info = np.iinfo(dtype)
+        x = np.array([info.min, info.max, 7, info.min + 7, 0, 5], dtype)
+        y = np.array([-1 if info.min else 1, 0, 2, 2, 0, 3], dtype)
+        with np.errstate(all="ignore"):
+            expected = [x // y, x % y, np.fmod(x, y)]
+        def fun(a, b):
+            return a // b, a % b, jnp.fmod(a, b)
+
+        for run in (fun, ember.jit(fun)):
+            for got, want in zip(run(jnp.asarray(x), jnp.asarray(y)), expected):
+                np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def test_div_checks_as_jax():
+    jax = pytest.importorskip("jax")
+    from jax.experimental import checkify as jax_checkify
+
+    theirs = {"floor_divide": lambda x, y: x // y, "divmod": jax.numpy.divmod,
+              "lax.div": jax.lax.div, "true_divide": lambda x, y: x / y,
+              "remainder": lambda x, y: x % y, "fmod": jax.numpy.fmod, "lax.rem": jax.lax.rem}
+    x, y = np.array([7, 5], np.int32), np.array([2, 0], np.int32)
+    for name, fun in theirs.items():
+        expected = jax_checkify.checkify(fun, errors=jax_checkify.div_checks)(
+            jax.numpy.asarray(x), jax.numpy.asarray(y))[0].get()
+        got = checkify.checkify(DIVISIONS[name], errors=checkify.div_checks)(x, y)[0].get()
+        assert _matches(got, expected), name
