@@ -18,6 +18,11 @@ looks through the equations that make its operand, when it is their only reader:
 
 Merged sums add in another order (as XLA's reduction merging does): results change by
 float rounding, and stay bitwise reproducible, since the compiled order is fixed.
+
+A program with effects is left as it is: across processes (``ember.distributed``, whose
+collectives are effectful) every shard's partial sum is kept and the shards are summed
+in their global order, so that how the shards are split among processes does not
+change a bit; merging one process's local shards into its per-shard sums would.
 """
 from __future__ import annotations
 
@@ -25,13 +30,15 @@ from typing import Any
 
 from ember.core import dtypes
 from ember.core.primitive import REGISTRY
-from ember.ir.graph import Atom, Eqn, Graph, Var, uses
+from ember.ir.graph import Atom, Eqn, Graph, Var, has_effects, uses
 from ember.passes.rewrite import in_subgraphs, new_eqn, substitute_inputs, substitute_outputs
 
 
 def combine_sums(graph: Graph) -> Graph:
     """``graph`` with the sums of the module docstring merged (dead producers stay for
-    DCE)."""
+    DCE); ``graph`` itself if it has effects."""
+    if any(has_effects(eqn) for eqn in graph.eqns):
+        return graph
     return _Combiner(graph).run()
 
 

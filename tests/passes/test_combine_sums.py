@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import textwrap
 
+import numpy as np
 import pytest
 
+import ember
+import ember.numpy as jnp
+from ember.core.abstract import ShapedArray
+from ember.core.staging import trace_to_graph
 from ember.ir.parser import parse_graph
 from ember.ir.printer import print_graph
 from ember.passes.combine_sums import combine_sums
@@ -147,3 +152,17 @@ KEPT = {
 def test_sums_stay_where_merging_would_be_wrong_or_cost_more(why):
     graph = parse_graph(textwrap.dedent(KEPT[why]))
     assert print_graph(combined(graph)) == print_graph(graph)
+
+
+@pytest.mark.parametrize("effect", [False, True])
+def test_a_program_with_effects_keeps_its_sums(effect):
+    """Across processes, shards are summed in their global order so that the split among
+    processes changes no bit; those collectives are effectful, and so are callbacks."""
+    def per_shard_then_shards(x):
+        if effect:
+            ember.debug.callback(lambda: None)
+        return [jnp.sum(jnp.sum(x, axis=1), axis=0)]
+
+    graph = trace_to_graph(per_shard_then_shards, [ShapedArray((2, 8), np.float32)])
+    sums = [e for e in combined(graph).eqns if e.prim.name == "reduce_sum"]
+    assert len(sums) == (2 if effect else 1)
