@@ -45,6 +45,7 @@ from ember.sharding.mesh import Mesh
 from ember.sharding.partitioner.program import Collective, SpmdProgram
 from ember.sharding.partitioner.propagation import propagate, whole
 from ember.sharding.partitioner.rewrite import rewrite
+from ember.transforms.calls import inline_calls
 
 __all__ = ["Collective", "SpmdProgram", "partition"]
 
@@ -54,6 +55,11 @@ def partition(graph: Graph, mesh: Mesh, in_dims: Sequence[Dims | None],
     """The per-device program of ``graph`` over ``mesh``. ``in_dims`` / ``out_dims``:
     the split of each input / output (one tuple of mesh axes per dimension), or None
     where the partitioner may choose."""
+    # Calls (custom_jvp/vjp: softmax, gelu...) have no sharding rule of their own; their
+    # bodies do. The program is final (nothing differentiates it after this), and the
+    # compiler would inline them next: so inline them first, else each ran on whole,
+    # all-gathered operands on every device.
+    graph = inline_calls(graph)
     sizes: Mapping[str, int] = mesh.shape
     fixed: dict[Var, Dims] = {}
     for var in graph.constvars:

@@ -1,0 +1,67 @@
+"""The data-parallel MLP step of ``ember bench --sharded`` compiles to the unsharded
+step's kernels: shard_map is one program over all shards, and each psum of a per-shard
+sum is merged with it (passes/combine_sums.py) into the unsharded program's one sum."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+from ember.bench.sharded import batch_sizes, data_parallel_step, unsharded_step
+from ember.bench.workloads import MLP_STEP, mlp_loss
+
+RTOL, ATOL = 1e-5, 1e-6
+
+
+def _inputs():
+    return MLP_STEP.make_inputs(**batch_sizes(MLP_STEP, "quick"))
+
+
+def _sharded(devices: int, placed: bool):
+    """The bench's step over ``devices`` and its arguments: ``placed``, they carry their
+    shardings (the partitioner runs, as in the bench), else plain arrays."""
+    params, x, y = _inputs()
+    mesh = ember.make_mesh((devices,), ("data",), devices=ember.devices()[:devices])
+    step = ember.jit(data_parallel_step(ember, mlp_loss, mesh, labelled=True))
+    if not placed:
+        return step, (params, x, y)
+    sharding, P = ember.sharding.NamedSharding, ember.sharding.PartitionSpec
+    return step, (ember.device_put(params, sharding(mesh, P())),
+                  *(ember.device_put(b, sharding(mesh, P("data"))) for b in (x, y)))
+
+
+def _kernels(step, args) -> list[list[str]]:
+    return [kernel.ops for kernel in step.lower(*args).compile().kernels]
+
+
+@pytest.fixture
+def cpu():
+    with ember.config.override(backend="cpu"):
+        yield
+
+
+@pytest.mark.parametrize("placed", [True, False], ids=["partitioned", "shard_map"])
+@pytest.mark.parametrize("devices", [2, 8])
+def test_the_sharded_step_has_the_unsharded_steps_kernels_and_a_label_copy(
+        cpu, devices, placed):
+    unsharded = _kernels(ember.jit(unsharded_step(ember, mlp_loss)), _inputs())
+    sharded = _kernels(*_sharded(devices, placed))
+    # Not yet equal: fusion copies the (shards, batch, classes) view of the labels once
+    # (a kernel of no ops), as it stores any value read by more than 4 kernels.
+    assert sharded.count([]) == 1 and unsharded.count([]) == 0
+    assert len(sharded) == len(unsharded) + 1 == 17
+    assert sum("dot_general" in ops for ops in sharded) == \
+        sum("dot_general" in ops for ops in unsharded)
+
+
+@pytest.mark.parametrize("placed", [True, False], ids=["partitioned", "shard_map"])
+def test_the_sharded_step_equals_the_unsharded_one_and_repeats_bit_for_bit(cpu, placed):
+    step, args = _sharded(8, placed)
+    first = [np.asarray(leaf) for leaf in ember.tree_util.tree_leaves(step(*args))]
+    again = [np.asarray(leaf) for leaf in ember.tree_util.tree_leaves(step(*args))]
+    for a, b in zip(first, again):
+        np.testing.assert_array_equal(a, b)
+    with ember.config.override(backend="reference"):
+        want = ember.jit(unsharded_step(ember, mlp_loss))(*_inputs())
+    for got, expected in zip(first, ember.tree_util.tree_leaves(want)):
+        np.testing.assert_allclose(got, np.asarray(expected), rtol=RTOL, atol=ATOL)
