@@ -330,7 +330,8 @@ class _Fuser:
         if len(demands) > 1:
             if kind == "reduction":
                 return f"{name} result is used by {len(demands)} kernels (never recomputed)"
-            free = all(not isinstance(a, Var) for a in eqn.inputs)  # e.g. a broadcast 0.0
+            # a constant (a broadcast 0.0) or a view (an index map) costs nothing to redo
+            free = all(not isinstance(a, Var) for a in eqn.inputs) or access.is_view(eqn)
             if access.is_expensive(name) or (len(demands) > MAX_DUPLICATES and not free):
                 return (f"{name} is used by {len(demands)} kernels; storing it once is "
                         "cheaper than recomputing it in each")
