@@ -315,7 +315,7 @@ def _gemm_call(step: LoweredStep, plan: BufferPlan, layout: Layout,
     d = "0" if affine.addend is None else _pointer(affine.addend, plan, layout, ctype)
     row = "0" if affine.row is None else _pointer(affine.row, plan, layout, ctype)
     return render_gemm(gemm, a, b, c, ctype, renderer.threads, affine.alpha, d, affine.beta,
-                       row, affine.row_scale)
+                       row, affine.row_scale, affine.activation)
 
 
 def _native_call(step: LoweredStep, plan: BufferPlan, layout: Layout,

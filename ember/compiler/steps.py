@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from ember.codegen.kernel_ir import KernelInfo
 from ember.codegen import indexing as ix
 from ember.codegen.gemm import GemmPlan, operand_matrix, plan_gemm
+from ember.codegen.gemm_activation import match_activation
 from ember.codegen.kernel_ir import Buffer, Kernel, Let, Load, Store
 from ember.codegen.kernel_text import kernel_text
 from ember.codegen.lower import LoopGroup, lower_loop_group
@@ -22,7 +23,8 @@ class AffineEpilogue:
     broadcast along the rows), folded into the BLAS call: ``result`` starts as
     ``beta * addend + row_scale * row`` (each optional; nothing to do when the result
     holds the addend already and ``beta`` is 1) and the call computes
-    ``C = alpha * A @ B + C`` into it."""
+    ``C = alpha * A @ B + C`` into it, then applies ``activation`` (``relu(x @ w + b)``:
+    ``codegen/gemm_activation.py``) to C as it stores it."""
 
     result: Var
     alpha: float
@@ -30,6 +32,7 @@ class AffineEpilogue:
     addend: Var | None
     row_scale: float = 0.0
     row: Var | None = None
+    activation: str = "none"
 
 
 @dataclass
@@ -135,7 +138,7 @@ def _lower_group(group: Group, producer: dict[Var, Eqn], *, threads: int,
 
 def affine_epilogue(group: Group, plan: GemmPlan) -> AffineEpilogue | None:
     """The library group's epilogue as ``alpha * product + beta * addend + row_scale *
-    row`` (scalar literals; an addend buffer of the product's shape; a row buffer
+    row``, possibly under an activation (scalar literals; an addend buffer of the product's shape; a row buffer
     broadcast along the product's last axis, its columns), or None when it is not one."""
     product = group.library.outputs[0]
     if (len(group.roots) != 1 or group.roots[0] is product or not group.members
@@ -145,7 +148,10 @@ def affine_epilogue(group: Group, plan: GemmPlan) -> AffineEpilogue | None:
     if result.aval.shape != product.aval.shape or result.aval.dtype != product.aval.dtype:
         return None
     reader = _EpilogueReader(group, plan.n)
-    found = reader.affine(result)
+    activation = match_activation(result, reader.producer)  # (the last step, if any)
+    if activation is not None:
+        reader.read |= activation.eqns
+    found = reader.affine(result if activation is None else activation.operand)
     if found is None or len(reader.read) != len(group.members) or found.alpha == 0.0:
         return None
     by_kind: dict[str, tuple[Var, float]] = {}
@@ -155,7 +161,8 @@ def affine_epilogue(group: Group, plan: GemmPlan) -> AffineEpilogue | None:
         by_kind[kind] = (var, scale + 0.0)  # (no -0.0)
     addend, beta = by_kind.get("full", (None, 0.0))
     row_addend, row_scale = by_kind.get("row", (None, 0.0))
-    return AffineEpilogue(result, found.alpha, beta, addend, row_scale, row_addend)
+    return AffineEpilogue(result, found.alpha, beta, addend, row_scale, row_addend,
+                          "none" if activation is None else activation.name)
 
 
 class _EpilogueReader:

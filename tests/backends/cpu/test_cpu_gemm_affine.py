@@ -45,7 +45,8 @@ def test_affine_epilogues_are_computed_by_the_call(name):
     source = _gemm_source(fun, W, X, G, B)
     assert "_epilogue" not in source, source
     call = source.strip().splitlines()[-1]
-    *_, got_alpha, d, got_d_scale, row, got_row_scale = call.rstrip(");").split(", ")
+    *_, got_alpha, d, got_d_scale, row, got_row_scale, activation = call.rstrip(");").split(", ")
+    assert activation == "0", call  # (none)
     np.testing.assert_allclose([float(got_alpha), float(got_d_scale), float(got_row_scale)],
                                [alpha, d_scale, row_scale], rtol=1e-6)
     assert (d == "0") == (d_scale == 0.0) and (row == "0") == (row_scale == 0.0), call

@@ -3,8 +3,8 @@ include/ember_gemm.h, against a float64 NumPy oracle: every dimension from 1 to 
 (the edges of the register tile and of the cache blocks included), leading dimensions
 wider than the matrices, transposed operands, batches with their own strides, the split
 over threads, and each term of the affine epilogue (alpha, an addend D, possibly C
-itself, and a bias row); float32, float64, and bfloat16 and float16 operands with float32
-sums and results."""
+itself, and a bias row) and the activation after it; float32, float64, and bfloat16 and
+float16 operands with float32 sums and results."""
 from __future__ import annotations
 
 import ctypes
@@ -16,9 +16,11 @@ import hypothesis.strategies as st
 import ml_dtypes
 import numpy as np
 import pytest
+import scipy.special
 
 from ember.backends.cpu import ember_gemm, toolchain
 from ember.backends.cpu.toolchain import cpu_flags
+from ember.codegen.gemm_activation import ACTIVATIONS
 from ember.config import config
 from tests.backends.cpu.cpu_testing import requires_cpu
 
@@ -59,6 +61,7 @@ class Case:
     addend: str = "none"  # "none", "separate" (D) or "in place" (D is C)
     d_scale: float = 0.0
     row_scale: float = 0.0  # 0: no bias row
+    activation: str = "none"  # gemm_activation.ACTIVATIONS, applied last
 
 
 def _strided(rng: np.random.Generator, count: int, rows: int, cols: int, pad: int,
@@ -87,6 +90,13 @@ def _batch_strides(extents: tuple[int, ...], item: int) -> list[int]:
         strides.append(step)
         step *= extent
     return strides[::-1]
+
+
+_ACTIVATIONS = {
+    "relu": lambda x: np.maximum(x, 0),
+    "gelu_tanh": lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3))),
+    "gelu_erfc": lambda x: 0.5 * x * scipy.special.erfc(-x / np.sqrt(2)),
+}
 
 
 def _int64s(values):
@@ -140,14 +150,15 @@ def run_case(library: ctypes.CDLL, case: Case, seed: int = 0) -> None:
     function.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, pointer, ctypes.c_int,
                          ctypes.c_int, *[ctypes.c_int64] * 3, pointer, ctypes.c_int64,
                          ctypes.c_int64, pointer, ctypes.c_int64, ctypes.c_int64, pointer,
-                         ctypes.c_int64, real, pointer, real, pointer, real]
+                         ctypes.c_int64, real, pointer, real, pointer, real, ctypes.c_int]
     function.restype = None
     function(case.split, case.parts, count, ctypes.byref(batch),
              _TRANS if case.ta else _NO_TRANS, _TRANS if case.tb else _NO_TRANS, m, n, k,
              a_flat.ctypes.data, lda, 1 if case.ta else lda, b_flat.ctypes.data, ldb,
              ldb if case.tb else 1, c_flat.ctypes.data, ldc, case.alpha,
              None if d_flat is None else d_flat.ctypes.data, case.d_scale,
-             None if row is None else row.ctypes.data, case.row_scale)
+             None if row is None else row.ctypes.data, case.row_scale,
+             ACTIVATIONS[case.activation])
 
     np.testing.assert_array_equal(c_flat[~inside], untouched[~inside],
                                   err_msg="wrote outside C's matrices")
@@ -155,6 +166,9 @@ def run_case(library: ctypes.CDLL, case: Case, seed: int = 0) -> None:
     # (the operands' own rounding is in `expected`: the product of what they hold)
     epsilon = np.finfo(result).eps
     tolerance = 2 * (k + 2) * epsilon * bound + np.finfo(result).tiny
+    if case.activation != "none":  # (a slope of at most 1.13; its own few ulp of |x| + 1)
+        expected = _ACTIVATIONS[case.activation](expected)
+        tolerance = 1.2 * tolerance + 8 * epsilon * (np.abs(expected) + 1)
     error = np.abs(got.astype(np.float64) - expected)
     assert np.all(error <= tolerance), (
         f"{case}: max error {error.max():.3g} (tolerance there {tolerance.flat[error.argmax()]:.3g})")
@@ -234,6 +248,19 @@ def test_affine_epilogues(library, addend, d_scale, row_scale, alpha, k, split):
                                row_scale=row_scale))
 
 
+@pytest.mark.parametrize("activation", ["relu", "gelu_tanh", "gelu_erfc"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, BF16])
+def test_activations_after_the_epilogue(library, activation, dtype):
+    """The activation on the whole sum and its addends: one block of the sum or several
+    (applied after the last), partial tiles, the narrow tile, splits, batches."""
+    for m, n, k in [(77, 130, 100), (29, 45, 1700), (250, 10, 900), (6, 64, 8), (1, 1, 1)]:
+        run_case(library, Case(m, n, k, dtype, tb=True, pad=1, alpha=-0.5, addend="in place",
+                               d_scale=1.0, row_scale=2.0, activation=activation))
+    for split, parts in [(0, 2), (1, 2), (2, 3)]:
+        run_case(library, Case(70, 90, 51, dtype, batch=(2, 3), split=split, parts=parts,
+                               row_scale=1.0, activation=activation))
+
+
 def test_epilogue_without_a_product(library):
     """k = 0 (the plan never asks for it, but the contract allows it): the addends alone."""
     run_case(library, Case(20, 40, 0, addend="separate", d_scale=2.0, row_scale=1.0))
@@ -259,16 +286,17 @@ def test_more_rows_than_one_block_of_a(library):
     split_parts=st.sampled_from([(0, 1), (0, 2), (1, 2), (2, 2), (1, 3)]),
     epilogue=st.sampled_from([("none", 0.0, 0.0), ("separate", 0.5, 0.0),
                               ("in place", 1.0, 2.0), ("none", 0.0, -1.0)]),
-    alpha=st.sampled_from([1.0, -1.5]), seed=st.integers(0, 2**16))
+    alpha=st.sampled_from([1.0, -1.5]), activation=st.sampled_from(sorted(ACTIVATIONS)),
+    seed=st.integers(0, 2**16))
 def test_random_products(library, m, n, k, dtype, ta, tb, batch, pad, split_parts, epilogue,
-                         alpha, seed):
+                         alpha, activation, seed):
     split, parts = split_parts
     addend, d_scale, row_scale = epilogue
     # Small products only when batched, to keep the example's time in check.
     if batch and m * n * k > 2_000_000:
         m, n = max(1, m // 4), max(1, n // 4)
     run_case(library, Case(m, n, k, dtype, ta, tb, batch, pad, split, parts, alpha, addend,
-                           d_scale, row_scale), seed)
+                           d_scale, row_scale, activation), seed)
 
 
 @pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="x86 ISA flags")

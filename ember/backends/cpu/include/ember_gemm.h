@@ -3,7 +3,9 @@
  * threads. beta = 0 but for an epilogue folded into the call (program.AffineEpilogue):
  * then C starts as d_scale * D + row_scale * row (D laid out as C, possibly C itself;
  * row a vector of n values broadcast down the rows; either may be null), each thread
- * writing its own block just before its call reads it, and beta = 1.
+ * writing its own block just before its call reads it, and beta = 1. An activation
+ * (EMBER_ACTIVATION_*, 0 for none) is then applied to each thread's block as it is
+ * written.
  *
  * Generated code calls these instead of spelling out a parallel loop per GEMM: every
  * OpenMP region costs the C compiler about 30M instructions (it is outlined into a
@@ -36,6 +38,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "ember_math.h"
+
 typedef struct {
   int rank;
   const int64_t *extents;
@@ -65,17 +69,51 @@ static inline int ember_gemm_class(int64_t n) {
   return n <= EMBER_GEMM_NARROW_N ? EMBER_GEMM_NARROW : EMBER_GEMM_WIDE;
 }
 
+/* The activation applied last, on the whole sum and addends, as C is stored
+ * (codegen/gemm_activation.py names them): none, max(x, 0), GELU's tanh form
+ * 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) and its exact form
+ * x (0.5 erfc(-x / sqrt(2))), computed in the order the graph computes them. */
+#define EMBER_ACTIVATION_NONE 0
+#define EMBER_ACTIVATION_RELU 1
+#define EMBER_ACTIVATION_GELU_TANH 2
+#define EMBER_ACTIVATION_GELU_ERFC 3
+
+/* ember_activate_float / _double: the activation over n values in place (one loop per
+ * activation, so that each vectorizes). */
+#define EMBER_DEFINE_ACTIVATE(T, TANH, ERFC)                                               \
+  static inline __attribute__((unused)) void ember_activate_##T(T *x, int64_t n,           \
+                                                                int activation) {          \
+    switch (activation) {                                                                  \
+    case EMBER_ACTIVATION_RELU: /* (NaN stays NaN, as max propagates it) */                \
+      for (int64_t j = 0; j < n; j++) x[j] = x[j] < 0 ? (T)0 : x[j];                       \
+      break;                                                                               \
+    case EMBER_ACTIVATION_GELU_TANH:                                                       \
+      for (int64_t j = 0; j < n; j++)                                                      \
+        x[j] = ((T)0.5 * x[j]) *                                                           \
+               ((T)1 + TANH((T)0.7978845608028654 * (x[j] + (T)0.044715 * (x[j] * x[j] * x[j])))); \
+      break;                                                                               \
+    case EMBER_ACTIVATION_GELU_ERFC:                                                       \
+      for (int64_t j = 0; j < n; j++)                                                      \
+        x[j] = x[j] * ((T)0.5 * ERFC(x[j] * -(T)0.7071067811865476));                     \
+      break;                                                                               \
+    default:                                                                               \
+      break;                                                                               \
+    }                                                                                      \
+  }
+EMBER_DEFINE_ACTIVATE(float, ember_tanhf, ember_erfcf)
+EMBER_DEFINE_ACTIVATE(double, ember_tanh, ember_erfc)
+
 /* The functions' signature, for operands A and B stored as S and results (C, D, the
  * row, the scales) as T. */
 #define EMBER_GEMM_SIGNATURE_OF(NAME, S, T)                                                 \
   void NAME(int split, int parts, int64_t count, const ember_batch *batch, int ta, int tb, \
             int64_t m, int64_t n, int64_t k, const S *A, int64_t lda, int64_t a_row_step,  \
             const S *B, int64_t ldb, int64_t b_col_step, T *C, int64_t ldc, T alpha,       \
-            const T *D, T d_scale, const T *row, T row_scale)
+            const T *D, T d_scale, const T *row, T row_scale, int activation)
 #define EMBER_GEMM_SIGNATURE(NAME, T) EMBER_GEMM_SIGNATURE_OF(NAME, T, T)
 #define EMBER_GEMM_ARGUMENTS                                                               \
   split, parts, count, batch, ta, tb, m, n, k, A, lda, a_row_step, B, ldb, b_col_step, C,  \
-      ldc, alpha, D, d_scale, row, row_scale
+      ldc, alpha, D, d_scale, row, row_scale, activation
 
 /* C = d_scale * D + row_scale * row (broadcast down the rows), each term optional; D is
  * laid out as C and may be C itself. */
@@ -142,6 +180,8 @@ static inline int ember_gemm_class(int64_t n) {
                                 row ? row + (split == 2 ? lo : 0) : NULL, row_scale);      \
       CBLAS_GEMM(101, ta, tb, (int)rows, (int)cols, (int)k, alpha, a, (int)lda, b,         \
                  (int)ldb, (D != NULL || row != NULL) ? 1 : 0, c, (int)ldc);               \
+      if (activation != EMBER_ACTIVATION_NONE) /* (the block just written: in cache) */    \
+        for (int64_t r = 0; r < rows; r++) ember_activate_##T(c + r * ldc, cols, activation); \
     })                                                                                     \
     ember_blas_restore_threads(saved_threads);                                             \
   }

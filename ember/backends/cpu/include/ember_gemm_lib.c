@@ -21,7 +21,8 @@
  * vectors: a row of B is loaded as NV vectors, each element of A's column broadcast),
  * written once per KC block. The first block writes C = alpha * AB + d_scale * D +
  * row_scale * row (the affine epilogue of ember_gemm.h, computed in registers before
- * the store: C is read and written once when k <= KC); later blocks add alpha * AB.
+ * the store: C is read and written once when k <= KC); later blocks add alpha * AB, and
+ * the last applies the activation to each tile right after storing it, while it is in L1.
  * Packing pads the panels with zeros, so the microkernel always runs whole tiles; a
  * tile at the edge of C goes through a small buffer and only its valid part is written.
  * Operands are read through strides (row step, column step), so a transposed operand is
@@ -118,13 +119,15 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
     NAME##_kc = EMBER_KC_BYTES / sizeof(T),                                                \
   };                                                                                       \
                                                                                            \
-  /* The epilogue's terms for one tile: where C, D and the row start, and whether this     \
-   * is the first block of the sum (which writes the addends) or a later one. */           \
+  /* The epilogue's terms for one tile: where C, D and the row start, whether this is    \
+   * the first block of the sum (which writes the addends) or a later one, and whether    \
+   * the last (after which the activation is applied). */                                 \
   typedef struct {                                                                         \
     T alpha, d_scale, row_scale;                                                           \
     const T *d; /* laid out as C (ldc); null for none */                                   \
     const T *row; /* one value per column; null for none */                                \
-    int first;                                                                             \
+    int first, last;                                                                       \
+    int activation; /* EMBER_ACTIVATION_* (ember_gemm.h) */                                \
   } NAME##_epilogue;                                                                       \
                                                                                            \
   /* C[i][j] for one element of a tile, from its sum `acc`. */                             \
@@ -150,7 +153,8 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
 
 /* The store of a tile's sums `acc` (MR x NV vectors) into C at c, mr x nr of it inside
  * C, with the epilogue: straight from the registers for a whole tile, else through a
- * small buffer. */
+ * small buffer; after the last block of the sum, the activation on the tile just
+ * stored (in L1). */
 #define EMBER_DEFINE_TILE_STORE(TYPE, TILE, T, NV)                                         \
   static inline void TILE##_store(TYPE##_vector acc[TILE##_mr][NV], T *restrict c,         \
                                   int64_t ldc, int64_t mr, int64_t nr,                     \
@@ -170,14 +174,17 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
           }                                                                                \
           *out = value;                                                                    \
         }                                                                                  \
-      return;                                                                              \
+    } else {                                                                               \
+      T tile[TILE##_mr][TILE##_nr];                                                        \
+      for (int i = 0; i < TILE##_mr; i++)                                                  \
+        for (int v = 0; v < NV; v++)                                                       \
+          for (int l = 0; l < TYPE##_lanes; l++) tile[i][v * TYPE##_lanes + l] = acc[i][v][l]; \
+      for (int64_t i = 0; i < mr; i++)                                                     \
+        for (int64_t j = 0; j < nr; j++)                                                   \
+          c[i * ldc + j] = TYPE##_finish(tile[i][j], e, c, ldc, i, j);                     \
     }                                                                                      \
-    T tile[TILE##_mr][TILE##_nr];                                                          \
-    for (int i = 0; i < TILE##_mr; i++)                                                    \
-      for (int v = 0; v < NV; v++)                                                         \
-        for (int l = 0; l < TYPE##_lanes; l++) tile[i][v * TYPE##_lanes + l] = acc[i][v][l]; \
-    for (int64_t i = 0; i < mr; i++)                                                       \
-      for (int64_t j = 0; j < nr; j++) c[i * ldc + j] = TYPE##_finish(tile[i][j], e, c, ldc, i, j); \
+    if (e->last && e->activation != EMBER_ACTIVATION_NONE)                                 \
+      for (int64_t i = 0; i < mr; i++) ember_activate_##T(c + i * ldc, nr, e->activation); \
   }
 
 /* op(B)'s packing into micropanels of NR columns (converted by LOAD). */
@@ -282,26 +289,27 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
    * first block of the sum writes the addends (d laid out as C, row one per column). */   \
   static void TILE##_tiles(int64_t mc, int64_t nc, int64_t kc, const P *packed_a,          \
                            const P *packed_b, T *c, int64_t ldc, T alpha, const T *d,      \
-                           T d_scale, const T *row, T row_scale, int first) {              \
+                           T d_scale, const T *row, T row_scale, int first, int last,      \
+                           int activation) {                                               \
     const int64_t depth = ember_round_up(kc, TILE##_kstep);                                \
     for (int64_t i = 0; i < mc; i += TILE##_mr) {                                          \
       for (int64_t j = 0; j < nc; j += TILE##_nr) {                                        \
         const int64_t at = i * ldc + j;                                                    \
         const TYPE##_epilogue e = {alpha, d_scale, row_scale, d ? d + at : NULL,           \
-                                   row ? row + j : NULL, first};                           \
+                                   row ? row + j : NULL, first, last, activation};         \
         TILE##_microkernel(depth, packed_a + i * depth, packed_b + j * depth, c + at, ldc, \
                            ember_min(TILE##_mr, mc - i), ember_min(TILE##_nr, nc - j), &e); \
       }                                                                                    \
     }                                                                                      \
   }                                                                                        \
                                                                                            \
-  /* C (rows x cols, leading dimension ldc) = alpha op(A) op(B) + the addends, on one      \
-   * thread: op(A)(i, p) at a[i * a_rs + p * a_cs], op(B)(p, j) at b[p * b_rs + j * b_cs]; \
-   * d laid out as C (may be C), row one value per column. */                              \
+  /* C (rows x cols, leading dimension ldc) = activation(alpha op(A) op(B) + the        \
+   * addends), on one thread: op(A)(i, p) at a[i * a_rs + p * a_cs], op(B)(p, j) at       \
+   * b[p * b_rs + j * b_cs]; d laid out as C (may be C), row one value per column. */      \
   static void TILE##_blocked(int64_t rows, int64_t cols, int64_t k, const S *a,            \
                              int64_t a_rs, int64_t a_cs, const S *b, int64_t b_rs,         \
                              int64_t b_cs, T *c, int64_t ldc, T alpha, const T *d,         \
-                             T d_scale, const T *row, T row_scale) {                       \
+                             T d_scale, const T *row, T row_scale, int activation) {       \
     /* Blocks of equal size (a sum of 784 in blocks of 262, not 384 + 384 + 16: a thin     \
      * last block would spend more on storing C than on its products). */                  \
     const int64_t mc_step = ember_block(rows, TILE##_mc, TILE##_mr);                       \
@@ -323,7 +331,8 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
           TILE##_pack_b(b + p0 * b_rs + j0 * b_cs, b_rs, b_cs, kc, nc, packed_b);          \
           const int64_t at = i0 * ldc + j0;                                                \
           TILE##_tiles(mc, nc, kc, packed_a, packed_b, c + at, ldc, alpha,                 \
-                       d ? d + at : NULL, d_scale, row ? row + j0 : NULL, row_scale, p0 == 0); \
+                       d ? d + at : NULL, d_scale, row ? row + j0 : NULL, row_scale, p0 == 0, \
+                       p0 + kc >= k, activation);                                          \
         }                                                                                  \
         p0 += kc;                                                                          \
       } while (p0 < k);                                                                    \
@@ -374,7 +383,7 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
   static void TILE##_in_place(int64_t rows, int64_t cols, int64_t k, const S *a,           \
                               int64_t a_rs, int64_t a_cs, const S *b, int64_t b_rs,        \
                               int64_t b_cs, T *c, int64_t ldc, T alpha, const T *d,        \
-                              T d_scale, const T *row, T row_scale) {                      \
+                              T d_scale, const T *row, T row_scale, int activation) {      \
     const int64_t kc_step = ember_block(k, TYPE##_kc, 1);                                  \
     const int64_t panels = (cols + TILE##_nr - 1) / TILE##_nr;                             \
     T *packed_b = ember_pack_space(sizeof(T) * (size_t)(kc_step * panels * TILE##_nr));    \
@@ -387,7 +396,8 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
         for (int64_t j = 0; j < cols; j += TILE##_nr) {                                    \
           const int64_t at = i * ldc + j;                                                  \
           const TYPE##_epilogue e = {alpha, d_scale, row_scale, d ? d + at : NULL,         \
-                                     row ? row + j : NULL, p0 == 0};                       \
+                                     row ? row + j : NULL, p0 == 0, p0 + kc >= k,          \
+                                     activation};                                          \
           TILE##_in_place_kernel(kc, a + i * a_rs + p0 * a_cs, a_rs, a_cs, packed_b + j * kc, \
                                  c + at, ldc, ember_min(TILE##_mr, rows - i),              \
                                  ember_min(TILE##_nr, cols - j), &e);                      \
@@ -409,7 +419,7 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
       (narrow ? NARROW##_in_place : WIDE##_blocked)(                                       \
           rows, cols, k, a, a_row_step, a_col_step, b, b_row_step, b_col_step, c, ldc,     \
           alpha, D ? D + (c - C) : NULL, d_scale, row ? row + (split == 2 ? lo : 0) : NULL, \
-          row_scale);                                                                      \
+          row_scale, activation);                                                          \
     })                                                                                     \
   }
 
