@@ -49,7 +49,7 @@ def render_gemm(plan: GemmPlan, a: str, b: str, c: str, ctype: str, threads: int
              f"{_int64s(out.batch_strides)}}}")
     a_row_step = 1 if plan.a.transposed else plan.a.ld
     b_col_step = plan.b.ld if plan.b.transposed else 1
-    function = _FUNCTIONS[plan.operand_dtype.name]
+    function = _FUNCTIONS[plan.operand_dtype.name, plan.dtype.name]
     return [f"{function}({_SPLITS[axis]}, {parts}, {count}, {batch}, {_trans(plan.a)}, "
             f"{_trans(plan.b)}, {plan.m}, {plan.n}, {plan.k}, {a} + {plan.a.offset}, "
             f"{plan.a.ld}, {a_row_step}, {b} + {plan.b.offset}, {plan.b.ld}, {b_col_step}, "
@@ -74,9 +74,12 @@ def _count(plan: GemmPlan) -> int:
 
 
 _SPLITS = {"batch": 0, "m": 1, "n": 2}
-# By the operands' dtype (16-bit ones: float32 products, include/ember_gemm.h).
-_FUNCTIONS = {"float32": "ember_gemm_f32", "float64": "ember_gemm_f64",
-              "bfloat16": "ember_gemm_bf16", "float16": "ember_gemm_f16"}
+# By the operands' and the results' dtype (16-bit operands: float32 products, or
+# products rounded once to their own type; include/ember_gemm.h).
+_FUNCTIONS = {("float32", "float32"): "ember_gemm_f32", ("float64", "float64"): "ember_gemm_f64",
+              ("bfloat16", "float32"): "ember_gemm_bf16", ("float16", "float32"): "ember_gemm_f16",
+              ("bfloat16", "bfloat16"): "ember_gemm_bf16_bf16",
+              ("float16", "float16"): "ember_gemm_f16_f16"}
 
 
 def _int64s(values) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ember.codegen.kernel_ir import KernelInfo
+from ember.core import dtypes
 from ember.codegen import indexing as ix
 from ember.codegen.gemm import GemmPlan, operand_matrix, plan_gemm
 from ember.codegen.gemm_activation import match_activation
@@ -232,7 +233,7 @@ class _EpilogueReader:
             if value is not None:
                 self.read.add(id(eqn))
             return value
-        if isinstance(atom, Literal) and atom.aval.shape == () and atom.aval.dtype.kind == "f":
+        if isinstance(atom, Literal) and atom.aval.shape == () and dtypes.is_floating(atom.aval.dtype):
             return float(atom.value)
         return None
 

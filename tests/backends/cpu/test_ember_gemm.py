@@ -28,10 +28,12 @@ pytestmark = requires_cpu
 
 _NO_TRANS, _TRANS = 111, 112
 BF16, F16 = np.dtype(ml_dtypes.bfloat16), np.dtype(np.float16)
-# Each operand type's function and the type of its sums and results.
-_FUNCTIONS = {np.dtype(np.float32): ("ember_own_gemm_f32", np.float32),
-              np.dtype(np.float64): ("ember_own_gemm_f64", np.float64),
-              BF16: ("ember_own_gemm_bf16", np.float32), F16: ("ember_own_gemm_f16", np.float32)}
+# Each operand type's function (by operands and results) and the type of its sums.
+F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
+_FUNCTIONS = {(F32, F32): ("ember_own_gemm_f32", F32), (F64, F64): ("ember_own_gemm_f64", F64),
+              (BF16, F32): ("ember_own_gemm_bf16", F32), (F16, F32): ("ember_own_gemm_f16", F32),
+              (BF16, BF16): ("ember_own_gemm_bf16_bf16", F32),
+              (F16, F16): ("ember_own_gemm_f16_f16", F32)}
 
 
 class _Batch(ctypes.Structure):
@@ -62,6 +64,13 @@ class Case:
     d_scale: float = 0.0
     row_scale: float = 0.0  # 0: no bias row
     activation: str = "none"  # gemm_activation.ACTIVATIONS, applied last
+    out: type | None = None  # the results' type: float32 for 16-bit operands, else theirs
+
+    @property
+    def result(self) -> np.dtype:
+        if self.out is not None:
+            return np.dtype(self.out)
+        return F32 if np.dtype(self.dtype) in (BF16, F16) else np.dtype(self.dtype)
 
 
 def _strided(rng: np.random.Generator, count: int, rows: int, cols: int, pad: int,
@@ -107,7 +116,8 @@ def run_case(library: ctypes.CDLL, case: Case, seed: int = 0) -> None:
     rng = np.random.default_rng(seed)
     count = int(np.prod(case.batch, dtype=np.int64))
     m, n, k, dtype = case.m, case.n, case.k, case.dtype
-    name, result = _FUNCTIONS[np.dtype(dtype)]
+    result = case.result
+    name, sums = _FUNCTIONS[(np.dtype(dtype), result)]
     # op(A) is m x k: stored k x m when transposed; op(B) is k x n: stored n x k.
     a_flat, a_view, lda, a_item = _strided(rng, count, *((k, m) if case.ta else (m, k)),
                                            case.pad, dtype)
@@ -144,7 +154,7 @@ def run_case(library: ctypes.CDLL, case: Case, seed: int = 0) -> None:
                                       for item in (a_item, b_item, c_item)]  # (kept alive)
     batch = _Batch(len(case.batch), *(ctypes.addressof(array) for array in arrays))
 
-    real = ctypes.c_float if result == np.float32 else ctypes.c_double
+    real = ctypes.c_float if sums == np.float32 else ctypes.c_double
     function = getattr(library, name)
     pointer = ctypes.c_void_p
     function.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, pointer, ctypes.c_int,
@@ -164,11 +174,15 @@ def run_case(library: ctypes.CDLL, case: Case, seed: int = 0) -> None:
                                   err_msg="wrote outside C's matrices")
     got = np.lib.stride_tricks.as_strided(c_flat, c_view.shape, c_view.strides)
     # (the operands' own rounding is in `expected`: the product of what they hold)
-    epsilon = np.finfo(result).eps
-    tolerance = 2 * (k + 2) * epsilon * bound + np.finfo(result).tiny
+    epsilon = np.finfo(sums).eps
+    tolerance = 2 * (k + 2) * epsilon * bound + np.finfo(sums).tiny
     if case.activation != "none":  # (a slope of at most 1.13; its own few ulp of |x| + 1)
         expected = _ACTIVATIONS[case.activation](expected)
         tolerance = 1.2 * tolerance + 8 * epsilon * (np.abs(expected) + 1)
+    if result != sums:  # rounded once to the 16-bit results: half an ulp more
+        half_ulp = ml_dtypes.finfo(result).eps / 2
+        tolerance = tolerance + half_ulp * (np.abs(expected) + tolerance) + float(
+            ml_dtypes.finfo(result).smallest_subnormal)
     error = np.abs(got.astype(np.float64) - expected)
     assert np.all(error <= tolerance), (
         f"{case}: max error {error.max():.3g} (tolerance there {tolerance.flat[error.argmax()]:.3g})")
@@ -329,6 +343,49 @@ def test_16_bit_operands(library, dtype):
         run_case(library, Case(70, 90, 51, dtype, batch=(2, 3), pad=5, split=split,
                                parts=parts, addend="separate", d_scale=0.5))
         run_case(library, Case(100, 10, 300, dtype, tb=True, split=split, parts=parts))
+
+
+@pytest.mark.parametrize("dtype", [BF16, F16])
+def test_16_bit_results(library, dtype):
+    """16-bit operands and results: summed in float32, every addend and the activation
+    applied before the one rounding; edges, several blocks of the sum, splits, batches."""
+    for size in (1, 6, 7, 17, 65, 129):
+        run_case(library, Case(size, size + 1, size + 2, dtype, out=dtype, ta=size % 2 == 1))
+    run_case(library, Case(45, 130, 901, dtype, out=dtype, tb=True, pad=3, alpha=-0.5,
+                           addend="in place", d_scale=1.0, row_scale=2.0, activation="relu"))
+    run_case(library, Case(250, 10, 300, dtype, out=dtype, pad=1, addend="separate",
+                           d_scale=0.5, activation="gelu_tanh"))  # (the narrow tile)
+    for split, parts in [(0, 2), (1, 3), (2, 2)]:
+        run_case(library, Case(70, 90, 51, dtype, out=dtype, batch=(2, 3), pad=5, split=split,
+                               parts=parts, row_scale=1.0))
+
+
+@pytest.mark.parametrize("dtype", [BF16, F16])
+def test_16_bit_results_round_to_nearest_even(library, dtype):
+    """Integer operands whose float32 sums are exact, chosen so that most results fall
+    between two 16-bit values, many of them half-way: the one rounding is ml_dtypes'
+    (NumPy's for float16), to the nearest, ties to even, bit for bit."""
+    rng = np.random.default_rng(1)
+    m, n, k = 40, 70, 300
+    bound = 16 if dtype == BF16 else 40  # (float16 sums: std 9500, below its 65504)
+    a = rng.integers(-bound, bound + 1, (m, k)).astype(np.float64)
+    b = rng.integers(-bound, bound + 1, (k, n)).astype(np.float64)
+    expected = a @ b  # |sums| < 2^24: exact in float32; bfloat16 keeps 8 bits, float16 11
+    c = np.zeros((m, n), dtype)
+    function = getattr(library, f"ember_own_gemm_{'bf16' if dtype == BF16 else 'f16'}_"
+                                f"{'bf16' if dtype == BF16 else 'f16'}")
+    i64, pointer = ctypes.c_int64, ctypes.c_void_p
+    function.argtypes = [ctypes.c_int, ctypes.c_int, i64, pointer, ctypes.c_int, ctypes.c_int,
+                         i64, i64, i64, pointer, i64, i64, pointer, i64, i64, pointer, i64,
+                         ctypes.c_float, pointer, ctypes.c_float, pointer, ctypes.c_float,
+                         ctypes.c_int]
+    batch = _Batch(0, None, None, None, None)
+    a16, b16 = a.astype(dtype), b.astype(dtype)  # (exact: small integers)
+    function(1, 2, 1, ctypes.byref(batch), _NO_TRANS, _NO_TRANS, m, n, k, a16.ctypes.data, k, k,
+             b16.ctypes.data, n, 1, c.ctypes.data, n, 1.0, None, 0.0, None, 0.0, 0)
+    rounded = np.mean(expected.astype(dtype).astype(np.float64) != expected)
+    assert rounded > 0.5, "the case must exercise rounding"
+    np.testing.assert_array_equal(c.view(np.uint16), expected.astype(dtype).view(np.uint16))
 
 
 def test_bfloat16_multiplies_pairs_where_the_cpu_can(library):

@@ -103,14 +103,14 @@ static inline int ember_gemm_class(int64_t n) {
 EMBER_DEFINE_ACTIVATE(float, ember_tanhf, ember_erfcf)
 EMBER_DEFINE_ACTIVATE(double, ember_tanh, ember_erfc)
 
-/* The functions' signature, for operands A and B stored as S and results (C, D, the
- * row, the scales) as T. */
-#define EMBER_GEMM_SIGNATURE_OF(NAME, S, T)                                                 \
+/* The functions' signature, for operands A and B stored as S, results (C, D, the row)
+ * as T and the scales as R. */
+#define EMBER_GEMM_SIGNATURE_OF(NAME, S, T, R)                                              \
   void NAME(int split, int parts, int64_t count, const ember_batch *batch, int ta, int tb, \
             int64_t m, int64_t n, int64_t k, const S *A, int64_t lda, int64_t a_row_step,  \
-            const S *B, int64_t ldb, int64_t b_col_step, T *C, int64_t ldc, T alpha,       \
-            const T *D, T d_scale, const T *row, T row_scale, int activation)
-#define EMBER_GEMM_SIGNATURE(NAME, T) EMBER_GEMM_SIGNATURE_OF(NAME, T, T)
+            const S *B, int64_t ldb, int64_t b_col_step, T *C, int64_t ldc, R alpha,       \
+            const T *D, R d_scale, const T *row, R row_scale, int activation)
+#define EMBER_GEMM_SIGNATURE(NAME, T) EMBER_GEMM_SIGNATURE_OF(NAME, T, T, T)
 #define EMBER_GEMM_ARGUMENTS                                                               \
   split, parts, count, batch, ta, tb, m, n, k, A, lda, a_row_step, B, ldb, b_col_step, C,  \
       ldc, alpha, D, d_scale, row, row_scale, activation
@@ -186,9 +186,9 @@ EMBER_DEFINE_ACTIVATE(double, ember_tanh, ember_erfc)
     ember_blas_restore_threads(saved_threads);                                             \
   }
 
-/* A call that goes straight to Ember's library (operands S, results T). */
-#define EMBER_DEFINE_OWN_CALL(NAME, OWN, S, T)                                             \
-  static inline __attribute__((unused)) EMBER_GEMM_SIGNATURE_OF(NAME, S, T) {              \
+/* A call that goes straight to Ember's library (operands S, results T, scales R). */
+#define EMBER_DEFINE_OWN_CALL(NAME, OWN, S, T, R)                                          \
+  static inline __attribute__((unused)) EMBER_GEMM_SIGNATURE_OF(NAME, S, T, R) {           \
     OWN(EMBER_GEMM_ARGUMENTS);                                                             \
   }
 
@@ -196,15 +196,20 @@ EMBER_DEFINE_ACTIVATE(double, ember_tanh, ember_erfc)
 #ifdef EMBER_GEMM_OWN_CLASSES
 EMBER_GEMM_SIGNATURE(ember_own_gemm_f32, float);
 EMBER_GEMM_SIGNATURE(ember_own_gemm_f64, double);
-/* (bfloat16, float16 operands as their bits; float32 results) */
-EMBER_GEMM_SIGNATURE_OF(ember_own_gemm_bf16, uint16_t, float);
-EMBER_GEMM_SIGNATURE_OF(ember_own_gemm_f16, uint16_t, float);
-EMBER_DEFINE_OWN_CALL(ember_gemm_bf16, ember_own_gemm_bf16, uint16_t, float)
-EMBER_DEFINE_OWN_CALL(ember_gemm_f16, ember_own_gemm_f16, uint16_t, float)
+/* (bfloat16, float16 operands as their bits; float32 results, or results of the
+ * operands' type: _bf16_bf16, _f16_f16, summed in float32 and rounded once) */
+EMBER_GEMM_SIGNATURE_OF(ember_own_gemm_bf16, uint16_t, float, float);
+EMBER_GEMM_SIGNATURE_OF(ember_own_gemm_f16, uint16_t, float, float);
+EMBER_GEMM_SIGNATURE_OF(ember_own_gemm_bf16_bf16, uint16_t, uint16_t, float);
+EMBER_GEMM_SIGNATURE_OF(ember_own_gemm_f16_f16, uint16_t, uint16_t, float);
+EMBER_DEFINE_OWN_CALL(ember_gemm_bf16, ember_own_gemm_bf16, uint16_t, float, float)
+EMBER_DEFINE_OWN_CALL(ember_gemm_f16, ember_own_gemm_f16, uint16_t, float, float)
+EMBER_DEFINE_OWN_CALL(ember_gemm_bf16_bf16, ember_own_gemm_bf16_bf16, uint16_t, uint16_t, float)
+EMBER_DEFINE_OWN_CALL(ember_gemm_f16_f16, ember_own_gemm_f16_f16, uint16_t, uint16_t, float)
 #endif
 #if EMBER_GEMM_OWN_CLASSES == EMBER_GEMM_ALL_CLASSES
-EMBER_DEFINE_OWN_CALL(ember_gemm_f32, ember_own_gemm_f32, float, float)
-EMBER_DEFINE_OWN_CALL(ember_gemm_f64, ember_own_gemm_f64, double, double)
+EMBER_DEFINE_OWN_CALL(ember_gemm_f32, ember_own_gemm_f32, float, float, float)
+EMBER_DEFINE_OWN_CALL(ember_gemm_f64, ember_own_gemm_f64, double, double, double)
 #else
 #include "ember_blas.h"
 EMBER_DEFINE_GEMM(ember_gemm_f32, ember_own_gemm_f32, float, EMBER_CBLAS(sgemm))

@@ -78,19 +78,26 @@
 #define EMBER_ALIGN 64
 #define EMBER_PACK_RUN 16 /* elements read along a row of memory at a time when packing */
 
-/* A thread's packing buffers, kept between calls (OpenMP's threads live on). */
-static _Thread_local void *ember_pack_buffer;
-static _Thread_local size_t ember_pack_bytes;
+/* A thread's buffers, kept between calls (OpenMP's threads live on): its packed
+ * panels, and the float32 sums of 16-bit results (ember_sums). */
+typedef struct {
+  void *data;
+  size_t bytes;
+} ember_space;
+static _Thread_local ember_space ember_packed, ember_sums;
 
-static void *ember_pack_space(size_t bytes) {
-  if (bytes > ember_pack_bytes) {
-    free(ember_pack_buffer);
+/* `space`'s buffer, grown to at least `bytes` (null when out of memory). */
+static void *ember_space_of(ember_space *space, size_t bytes) {
+  if (bytes > space->bytes) {
+    free(space->data);
     bytes = (bytes + EMBER_ALIGN - 1) / EMBER_ALIGN * EMBER_ALIGN;
-    ember_pack_buffer = aligned_alloc(EMBER_ALIGN, bytes);
-    ember_pack_bytes = ember_pack_buffer ? bytes : 0;
+    space->data = aligned_alloc(EMBER_ALIGN, bytes);
+    space->bytes = space->data ? bytes : 0;
   }
-  return ember_pack_buffer;
+  return space->data;
 }
+
+static void *ember_pack_space(size_t bytes) { return ember_space_of(&ember_packed, bytes); }
 
 static inline int64_t ember_min(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t ember_round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
@@ -410,7 +417,7 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
 /* One element type's parallel entry point of ember_gemm.h (operands stored as S,
  * results as T), with its two tiles. */
 #define EMBER_DEFINE_OWN_GEMM(NAME, S, T, WIDE, NARROW)                                    \
-  EMBER_GEMM_SIGNATURE_OF(NAME, S, T) {                                                    \
+  EMBER_GEMM_SIGNATURE_OF(NAME, S, T, T) {                                                 \
     const int64_t a_col_step = ta == EMBER_TRANS ? lda : 1;                                \
     const int64_t b_row_step = tb == EMBER_TRANS ? 1 : ldb;                                \
     /* (a product as thin as one narrow tile: the wide one would compute 64 columns) */    \
@@ -420,6 +427,39 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
           rows, cols, k, a, a_row_step, a_col_step, b, b_row_step, b_col_step, c, ldc,     \
           alpha, D ? D + (c - C) : NULL, d_scale, row ? row + (split == 2 ? lo : 0) : NULL, \
           row_scale, activation);                                                          \
+    })                                                                                     \
+  }
+
+/* 16-bit operands with results of their own type (bfloat16 x bfloat16 -> bfloat16):
+ * each thread's block of C is summed in float32 by the tiles of the float32 results
+ * into a buffer of its own (ember_sums), then finished as it is written: the addends
+ * (16-bit, converted by LOAD), the activation, and one rounding (STORE: to nearest,
+ * ties to even), so that C holds the float32 result rounded once. */
+#define EMBER_DEFINE_OWN_GEMM_16_BIT_RESULTS(NAME, WIDE, NARROW, LOAD, STORE)              \
+  EMBER_GEMM_SIGNATURE_OF(NAME, uint16_t, uint16_t, float) {                               \
+    const int64_t a_col_step = ta == EMBER_TRANS ? lda : 1;                                \
+    const int64_t b_row_step = tb == EMBER_TRANS ? 1 : ldb;                                \
+    const int narrow = n <= NARROW##_nr;                                                   \
+    EMBER_GEMM_PARTS(uint16_t, uint16_t, {                                                 \
+      const size_t sum_bytes = sizeof(float) * (size_t)(rows * cols);                      \
+      float *sums = sum_bytes ? ember_space_of(&ember_sums, sum_bytes) : NULL;             \
+      if (sum_bytes && sums == NULL) abort(); /* out of memory */                          \
+      if (sums != NULL) {                                                                  \
+        (narrow ? NARROW##_in_place : WIDE##_blocked)(                                     \
+            rows, cols, k, a, a_row_step, a_col_step, b, b_row_step, b_col_step, sums,     \
+            cols, alpha, NULL, 0, NULL, 0, EMBER_ACTIVATION_NONE);                         \
+        const uint16_t *d = D ? D + (c - C) : NULL;                                        \
+        const uint16_t *r = row ? row + (split == 2 ? lo : 0) : NULL;                      \
+        for (int64_t i = 0; i < rows; i++) {                                               \
+          float *sum = sums + i * cols;                                                    \
+          for (int64_t j = 0; j < cols; j++) {                                             \
+            if (d) sum[j] += d_scale * LOAD(d[i * ldc + j]);                               \
+            if (r) sum[j] += row_scale * LOAD(r[j]);                                       \
+          }                                                                                \
+          ember_activate_float(sum, cols, activation);                                     \
+          for (int64_t j = 0; j < cols; j++) c[i * ldc + j] = STORE(sum[j]);               \
+        }                                                                                  \
+      }                                                                                    \
     })                                                                                     \
   }
 
@@ -469,4 +509,8 @@ EMBER_DEFINE_TILE(ember_f32, ember_bf16_wide, uint16_t, float, ember_bf16_to_f32
 EMBER_DEFINE_PACKED(ember_f32, ember_bf16_wide, uint16_t, float, ember_bf16_to_f32)
 #endif
 EMBER_DEFINE_OWN_GEMM(ember_own_gemm_bf16, uint16_t, float, ember_bf16_wide, ember_bf16_narrow)
+EMBER_DEFINE_OWN_GEMM_16_BIT_RESULTS(ember_own_gemm_bf16_bf16, ember_bf16_wide, ember_bf16_narrow,
+                                     ember_bf16_to_f32, ember_f32_to_bf16)
+EMBER_DEFINE_OWN_GEMM_16_BIT_RESULTS(ember_own_gemm_f16_f16, ember_f16_wide, ember_f16_narrow,
+                                     ember_f16_to_f32, ember_f32_to_f16)
 #endif
