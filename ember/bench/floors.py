@@ -151,7 +151,7 @@ def _ember_gemm(symbol: str) -> Matmul:
     c_int, i64, c_float, c_ptr = ctypes.c_int, ctypes.c_int64, ctypes.c_float, ctypes.c_void_p
     function.argtypes = [c_int, c_int, i64, c_ptr, c_int, c_int, i64, i64, i64, c_ptr, i64, i64,
                          c_ptr, i64, i64, c_ptr, i64, c_float, c_ptr, c_float, c_ptr, c_float,
-                         c_int]
+                         c_int, c_ptr]
     function.restype = None
     no_batch = (ctypes.c_int64 * 5)()  # an ember_batch of rank 0 (its first field)
 
@@ -161,7 +161,7 @@ def _ember_gemm(symbol: str) -> Matmul:
                         Matrix(k, n, False, n, 0, ()))
         split, parts = c_gemm.gemm_split(plan, num_threads())
         function(split, parts, 1, no_batch, _NO_TRANS, _NO_TRANS, m, n, k, a.ctypes.data, k, k,
-                 b.ctypes.data, n, 1, c.ctypes.data, n, 1.0, None, 0.0, None, 0.0, 0)
+                 b.ctypes.data, n, 1, c.ctypes.data, n, 1.0, None, 0.0, None, 0.0, 0, None)
 
     return matmul
 

@@ -28,18 +28,19 @@ MAX_BATCH_IMBALANCE = 0.125
 
 def render_gemm(plan: GemmPlan, a: str, b: str, c: str, ctype: str, threads: int,
                 alpha: float = 1.0, d: str = "0", d_scale: float = 0.0, row: str = "0",
-                row_scale: float = 0.0, activation: str = "none") -> list[str]:
+                row_scale: float = 0.0, activation: str = "none", e: str = "0") -> list[str]:
     """C statements computing ``C = act(alpha * A @ B + d_scale * D + row_scale * row)``
     for every batch item (C laid out as ``plan.output``; ``d``: a pointer to D, laid out
     as C; ``row``: to n values broadcast down the rows; "0" for none; ``act``: one of
-    ``gemm_activation.ACTIVATIONS``): one call of the shared ``ember_gemm_*`` helper
-    (include/ember_gemm.h) with the split chosen here."""
+    ``gemm_activation.ACTIVATIONS``), or with ``e`` (a pointer to E, laid out as C)
+    ``C = A @ B`` and ``E = act(...)`` of it: one call of the shared ``ember_gemm_*``
+    helper (include/ember_gemm.h) with the split chosen here."""
     count = _count(plan)
     if plan.m == 0 or plan.n == 0 or count == 0:
         return []
     out = plan.output
     if plan.k == 0:
-        if plan.c is not None or (alpha, d, row, activation) != (1.0, "0", "0", "none"):
+        if plan.c is not None or (alpha, d, row, activation, e) != (1.0, "0", "0", "none", "0"):
             raise AssertionError("internal error: an empty product with a layout or scale")
         return [f"memset({c}, 0, sizeof({ctype}) * {count * plan.m * plan.n});"]
     axis, parts = _split(plan, count, threads)
@@ -54,7 +55,7 @@ def render_gemm(plan: GemmPlan, a: str, b: str, c: str, ctype: str, threads: int
             f"{_trans(plan.b)}, {plan.m}, {plan.n}, {plan.k}, {a} + {plan.a.offset}, "
             f"{plan.a.ld}, {a_row_step}, {b} + {plan.b.offset}, {plan.b.ld}, {b_col_step}, "
             f"{c} + {out.offset}, {out.ld}, {alpha!r}, {d}, {d_scale!r}, {row}, "
-            f"{row_scale!r}, {ACTIVATIONS[activation]});"]
+            f"{row_scale!r}, {ACTIVATIONS[activation]}, {e});"]
 
 
 def gemm_parts(plan: GemmPlan, threads: int) -> int:

@@ -25,7 +25,9 @@ class AffineEpilogue:
     ``beta * addend + row_scale * row`` (each optional; nothing to do when the result
     holds the addend already and ``beta`` is 1) and the call computes
     ``C = alpha * A @ B + C`` into it, then applies ``activation`` (``relu(x @ w + b)``:
-    ``codegen/gemm_activation.py``) to C as it stores it."""
+    ``codegen/gemm_activation.py``) to C as it stores it. ``keeps_product``: the plain
+    product is needed too (a training step's backward reads it); the call then writes it
+    and ``result`` from it."""
 
     result: Var
     alpha: float
@@ -34,6 +36,7 @@ class AffineEpilogue:
     row_scale: float = 0.0
     row: Var | None = None
     activation: str = "none"
+    keeps_product: bool = False
 
 
 @dataclass
@@ -53,12 +56,14 @@ class LoweredStep:
     @property
     def product(self) -> Var:
         """The buffer the GEMM writes."""
-        return self.affine.result if self.affine is not None else self.group.product
+        if self.affine is not None and not self.affine.keeps_product:
+            return self.affine.result
+        return self.group.product
 
     def step(self) -> Step:
         group = self.group
         writes = group.writes()
-        if self.affine is not None:  # the product goes straight into the result
+        if self.affine is not None and not self.affine.keeps_product:  # (into the result)
             writes = [v for v in writes if v is not group.library.outputs[0]]
         return Step(reads=group.reads(), writes=writes, host=self.host,
                     inplace=self.in_place_pairs())
@@ -71,7 +76,7 @@ class LoweredStep:
         unless the addend is also an operand of the product."""
         if self.affine is not None:
             addend = self.affine.addend
-            if addend is None or addend in self.gemm_operands:
+            if addend is None or addend in self.gemm_operands or self.affine.keeps_product:
                 return []
             return [(self.affine.result, addend)]
         if self.kernel is None:
@@ -142,10 +147,10 @@ def affine_epilogue(group: Group, plan: GemmPlan) -> AffineEpilogue | None:
     row``, possibly under an activation (scalar literals; an addend buffer of the product's shape; a row buffer
     broadcast along the product's last axis, its columns), or None when it is not one."""
     product = group.library.outputs[0]
-    if (len(group.roots) != 1 or group.roots[0] is product or not group.members
-            or 0 in (plan.m, plan.n, plan.k)):
+    results = [root for root in group.roots if root is not product]
+    if len(results) != 1 or not group.members or 0 in (plan.m, plan.n, plan.k):
         return None
-    result = group.roots[0]
+    result = results[0]
     if result.aval.shape != product.aval.shape or result.aval.dtype != product.aval.dtype:
         return None
     reader = _EpilogueReader(group, plan.n)
@@ -163,7 +168,8 @@ def affine_epilogue(group: Group, plan: GemmPlan) -> AffineEpilogue | None:
     addend, beta = by_kind.get("full", (None, 0.0))
     row_addend, row_scale = by_kind.get("row", (None, 0.0))
     return AffineEpilogue(result, found.alpha, beta, addend, row_scale, row_addend,
-                          "none" if activation is None else activation.name)
+                          "none" if activation is None else activation.name,
+                          keeps_product=len(group.roots) == 2)
 
 
 class _EpilogueReader:

@@ -43,7 +43,7 @@ def _library_call(fun, *args) -> str:
 
 
 def _activation_code(call: str) -> int:
-    return int(call.rstrip(");").split(", ")[-1])
+    return int(call.rstrip(");").split(", ")[-2])
 
 
 def _layer(activation, dtype=np.float32, shape=(96, 200, 130)):
@@ -116,14 +116,21 @@ def test_mlp_forward_is_one_call_per_layer(blas):
 
 
 def test_mlp_gradients_match_the_reference(blas):
+    """In a training step the backward needs the relu layer's product too: the call
+    writes it and the activation beside it (E). (The GELU layer's backward needs the
+    values inside GELU as well: that epilogue stays a kernel.)"""
     params, x = _mlp_params(), RNG.standard_normal((200, 64)).astype(np.float32)
     y = RNG.standard_normal((200, 10)).astype(np.float32)
 
     def loss(params, x, y):
         return jnp.mean((_mlp(params, x) - y) ** 2)
 
-    assert_matches_reference(ember.value_and_grad(loss), params, x, y,
-                             tolerance=TOLERANCE[np.float32])
+    step = ember.value_and_grad(loss)
+    assert_matches_reference(step, params, x, y, tolerance=TOLERANCE[np.float32])
+    calls = [k.source.strip().splitlines()[-1] for k in compiled(step, params, x, y).kernels
+             if k.kind == "library" and "_epilogue" not in k.source]
+    kept = [call for call in calls if not call.endswith(", 0);")]  # (an E pointer)
+    assert ACTIVATIONS["relu"] in [_activation_code(call) for call in kept], calls
 
 
 @pytest.mark.parametrize("activation", sorted(ACTIVATION_FUNCTIONS))
@@ -134,6 +141,14 @@ def test_gradients_against_finite_differences(activation, x64):
     with config.override(blas="ember"):
         check_grads(ember.jit(lambda w, b: jnp.sum(fun(x, w, b) ** 2), backend="cpu"), (w, b),
                     order=1)
+
+
+def test_product_returned_beside_the_activation(blas):
+    fun, args = _layer("gelu_erfc")
+    both = lambda x, w, b: (fun(x, w, b), x @ w)  # noqa: E731
+    call = _library_call(both, *args)
+    assert _activation_code(call) == ACTIVATIONS["gelu_erfc"] and not call.endswith(", 0);")
+    assert_matches_reference(both, *args, tolerance=TOLERANCE[np.float32])
 
 
 @pytest.mark.parametrize("fun", [

@@ -45,8 +45,9 @@ def test_affine_epilogues_are_computed_by_the_call(name):
     source = _gemm_source(fun, W, X, G, B)
     assert "_epilogue" not in source, source
     call = source.strip().splitlines()[-1]
-    *_, got_alpha, d, got_d_scale, row, got_row_scale, activation = call.rstrip(");").split(", ")
-    assert activation == "0", call  # (none)
+    *_, got_alpha, d, got_d_scale, row, got_row_scale, activation, e = call.rstrip(");").split(
+        ", ")
+    assert (activation, e) == ("0", "0"), call  # (none; C takes the result)
     np.testing.assert_allclose([float(got_alpha), float(got_d_scale), float(got_row_scale)],
                                [alpha, d_scale, row_scale], rtol=1e-6)
     assert (d == "0") == (d_scale == 0.0) and (row == "0") == (row_scale == 0.0), call
@@ -80,12 +81,20 @@ def test_a_wide_product_split_by_columns_adds_each_block_its_bias():
 @pytest.mark.parametrize("fun", [
     lambda w, x, g, b: x.T @ g + w[0],  # a row of the addend, not a buffer of its own
     lambda w, x, g, b: x.T @ g + w[:, :1],  # a column broadcast along the rows
-    lambda w, x, g, b: (w - 0.01 * (x.T @ g), x.T @ g),  # the product is needed too
     lambda w, x, g, b: w - jnp.tanh(x.T @ g),  # not affine
     lambda w, x, g, b: w * (x.T @ g),  # not affine in the product
-], ids=["row-of-a-matrix", "column", "product-returned", "tanh", "product-times-addend"])
+], ids=["row-of-a-matrix", "column", "tanh", "product-times-addend"])
 def test_other_epilogues_stay_kernels(fun):
     assert "_epilogue" in _gemm_source(fun, W, X, G, B)
+    assert_matches_reference(fun, W, X, G, B, tolerance=TOLERANCE)
+
+
+def test_the_product_may_be_needed_too():
+    """The call writes the plain product into C and the update into E (its last
+    argument, a pointer instead of 0)."""
+    fun = lambda w, x, g, b: (w - 0.01 * (x.T @ g), x.T @ g)  # noqa: E731
+    source = _gemm_source(fun, W, X, G, B)
+    assert "_epilogue" not in source and not source.strip().endswith(", 0);"), source
     assert_matches_reference(fun, W, X, G, B, tolerance=TOLERANCE)
 
 

@@ -65,6 +65,7 @@ class Case:
     row_scale: float = 0.0  # 0: no bias row
     activation: str = "none"  # gemm_activation.ACTIVATIONS, applied last
     out: type | None = None  # the results' type: float32 for 16-bit operands, else theirs
+    keep_product: bool = False  # C the plain product, E the epilogue's result
 
     @property
     def result(self) -> np.dtype:
@@ -127,13 +128,14 @@ def run_case(library: ctypes.CDLL, case: Case, seed: int = 0) -> None:
     op_a = np.swapaxes(a_view, 1, 2) if case.ta else a_view
     op_b = np.swapaxes(b_view, 1, 2) if case.tb else b_view
 
-    expected = case.alpha * np.matmul(op_a.astype(np.float64), op_b.astype(np.float64))
-    bound = abs(case.alpha) * np.matmul(np.abs(op_a.astype(np.float64)),
-                                        np.abs(op_b.astype(np.float64)))
+    product = np.matmul(op_a.astype(np.float64), op_b.astype(np.float64))
+    product_bound = np.matmul(np.abs(op_a.astype(np.float64)), np.abs(op_b.astype(np.float64)))
+    expected, bound = case.alpha * product, abs(case.alpha) * product_bound
     d_flat = None
     if case.addend == "separate":
         d_flat = rng.standard_normal(c_flat.size).astype(result)
     elif case.addend == "in place":
+        assert not case.keep_product, "C is the product: it cannot be the addend too"
         d_flat = c_flat
     if d_flat is not None:
         d_view = np.lib.stride_tricks.as_strided(d_flat, c_view.shape, c_view.strides)
@@ -146,6 +148,7 @@ def run_case(library: ctypes.CDLL, case: Case, seed: int = 0) -> None:
         bound = bound + np.abs(case.row_scale * row.astype(np.float64))
     if d_flat is not c_flat:
         c_flat[:] = np.nan  # C is written, never read, when it is not the addend
+    e_flat = np.full_like(c_flat, np.nan) if case.keep_product else None
     untouched = c_flat.copy()
     inside = np.zeros(c_flat.size, bool)
     inside[_element_indices(c_view, c_flat)] = True
@@ -160,7 +163,8 @@ def run_case(library: ctypes.CDLL, case: Case, seed: int = 0) -> None:
     function.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, pointer, ctypes.c_int,
                          ctypes.c_int, *[ctypes.c_int64] * 3, pointer, ctypes.c_int64,
                          ctypes.c_int64, pointer, ctypes.c_int64, ctypes.c_int64, pointer,
-                         ctypes.c_int64, real, pointer, real, pointer, real, ctypes.c_int]
+                         ctypes.c_int64, real, pointer, real, pointer, real, ctypes.c_int,
+                         pointer]
     function.restype = None
     function(case.split, case.parts, count, ctypes.byref(batch),
              _TRANS if case.ta else _NO_TRANS, _TRANS if case.tb else _NO_TRANS, m, n, k,
@@ -168,21 +172,36 @@ def run_case(library: ctypes.CDLL, case: Case, seed: int = 0) -> None:
              ldb if case.tb else 1, c_flat.ctypes.data, ldc, case.alpha,
              None if d_flat is None else d_flat.ctypes.data, case.d_scale,
              None if row is None else row.ctypes.data, case.row_scale,
-             ACTIVATIONS[case.activation])
+             ACTIVATIONS[case.activation], None if e_flat is None else e_flat.ctypes.data)
 
     np.testing.assert_array_equal(c_flat[~inside], untouched[~inside],
                                   err_msg="wrote outside C's matrices")
-    got = np.lib.stride_tricks.as_strided(c_flat, c_view.shape, c_view.strides)
     # (the operands' own rounding is in `expected`: the product of what they hold)
     epsilon = np.finfo(sums).eps
     tolerance = 2 * (k + 2) * epsilon * bound + np.finfo(sums).tiny
     if case.activation != "none":  # (a slope of at most 1.13; its own few ulp of |x| + 1)
         expected = _ACTIVATIONS[case.activation](expected)
         tolerance = 1.2 * tolerance + 8 * epsilon * (np.abs(expected) + 1)
-    if result != sums:  # rounded once to the 16-bit results: half an ulp more
-        half_ulp = ml_dtypes.finfo(result).eps / 2
+    half_ulp = ml_dtypes.finfo(result).eps / 2 if result != sums else 0.0
+    if case.keep_product:  # C: the product alone; E: the result, from C as stored
+        _assert_close(case, c_flat, c_view, product, 2 * (k + 2) * epsilon * product_bound
+                      + np.finfo(sums).tiny, half_ulp)
+        np.testing.assert_array_equal(e_flat[~inside], untouched[~inside],
+                                      err_msg="wrote outside E's matrices")
+        _assert_close(case, e_flat, c_view, expected,
+                      tolerance + 1.2 * half_ulp * abs(case.alpha) * product_bound, half_ulp)
+    else:
+        _assert_close(case, c_flat, c_view, expected, tolerance, half_ulp)
+
+
+def _assert_close(case: Case, flat: np.ndarray, view: np.ndarray, expected: np.ndarray,
+                  tolerance: np.ndarray, half_ulp: float) -> None:
+    """The matrices of ``flat`` (laid out as ``view``) within ``tolerance`` of
+    ``expected``, plus half an ulp where the results are rounded to 16 bits."""
+    if half_ulp:
         tolerance = tolerance + half_ulp * (np.abs(expected) + tolerance) + float(
-            ml_dtypes.finfo(result).smallest_subnormal)
+            ml_dtypes.finfo(flat.dtype).smallest_subnormal)
+    got = np.lib.stride_tricks.as_strided(flat, view.shape, view.strides)
     error = np.abs(got.astype(np.float64) - expected)
     assert np.all(error <= tolerance), (
         f"{case}: max error {error.max():.3g} (tolerance there {tolerance.flat[error.argmax()]:.3g})")
@@ -273,6 +292,21 @@ def test_activations_after_the_epilogue(library, activation, dtype):
     for split, parts in [(0, 2), (1, 2), (2, 3)]:
         run_case(library, Case(70, 90, 51, dtype, batch=(2, 3), split=split, parts=parts,
                                row_scale=1.0, activation=activation))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, BF16])
+@pytest.mark.parametrize("out", [None, "same"])
+def test_product_kept_beside_the_result(library, dtype, out):
+    """With E: C the plain product, E the epilogue's result (a training step keeps both):
+    several blocks of the sum, the narrow tile, splits, batches; 16-bit results too."""
+    out = dtype if out == "same" and dtype == BF16 else None
+    for m, n, k in [(77, 130, 100), (29, 45, 1700), (250, 10, 900), (1, 1, 1)]:
+        run_case(library, Case(m, n, k, dtype, tb=True, pad=1, alpha=-0.5, addend="separate",
+                               d_scale=1.0, row_scale=2.0, activation="gelu_tanh", out=out,
+                               keep_product=True))
+    for split, parts in [(0, 2), (1, 2), (2, 3)]:
+        run_case(library, Case(70, 90, 51, dtype, batch=(2, 3), split=split, parts=parts,
+                               row_scale=1.0, activation="relu", out=out, keep_product=True))
 
 
 def test_epilogue_without_a_product(library):
@@ -378,11 +412,11 @@ def test_16_bit_results_round_to_nearest_even(library, dtype):
     function.argtypes = [ctypes.c_int, ctypes.c_int, i64, pointer, ctypes.c_int, ctypes.c_int,
                          i64, i64, i64, pointer, i64, i64, pointer, i64, i64, pointer, i64,
                          ctypes.c_float, pointer, ctypes.c_float, pointer, ctypes.c_float,
-                         ctypes.c_int]
+                         ctypes.c_int, pointer]
     batch = _Batch(0, None, None, None, None)
     a16, b16 = a.astype(dtype), b.astype(dtype)  # (exact: small integers)
     function(1, 2, 1, ctypes.byref(batch), _NO_TRANS, _NO_TRANS, m, n, k, a16.ctypes.data, k, k,
-             b16.ctypes.data, n, 1, c.ctypes.data, n, 1.0, None, 0.0, None, 0.0, 0)
+             b16.ctypes.data, n, 1, c.ctypes.data, n, 1.0, None, 0.0, None, 0.0, 0, None)
     rounded = np.mean(expected.astype(dtype).astype(np.float64) != expected)
     assert rounded > 0.5, "the case must exercise rounding"
     np.testing.assert_array_equal(c.view(np.uint16), expected.astype(dtype).view(np.uint16))

@@ -5,7 +5,10 @@
  * row a vector of n values broadcast down the rows; either may be null), each thread
  * writing its own block just before its call reads it, and beta = 1. An activation
  * (EMBER_ACTIVATION_*, 0 for none) is then applied to each thread's block as it is
- * written.
+ * written. With E (laid out as C; null for none), C keeps the plain product A @ B and
+ * E takes the epilogue's result instead: activation(alpha C + d_scale D + row_scale
+ * row), computed from each thread's block of C right after it is written (a training
+ * step needs both the product and the activation; D is then never C).
  *
  * Generated code calls these instead of spelling out a parallel loop per GEMM: every
  * OpenMP region costs the C compiler about 30M instructions (it is outlined into a
@@ -103,17 +106,35 @@ static inline int ember_gemm_class(int64_t n) {
 EMBER_DEFINE_ACTIVATE(float, ember_tanhf, ember_erfcf)
 EMBER_DEFINE_ACTIVATE(double, ember_tanh, ember_erfc)
 
+/* ember_gemm_finish_float / _double: e = activation(alpha c + d_scale d + row_scale row)
+ * over a block (rows x cols; e, c and d laid out alike, leading dimension ldc; d and
+ * row optional). */
+#define EMBER_DEFINE_GEMM_FINISH(T)                                                        \
+  static inline __attribute__((unused)) void ember_gemm_finish_##T(                         \
+      T *e, const T *c, int64_t ldc, int64_t rows, int64_t cols, T alpha, const T *d,      \
+      T d_scale, const T *row, T row_scale, int activation) {                              \
+    for (int64_t r = 0; r < rows; r++) {                                                   \
+      T *out = e + r * ldc;                                                                \
+      const T *in = c + r * ldc, *add = d ? d + r * ldc : NULL;                            \
+      for (int64_t j = 0; j < cols; j++)                                                   \
+        out[j] = alpha * in[j] + (add ? d_scale * add[j] : 0) + (row ? row_scale * row[j] : 0); \
+      ember_activate_##T(out, cols, activation);                                           \
+    }                                                                                      \
+  }
+EMBER_DEFINE_GEMM_FINISH(float)
+EMBER_DEFINE_GEMM_FINISH(double)
+
 /* The functions' signature, for operands A and B stored as S, results (C, D, the row)
  * as T and the scales as R. */
 #define EMBER_GEMM_SIGNATURE_OF(NAME, S, T, R)                                              \
   void NAME(int split, int parts, int64_t count, const ember_batch *batch, int ta, int tb, \
             int64_t m, int64_t n, int64_t k, const S *A, int64_t lda, int64_t a_row_step,  \
             const S *B, int64_t ldb, int64_t b_col_step, T *C, int64_t ldc, R alpha,       \
-            const T *D, R d_scale, const T *row, R row_scale, int activation)
+            const T *D, R d_scale, const T *row, R row_scale, int activation, T *E)
 #define EMBER_GEMM_SIGNATURE(NAME, T) EMBER_GEMM_SIGNATURE_OF(NAME, T, T, T)
 #define EMBER_GEMM_ARGUMENTS                                                               \
   split, parts, count, batch, ta, tb, m, n, k, A, lda, a_row_step, B, ldb, b_col_step, C,  \
-      ldc, alpha, D, d_scale, row, row_scale, activation
+      ldc, alpha, D, d_scale, row, row_scale, activation, E
 
 /* C = d_scale * D + row_scale * row (broadcast down the rows), each term optional; D is
  * laid out as C and may be C itself. */
@@ -174,14 +195,19 @@ EMBER_DEFINE_ACTIVATE(double, ember_tanh, ember_erfc)
   static __attribute__((noinline, unused)) EMBER_GEMM_SIGNATURE(NAME, T) {                 \
     EMBER_GEMM_OWN_CALL(OWN)                                                               \
     const int saved_threads = ember_blas_single_threaded();                                \
-    EMBER_GEMM_PARTS(T, T, {                                                                  \
-      if (D != NULL || row != NULL) /* this thread's block of C starts as the addends */   \
-        ember_gemm_start_##NAME(c, ldc, rows, cols, D ? D + (c - C) : NULL, d_scale,       \
-                                row ? row + (split == 2 ? lo : 0) : NULL, row_scale);      \
-      CBLAS_GEMM(101, ta, tb, (int)rows, (int)cols, (int)k, alpha, a, (int)lda, b,         \
-                 (int)ldb, (D != NULL || row != NULL) ? 1 : 0, c, (int)ldc);               \
-      if (activation != EMBER_ACTIVATION_NONE) /* (the block just written: in cache) */    \
-        for (int64_t r = 0; r < rows; r++) ember_activate_##T(c + r * ldc, cols, activation); \
+    EMBER_GEMM_PARTS(T, T, {                                                               \
+      const T *d = D ? D + (c - C) : NULL; /* (no commas: a macro argument) */           \
+      const T *r = row ? row + (split == 2 ? lo : 0) : NULL;                               \
+      const int start = E == NULL && (d != NULL || r != NULL);                             \
+      if (start) /* this thread's block of C starts as the addends */                      \
+        ember_gemm_start_##NAME(c, ldc, rows, cols, d, d_scale, r, row_scale);             \
+      CBLAS_GEMM(101, ta, tb, (int)rows, (int)cols, (int)k, E ? 1 : alpha, a, (int)lda, b, \
+                 (int)ldb, start ? 1 : 0, c, (int)ldc);                                    \
+      if (E != NULL) /* (the block just written: in cache) */                              \
+        ember_gemm_finish_##T(E + (c - C), c, ldc, rows, cols, alpha, d, d_scale, r,       \
+                              row_scale, activation);                                      \
+      else if (activation != EMBER_ACTIVATION_NONE)                                        \
+        for (int64_t i = 0; i < rows; i++) ember_activate_##T(c + i * ldc, cols, activation); \
     })                                                                                     \
     ember_blas_restore_threads(saved_threads);                                             \
   }

@@ -423,10 +423,16 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
     /* (a product as thin as one narrow tile: the wide one would compute 64 columns) */    \
     const int narrow = n <= NARROW##_nr;                                                   \
     EMBER_GEMM_PARTS(S, T, {                                                               \
+      const T *d = D ? D + (c - C) : NULL; /* (no commas: a macro argument) */           \
+      const T *r = row ? row + (split == 2 ? lo : 0) : NULL;                               \
+      /* (with E: C the plain product, then E from each thread's block of it) */           \
       (narrow ? NARROW##_in_place : WIDE##_blocked)(                                       \
           rows, cols, k, a, a_row_step, a_col_step, b, b_row_step, b_col_step, c, ldc,     \
-          alpha, D ? D + (c - C) : NULL, d_scale, row ? row + (split == 2 ? lo : 0) : NULL, \
-          row_scale, activation);                                                          \
+          E ? 1 : alpha, E ? NULL : d, d_scale, E ? NULL : r, row_scale,                   \
+          E ? EMBER_ACTIVATION_NONE : activation);                                         \
+      if (E != NULL)                                                                       \
+        ember_gemm_finish_##T(E + (c - C), c, ldc, rows, cols, alpha, d, d_scale, r,       \
+                              row_scale, activation);                                      \
     })                                                                                     \
   }
 
@@ -447,17 +453,23 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
       if (sums != NULL) {                                                                  \
         (narrow ? NARROW##_in_place : WIDE##_blocked)(                                     \
             rows, cols, k, a, a_row_step, a_col_step, b, b_row_step, b_col_step, sums,     \
-            cols, alpha, NULL, 0, NULL, 0, EMBER_ACTIVATION_NONE);                         \
+            cols, E ? 1 : alpha, NULL, 0, NULL, 0, EMBER_ACTIVATION_NONE);                 \
         const uint16_t *d = D ? D + (c - C) : NULL;                                        \
         const uint16_t *r = row ? row + (split == 2 ? lo : 0) : NULL;                      \
+        uint16_t *out = E ? E + (c - C) : c;                                               \
         for (int64_t i = 0; i < rows; i++) {                                               \
           float *sum = sums + i * cols;                                                    \
+          if (E != NULL) /* C: the plain product, rounded; E from it, as a graph would */  \
+            for (int64_t j = 0; j < cols; j++) {                                           \
+              c[i * ldc + j] = STORE(sum[j]);                                              \
+              sum[j] = alpha * LOAD(c[i * ldc + j]);                                       \
+            }                                                                              \
           for (int64_t j = 0; j < cols; j++) {                                             \
             if (d) sum[j] += d_scale * LOAD(d[i * ldc + j]);                               \
             if (r) sum[j] += row_scale * LOAD(r[j]);                                       \
           }                                                                                \
           ember_activate_float(sum, cols, activation);                                     \
-          for (int64_t j = 0; j < cols; j++) c[i * ldc + j] = STORE(sum[j]);               \
+          for (int64_t j = 0; j < cols; j++) out[i * ldc + j] = STORE(sum[j]);             \
         }                                                                                  \
       }                                                                                    \
     })                                                                                     \
