@@ -6,8 +6,9 @@ the last step of an epilogue, recognized in the graph in the forms ``ember.nn`` 
 - ``gelu_erfc``: ``x * (0.5 * erfc(x * -sqrt(1/2)))`` (GELU's exact form).
 
 Operands of ``add``, ``mul`` and ``max`` match in either order; a scalar is a literal or
-a broadcast of one, equal to the constant once both are rounded to float32 (the graph's
-literals are float32 in a float32 program).
+a broadcast of one, equal to the constant in the literal's own type (float32 or float64,
+which the call computes in), or exactly (0, 1/2, 1: a bfloat16 GELU, whose constants are
+rounded to 8 bits, stays the graph's own kernel).
 """
 from __future__ import annotations
 
@@ -56,19 +57,23 @@ class _Reader:
         return eqn
 
     def is_scalar(self, atom, value: float, read: set[int]) -> bool:
+        """Whether ``atom`` is the scalar ``value`` (noting a broadcast in ``read``)."""
         if isinstance(atom, Literal):
-            return atom.aval.shape == () and _close(atom.value, value)
+            return _equal(atom, value)
         eqn = self.producer.get(atom) if isinstance(atom, Var) else None
-        if eqn is None or eqn.prim.name != "broadcast_in_dim" or eqn.inputs[0].aval.shape != ():
-            return False
-        if not isinstance(eqn.inputs[0], Literal) or not _close(eqn.inputs[0].value, value):
+        if eqn is None or eqn.prim.name != "broadcast_in_dim" or not _equal(eqn.inputs[0], value):
             return False
         read.add(id(eqn))
         return True
 
 
-def _close(got, value: float) -> bool:
-    return bool(np.float32(got) == np.float32(value))
+def _equal(atom, value: float) -> bool:
+    if not isinstance(atom, Literal) or atom.aval.shape != ():
+        return False
+    dtype = atom.aval.dtype
+    if float(atom.value) == value:
+        return True
+    return dtype in (np.float32, np.float64) and dtype.type(atom.value) == dtype.type(value)
 
 
 def _orders(eqn: Eqn):

@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ember.codegen.kernel_ir import KernelInfo
-from ember.core import dtypes
 from ember.codegen import indexing as ix
 from ember.codegen.gemm import GemmPlan, operand_matrix, plan_gemm
 from ember.codegen.gemm_activation import match_activation
 from ember.codegen.kernel_ir import Buffer, Kernel, Let, Load, Store
 from ember.codegen.kernel_text import kernel_text
 from ember.codegen.lower import LoopGroup, lower_loop_group
+from ember.core import dtypes
 from ember.ir.graph import Eqn, Literal, Var
 from ember.passes.memory import Step
 from ember.passes.schedule import Group, Schedule
@@ -144,8 +144,9 @@ def _lower_group(group: Group, producer: dict[Var, Eqn], *, threads: int,
 
 def affine_epilogue(group: Group, plan: GemmPlan) -> AffineEpilogue | None:
     """The library group's epilogue as ``alpha * product + beta * addend + row_scale *
-    row``, possibly under an activation (scalar literals; an addend buffer of the product's shape; a row buffer
-    broadcast along the product's last axis, its columns), or None when it is not one."""
+    row``, possibly under an activation (scalar literals; an addend buffer of the
+    product's shape; a row buffer broadcast along the product's last axis, its columns),
+    or None when it is not one."""
     product = group.library.outputs[0]
     results = [root for root in group.roots if root is not product]
     if len(results) != 1 or not group.members or 0 in (plan.m, plan.n, plan.k):
@@ -239,7 +240,8 @@ class _EpilogueReader:
             if value is not None:
                 self.read.add(id(eqn))
             return value
-        if isinstance(atom, Literal) and atom.aval.shape == () and dtypes.is_floating(atom.aval.dtype):
+        if (isinstance(atom, Literal) and atom.aval.shape == ()
+                and dtypes.is_floating(atom.aval.dtype)):
             return float(atom.value)
         return None
 

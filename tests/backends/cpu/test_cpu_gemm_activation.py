@@ -88,6 +88,22 @@ def test_bfloat16_operands_with_a_float32_activation():
         assert_matches_reference(layer, x, w, b, tolerance=TOLERANCE[np.float32])
 
 
+def test_bfloat16_results_take_relu_not_gelu():
+    """A bfloat16 program's GELU constants are rounded to bfloat16: the call, which uses
+    float32 ones, leaves that epilogue to the graph's kernel; relu's 0 is exact."""
+    with config.override(blas="ember"):
+        x = RNG.standard_normal((130, 96)).astype(jnp.bfloat16)
+        w = (RNG.standard_normal((96, 70)) / math.sqrt(96)).astype(jnp.bfloat16)
+        b = RNG.standard_normal(70).astype(jnp.bfloat16)
+        relu = lambda x, w, b: nn.relu(x @ w + b)  # noqa: E731
+        call = _library_call(relu, x, w, b)
+        assert call.startswith("ember_gemm_bf16_bf16(") and _activation_code(call) == 1
+        gelu = lambda x, w, b: nn.gelu(x @ w + b)  # noqa: E731
+        assert "_epilogue" in compiled(gelu, x, w, b).kernels[0].source
+        for fun in (relu, gelu):
+            assert_matches_reference(fun, x, w, b)
+
+
 def _mlp(params, x):
     h = nn.relu(x @ params["w1"] + params["b1"])
     h = nn.gelu(h @ params["w2"] + params["b2"])
