@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from ember.codegen.kernel_ir import KernelInfo
 from ember.codegen import indexing as ix
+from ember.codegen.access import is_view
 from ember.codegen.gemm import GemmPlan, operand_matrix, plan_gemm
 from ember.codegen.gemm_activation import match_activation
 from ember.codegen.kernel_ir import Buffer, Kernel, Let, Load, Store
@@ -323,8 +324,8 @@ def kernel_info(step: LoweredStep, source: str) -> KernelInfo:
         eqn = group.library
         if eqn.source is not None:
             lines.append(eqn.source.short())
-        if step.affine is not None:  # (computed by the call itself)
-            ops += [e.prim.name for e in group.members.values()]
+        if step.affine is not None:  # (computed by the call itself; as a kernel lists them)
+            ops += [e.prim.name for e in reversed(group.members.values()) if not is_view(e)]
     if step.kernel is not None:
         ops += step.kernel.ops
         lines += [line for line in step.kernel.source_lines if line not in lines]

@@ -141,3 +141,41 @@ def test_float64_update_with_bias(x64):
     source = _gemm_source(fun, w, x, g, b)
     assert "_epilogue" not in source and "ember_gemm_f64" in source
     assert_matches_reference(fun, w, x, g, b)
+
+
+SCALED_OPERANDS = {
+    # (function, the kernels' kinds, the call's alpha)
+    "lhs": (lambda x, g: (2.0 * x.T) @ g, ["library"], 2.0),
+    "rhs": (lambda x, g: x.T @ (g * -0.5), ["library"], -0.5),
+    "both, then negated": (lambda x, g: -((3.0 * x.T) @ (g * 0.5)), ["library"], -1.5),
+    # attention's scaled query: the scale goes to the epilogue kernel that takes the exp
+    "attention scores": (lambda x, g: jnp.exp((x[:, :16] * 0.25) @ g[:, :16].T),
+                         ["library"], 1.0),
+}
+
+
+@pytest.mark.parametrize("name", SCALED_OPERANDS)
+def test_a_scaled_operand_scales_the_product(name):
+    """``(c * x) @ w`` is computed as ``c * (x @ w)``: the GEMM reads x itself and c is
+    its alpha (or, where the consumer is a kernel of its own, a factor there)."""
+    fun, kinds, alpha = SCALED_OPERANDS[name]
+    kernels = compiled(fun, X, G).kernels
+    assert [k.kind for k in kernels] == kinds, kernels
+    call = next(line for line in kernels[0].source.splitlines() if line.startswith("ember_gemm"))
+    assert float(call.rstrip(");").split(", ")[-7]) == alpha, call
+    assert_matches_reference(fun, X, G, tolerance=(1e-4, 1e-4))
+
+
+def test_a_scaled_operand_used_elsewhere_stays_a_kernel():
+    fun = lambda x, g: ((2.0 * x).T @ g, 2.0 * x)  # noqa: E731
+    kinds = [k.kind for k in compiled(fun, X, G).kernels]
+    assert "kernel" in kinds, kinds
+    assert_matches_reference(fun, X, G, tolerance=(1e-4, 1e-4))
+
+
+def test_gradients_through_a_scaled_operand():
+    def loss(x, g):
+        return jnp.sum(jnp.tanh((0.5 * x.T) @ g) ** 2)
+
+    grads = ember.grad(loss, argnums=(0, 1))
+    assert_matches_reference(grads, X, G, tolerance=(1e-4, 1e-4))
