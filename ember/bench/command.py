@@ -13,7 +13,8 @@ FLOOR_DESCRIPTIONS = {
         "floor_copy": f"memory bandwidth: np.copyto of {floors.COPY_BYTES // 2**20} MiB float32",
         "floor_sgemm": "float32 FMA peak of all cores (registers only), beside SGEMM "
                        f"GFLOP/s at {floors.SGEMM_N}^3: NumPy's BLAS, scipy-openblas32, MKL "
-                       "(if installed), Ember's GEMM and JAX's dot (if installed)",
+                       "(if installed), Ember's GEMM and JAX's dot (if installed); the same "
+                       "in bfloat16 beside vdpbf16ps's peak (AVX512_BF16)",
     },
     "gpu": {
         "floor_copy": f"device memory bandwidth: cuMemcpyDtoDAsync of "

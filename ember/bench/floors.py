@@ -7,7 +7,10 @@ the host's float32 FMA peak: a register-only probe of fused multiply-adds on eve
 (include/ember_fma_peak.c), which no GEMM can beat. Beside it, the SGEMM rate of NumPy's
 BLAS, of each library Ember's generated code can link (scipy-openblas32; Intel MKL where
 installed; Ember's own GEMM), called directly through ctypes, and of JAX's dot where JAX
-is installed. Where the probe cannot run, the best library rate is the floor. Each
+is installed. Where the probe cannot run, the best library rate is the floor. The same
+product in bfloat16 (entry "bf16") beside them: Ember's GEMM with float32 and with
+bfloat16 results, JAX's dot, and the register-only rate of vdpbf16ps where the CPU has
+AVX512_BF16, that product's floor. Each
 floor's result says "status": "ok" (the harness records a floor that could not be
 measured with its reason instead).
 """
@@ -131,6 +134,12 @@ def _mkl_sgemm() -> Matmul:
 def _ember_gemm_sgemm() -> Matmul:
     """Ember's own GEMM library (config.blas "ember"), split over the threads of a
     compiled call as its generated calls are (codegen/c_gemm.py)."""
+    return _ember_gemm("ember_own_gemm_f32")
+
+
+def _ember_gemm(symbol: str) -> Matmul:
+    """``c = a @ b`` through the ember_own_gemm function ``symbol`` (include/ember_gemm.h;
+    its operands and results are those of the arrays passed)."""
     from ember.backends.cpu import ember_gemm, toolchain
     from ember.backends.cpu.backend import num_threads
     from ember.codegen import c_gemm
@@ -138,10 +147,11 @@ def _ember_gemm_sgemm() -> Matmul:
 
     if toolchain.find_toolchain() is None:
         raise Unavailable("no C compiler")
-    function = toolchain.load_library(ember_gemm.library_path()).ember_own_gemm_f32
+    function = getattr(toolchain.load_library(ember_gemm.library_path()), symbol)
     c_int, i64, c_float, c_ptr = ctypes.c_int, ctypes.c_int64, ctypes.c_float, ctypes.c_void_p
     function.argtypes = [c_int, c_int, i64, c_ptr, c_int, c_int, i64, i64, i64, c_ptr, i64, i64,
-                         c_ptr, i64, i64, c_ptr, i64, c_float, c_ptr, c_float, c_ptr, c_float]
+                         c_ptr, i64, i64, c_ptr, i64, c_float, c_ptr, c_float, c_ptr, c_float,
+                         c_int, c_ptr]
     function.restype = None
     no_batch = (ctypes.c_int64 * 5)()  # an ember_batch of rank 0 (its first field)
 
@@ -151,7 +161,7 @@ def _ember_gemm_sgemm() -> Matmul:
                         Matrix(k, n, False, n, 0, ()))
         split, parts = c_gemm.gemm_split(plan, num_threads())
         function(split, parts, 1, no_batch, _NO_TRANS, _NO_TRANS, m, n, k, a.ctypes.data, k, k,
-                 b.ctypes.data, n, 1, c.ctypes.data, n, 1.0, None, 0.0, None, 0.0)
+                 b.ctypes.data, n, 1, c.ctypes.data, n, 1.0, None, 0.0, None, 0.0, 0, None)
 
     return matmul
 
@@ -188,9 +198,10 @@ FMA_ITERATIONS = 4_000_000
 QUICK_FMA_ITERATIONS = 100_000
 
 
-def measure_fma_peak(settings: Settings) -> dict:
+def measure_fma_peak(settings: Settings, probe_name: str = "ember_fma_peak") -> dict:
     """The float32 FMA rate of every thread of a compiled call at once (registers only),
-    sampled as the workloads are."""
+    sampled as the workloads are; ``probe_name`` "ember_bf16_dot_peak": vdpbf16ps's
+    rate instead (include/ember_fma_peak.c)."""
     from ember.backends.cpu import toolchain
     from ember.backends.cpu.backend import num_threads
 
@@ -199,13 +210,15 @@ def measure_fma_peak(settings: Settings) -> dict:
     source = (toolchain.INCLUDE_DIR / "ember_fma_peak.c").read_text()
     path = toolchain.compile_shared_library(source, name="ember_fma_peak",
                                             extra_flags=("-ffp-contract=fast",))
-    probe = toolchain.load_library(path).ember_fma_peak
+    probe = getattr(toolchain.load_library(path), probe_name)
     probe.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.POINTER(ctypes.c_float)]
     probe.restype = ctypes.c_double
     threads = num_threads()
     iterations = QUICK_FMA_ITERATIONS if settings.quick else FMA_ITERATIONS
     sink = ctypes.c_float()
     flops = probe(threads, iterations, ctypes.byref(sink))
+    if flops == 0:
+        raise Unavailable("the CPU has no AVX512_BF16")
 
     def sample() -> tuple[float, None]:
         start = time.perf_counter()
@@ -259,7 +272,42 @@ def measure_sgemm(settings: Settings) -> dict:
         out = np.zeros((n, n), np.float32)
         samples = _host_samples(matmul, (a, b, out), settings)
         result["blas"][name] = gemm_rate_entry(out, expected, 1e-4, flops, samples)
+    result["bf16"] = _measure_bf16(a, b, flops, settings)
     return result
+
+
+# bfloat16 GEMMs beside the float32 ones: Ember's with float32 results and with
+# bfloat16 results (rounded once), and JAX's dot (bfloat16 results).
+_BF16_GEMMS = {"ember_gemm": (np.float32, lambda: _ember_gemm("ember_own_gemm_bf16")),
+               "ember_gemm_to_bf16": ("bfloat16", lambda: _ember_gemm("ember_own_gemm_bf16_bf16")),
+               "jax_dot": ("bfloat16", _jax_dot)}
+BF16_PEAK = "dot_peak"
+
+
+def _measure_bf16(a: np.ndarray, b: np.ndarray, flops: float, settings: Settings) -> dict:
+    """The bfloat16 rates of ``a @ b`` (rounded to bfloat16) by name, and vdpbf16ps's
+    register-only rate (``BF16_PEAK``), the floor of a bfloat16 GEMM."""
+    try:
+        import ml_dtypes
+    except ImportError as error:
+        return {BF16_PEAK: _failed(Unavailable(f"ml_dtypes is not installed: {error}"))}
+    a, b = a.astype(ml_dtypes.bfloat16), b.astype(ml_dtypes.bfloat16)
+    expected = a.astype(np.float64) @ b.astype(np.float64)
+    rates: dict = {}
+    try:
+        rates[BF16_PEAK] = measure_fma_peak(settings, "ember_bf16_dot_peak")
+    except Exception as error:
+        rates[BF16_PEAK] = _failed(error)
+    for name, (result, load) in _BF16_GEMMS.items():
+        try:
+            matmul = load()
+        except Exception as error:
+            rates[name] = _failed(error)
+            continue
+        out = np.zeros(expected.shape, ml_dtypes.bfloat16 if result == "bfloat16" else result)
+        samples = _host_samples(matmul, (a, b, out), settings)
+        rates[name] = gemm_rate_entry(out.astype(np.float64), expected, 1e-2, flops, samples)
+    return rates
 
 
 def _failed(error: Exception) -> dict:

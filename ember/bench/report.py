@@ -129,6 +129,13 @@ def _rate(entry: dict) -> str:
     return f"{entry['gflops']:.0f} GFLOP/s" if entry["status"] == "ok" else entry["status"]
 
 
+def _bf16_rates(bf16: dict) -> str:
+    """One bfloat16 GEMM's rate (a GPU's), or each one's by name (the CPU's)."""
+    if "status" in bf16:
+        return _rate(bf16)
+    return ", ".join(f"{name} {_rate(entry)}" for name, entry in bf16.items())
+
+
 def floor_line(kind: str, floor: dict) -> str:
     """One floor in one line: what was measured and how fast, or why it was not."""
     if floor["status"] != "ok":
@@ -139,7 +146,7 @@ def floor_line(kind: str, floor: dict) -> str:
                 f"({floor['gb_per_s']:.1f} GB/s, read + write)")
     rates = ", ".join(f"{name} {_rate(entry)}" for name, entry in floor["blas"].items())
     linked = f" (Ember links {floor['ember_blas']})" if floor.get("ember_blas") else ""
-    bf16 = f"; bfloat16 GEMM: {_rate(floor['bf16'])}" if "bf16" in floor else ""
+    bf16 = f"; bfloat16 GEMM: {_bf16_rates(floor['bf16'])}" if "bf16" in floor else ""
     peak = floor.get(FMA_PEAK)
     fma = "" if peak is None else f"; float32 FMA peak: {_rate(peak)}" + (
         f" on {peak['threads']} threads" if peak["status"] == "ok" else f" ({peak['reason']})")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember.codegen.gemm import GemmPlan, Matrix
+from ember.codegen.gemm_activation import ACTIVATIONS
 
 _NO_TRANS, _TRANS = 111, 112  # CBLAS enum values
 MIN_PARALLEL_FLOPS = 1 << 21
@@ -27,17 +28,19 @@ MAX_BATCH_IMBALANCE = 0.125
 
 def render_gemm(plan: GemmPlan, a: str, b: str, c: str, ctype: str, threads: int,
                 alpha: float = 1.0, d: str = "0", d_scale: float = 0.0, row: str = "0",
-                row_scale: float = 0.0) -> list[str]:
-    """C statements computing ``C = alpha * A @ B + d_scale * D + row_scale * row`` for
-    every batch item (C laid out as ``plan.output``; ``d``: a pointer to D, laid out as
-    C; ``row``: to n values broadcast down the rows; "0" for none): one call of the
-    shared ``ember_gemm_*`` helper (include/ember_gemm.h) with the split chosen here."""
+                row_scale: float = 0.0, activation: str = "none", e: str = "0") -> list[str]:
+    """C statements computing ``C = act(alpha * A @ B + d_scale * D + row_scale * row)``
+    for every batch item (C laid out as ``plan.output``; ``d``: a pointer to D, laid out
+    as C; ``row``: to n values broadcast down the rows; "0" for none; ``act``: one of
+    ``gemm_activation.ACTIVATIONS``), or with ``e`` (a pointer to E, laid out as C)
+    ``C = A @ B`` and ``E = act(...)`` of it: one call of the shared ``ember_gemm_*``
+    helper (include/ember_gemm.h) with the split chosen here."""
     count = _count(plan)
     if plan.m == 0 or plan.n == 0 or count == 0:
         return []
     out = plan.output
     if plan.k == 0:
-        if plan.c is not None or (alpha, d, row) != (1.0, "0", "0"):  # (never planned)
+        if plan.c is not None or (alpha, d, row, activation, e) != (1.0, "0", "0", "none", "0"):
             raise AssertionError("internal error: an empty product with a layout or scale")
         return [f"memset({c}, 0, sizeof({ctype}) * {count * plan.m * plan.n});"]
     axis, parts = _split(plan, count, threads)
@@ -47,12 +50,12 @@ def render_gemm(plan: GemmPlan, a: str, b: str, c: str, ctype: str, threads: int
              f"{_int64s(out.batch_strides)}}}")
     a_row_step = 1 if plan.a.transposed else plan.a.ld
     b_col_step = plan.b.ld if plan.b.transposed else 1
-    function = _FUNCTIONS[plan.operand_dtype.name]
+    function = _FUNCTIONS[plan.operand_dtype.name, plan.dtype.name]
     return [f"{function}({_SPLITS[axis]}, {parts}, {count}, {batch}, {_trans(plan.a)}, "
             f"{_trans(plan.b)}, {plan.m}, {plan.n}, {plan.k}, {a} + {plan.a.offset}, "
             f"{plan.a.ld}, {a_row_step}, {b} + {plan.b.offset}, {plan.b.ld}, {b_col_step}, "
             f"{c} + {out.offset}, {out.ld}, {alpha!r}, {d}, {d_scale!r}, {row}, "
-            f"{row_scale!r});"]
+            f"{row_scale!r}, {ACTIVATIONS[activation]}, {e});"]
 
 
 def gemm_parts(plan: GemmPlan, threads: int) -> int:
@@ -72,9 +75,12 @@ def _count(plan: GemmPlan) -> int:
 
 
 _SPLITS = {"batch": 0, "m": 1, "n": 2}
-# By the operands' dtype (16-bit ones: float32 products, include/ember_gemm.h).
-_FUNCTIONS = {"float32": "ember_gemm_f32", "float64": "ember_gemm_f64",
-              "bfloat16": "ember_gemm_bf16", "float16": "ember_gemm_f16"}
+# By the operands' and the results' dtype (16-bit operands: float32 products, or
+# products rounded once to their own type; include/ember_gemm.h).
+_FUNCTIONS = {("float32", "float32"): "ember_gemm_f32", ("float64", "float64"): "ember_gemm_f64",
+              ("bfloat16", "float32"): "ember_gemm_bf16", ("float16", "float32"): "ember_gemm_f16",
+              ("bfloat16", "bfloat16"): "ember_gemm_bf16_bf16",
+              ("float16", "float16"): "ember_gemm_f16_f16"}
 
 
 def _int64s(values) -> str:

@@ -46,7 +46,7 @@ def gemm_eligible(eqn: Eqn, half: bool = False) -> bool:
     """Whether ``eqn`` is a GEMM worth a library call (any target: BLAS, a GPU GEMM
     kernel), so that every backend draws the same kernel boundaries; with ``half``
     (a target whose GEMM takes them) also bfloat16 or float16 operands with float32
-    products (``GemmPlan.operands``)."""
+    products (``GemmPlan.operands``) or products of their own type."""
     if eqn.prim.name != "dot_general":
         return False
     operands = {eqn.inputs[0].aval.dtype, eqn.inputs[1].aval.dtype}
@@ -55,7 +55,7 @@ def gemm_eligible(eqn: Eqn, half: bool = False) -> bool:
         return False
     operand = operands.pop()
     if not (operand == result and operand in _BLAS_DTYPES
-            or half and operand in _HALF_DTYPES and result == np.float32):
+            or half and operand in _HALF_DTYPES and result in (np.float32, operand)):
         return False
     for position, operand in enumerate(eqn.inputs):
         syms = operand_syms(operand.aval.shape, "g")

@@ -313,8 +313,9 @@ def _gemm_call(step: LoweredStep, plan: BufferPlan, layout: Layout,
         return render_gemm(gemm, a, b, c, ctype, renderer.threads)
     d = "0" if affine.addend is None else _pointer(affine.addend, plan, layout, ctype)
     row = "0" if affine.row is None else _pointer(affine.row, plan, layout, ctype)
+    e = _pointer(affine.result, plan, layout, ctype) if affine.keeps_product else "0"
     return render_gemm(gemm, a, b, c, ctype, renderer.threads, affine.alpha, d, affine.beta,
-                       row, affine.row_scale)
+                       row, affine.row_scale, affine.activation, e)
 
 
 def _native_call(step: LoweredStep, plan: BufferPlan, layout: Layout,

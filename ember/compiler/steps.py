@@ -5,10 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ember.codegen import indexing as ix
+from ember.codegen.access import is_view
 from ember.codegen.gemm import GemmPlan, operand_matrix, plan_gemm
+from ember.codegen.gemm_activation import match_activation
 from ember.codegen.kernel_ir import Buffer, Kernel, KernelInfo, Let, Load, Store
 from ember.codegen.kernel_text import kernel_text
 from ember.codegen.lower import LoopGroup, lower_loop_group
+from ember.core import dtypes
 from ember.ir.graph import Eqn, Literal, Var
 from ember.passes.memory import Step
 from ember.passes.schedule import Group, Schedule
@@ -21,7 +24,10 @@ class AffineEpilogue:
     broadcast along the rows), folded into the BLAS call: ``result`` starts as
     ``beta * addend + row_scale * row`` (each optional; nothing to do when the result
     holds the addend already and ``beta`` is 1) and the call computes
-    ``C = alpha * A @ B + C`` into it."""
+    ``C = alpha * A @ B + C`` into it, then applies ``activation`` (``relu(x @ w + b)``:
+    ``codegen/gemm_activation.py``) to C as it stores it. ``keeps_product``: the plain
+    product is needed too (a training step's backward reads it); the call then writes it
+    and ``result`` from it."""
 
     result: Var
     alpha: float
@@ -29,6 +35,8 @@ class AffineEpilogue:
     addend: Var | None
     row_scale: float = 0.0
     row: Var | None = None
+    activation: str = "none"
+    keeps_product: bool = False
 
 
 @dataclass
@@ -48,12 +56,14 @@ class LoweredStep:
     @property
     def product(self) -> Var:
         """The buffer the GEMM writes."""
-        return self.affine.result if self.affine is not None else self.group.product
+        if self.affine is not None and not self.affine.keeps_product:
+            return self.affine.result
+        return self.group.product
 
     def step(self) -> Step:
         group = self.group
         writes = group.writes()
-        if self.affine is not None:  # the product goes straight into the result
+        if self.affine is not None and not self.affine.keeps_product:  # (into the result)
             writes = [v for v in writes if v is not group.library.outputs[0]]
         return Step(reads=group.reads(), writes=writes, host=self.host,
                     inplace=self.in_place_pairs())
@@ -66,7 +76,7 @@ class LoweredStep:
         unless the addend is also an operand of the product."""
         if self.affine is not None:
             addend = self.affine.addend
-            if addend is None or addend in self.gemm_operands:
+            if addend is None or addend in self.gemm_operands or self.affine.keeps_product:
                 return []
             return [(self.affine.result, addend)]
         if self.kernel is None:
@@ -134,17 +144,21 @@ def _lower_group(group: Group, producer: dict[Var, Eqn], *, threads: int,
 
 def affine_epilogue(group: Group, plan: GemmPlan) -> AffineEpilogue | None:
     """The library group's epilogue as ``alpha * product + beta * addend + row_scale *
-    row`` (scalar literals; an addend buffer of the product's shape; a row buffer
-    broadcast along the product's last axis, its columns), or None when it is not one."""
+    row``, possibly under an activation (scalar literals; an addend buffer of the
+    product's shape; a row buffer broadcast along the product's last axis, its columns),
+    or None when it is not one."""
     product = group.library.outputs[0]
-    if (len(group.roots) != 1 or group.roots[0] is product or not group.members
-            or 0 in (plan.m, plan.n, plan.k)):
+    results = [root for root in group.roots if root is not product]
+    if len(results) != 1 or not group.members or 0 in (plan.m, plan.n, plan.k):
         return None
-    result = group.roots[0]
+    result = results[0]
     if result.aval.shape != product.aval.shape or result.aval.dtype != product.aval.dtype:
         return None
     reader = _EpilogueReader(group, plan.n)
-    found = reader.affine(result)
+    activation = match_activation(result, reader.producer)  # (the last step, if any)
+    if activation is not None:
+        reader.read |= activation.eqns
+    found = reader.affine(result if activation is None else activation.operand)
     if found is None or len(reader.read) != len(group.members) or found.alpha == 0.0:
         return None
     by_kind: dict[str, tuple[Var, float]] = {}
@@ -154,7 +168,9 @@ def affine_epilogue(group: Group, plan: GemmPlan) -> AffineEpilogue | None:
         by_kind[kind] = (var, scale + 0.0)  # (no -0.0)
     addend, beta = by_kind.get("full", (None, 0.0))
     row_addend, row_scale = by_kind.get("row", (None, 0.0))
-    return AffineEpilogue(result, found.alpha, beta, addend, row_scale, row_addend)
+    return AffineEpilogue(result, found.alpha, beta, addend, row_scale, row_addend,
+                          "none" if activation is None else activation.name,
+                          keeps_product=len(group.roots) == 2)
 
 
 class _EpilogueReader:
@@ -224,7 +240,8 @@ class _EpilogueReader:
             if value is not None:
                 self.read.add(id(eqn))
             return value
-        if isinstance(atom, Literal) and atom.aval.shape == () and atom.aval.dtype.kind == "f":
+        if (isinstance(atom, Literal) and atom.aval.shape == ()
+                and dtypes.is_floating(atom.aval.dtype)):
             return float(atom.value)
         return None
 
@@ -306,8 +323,8 @@ def kernel_info(step: LoweredStep, source: str) -> KernelInfo:
         eqn = group.library
         if eqn.source is not None:
             lines.append(eqn.source.short())
-        if step.affine is not None:  # (computed by the call itself)
-            ops += [e.prim.name for e in group.members.values()]
+        if step.affine is not None:  # (computed by the call itself; as a kernel lists them)
+            ops += [e.prim.name for e in reversed(group.members.values()) if not is_view(e)]
     if step.kernel is not None:
         ops += step.kernel.ops
         lines += [line for line in step.kernel.source_lines if line not in lines]

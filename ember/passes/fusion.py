@@ -35,6 +35,9 @@ from ember.codegen import access, indexing as ix
 from ember.codegen.gemm import operand_matrix, operand_syms, product_matrix, view_strides
 from ember.codegen.indexing import Index, Sym
 from ember.ir.graph import Eqn, Graph, Literal, Var, has_effects, uses
+from ember.ops.elementwise import ELEMENTWISE
+from ember.ops.structural import broadcast_in_dim_p
+from ember.passes.rewrite import new_eqn
 from ember.passes.schedule import Group, Schedule
 
 MAX_DUPLICATES = 4  # a cheap value is recomputed in at most this many kernels
@@ -64,12 +67,28 @@ def absorb_into_contractions(graph: Graph, policy: FusionPolicy) -> Graph:
 
     - ``reduce_sum`` over batch axes of the product: those axes become contracting axes
       (a weight gradient summed over a batch is one GEMM, not a batch of GEMMs and a sum);
-    - ``transpose`` swapping the two free blocks: swap the operands (C^T = B^T A^T).
+    - ``transpose`` swapping the two free blocks: swap the operands (C^T = B^T A^T);
+
+    and a scalar multiple of an operand read by the product alone becomes a multiple of
+    the product (``_scale_after_product``): the GEMM's alpha, with no kernel scaling it.
     """
     reads = uses(graph)  # (being an output counts as a read: outputs stay apart)
+    consumers: dict[Var, list[Eqn]] = {}
+    for eqn in graph.eqns:
+        for atom in eqn.inputs:
+            if isinstance(atom, Var):
+                consumers.setdefault(atom, []).append(eqn)
     producer: dict[Var, Eqn] = {}
     eqns: list[Eqn] = []
+    changed = False
     for eqn in graph.eqns:
+        moved = _scale_after_product(eqn, producer, reads, consumers) if policy.library(eqn) \
+            else None
+        if moved is not None and policy.library(moved[0]):
+            eqns += moved
+            producer.update((v, e) for e in moved for v in e.outputs)
+            changed = True
+            continue
         operand = eqn.inputs[0] if eqn.inputs else None
         dot = producer.get(operand) if isinstance(operand, Var) else None
         if dot is not None and dot.prim.name == "dot_general" and reads.get(operand) == 1 \
@@ -77,10 +96,49 @@ def absorb_into_contractions(graph: Graph, policy: FusionPolicy) -> Graph:
             new = _absorbed(dot, eqn)
             if new is not None and policy.library(new):
                 eqns.remove(dot)
-                eqn = new
+                eqn, changed = new, True
         eqns.append(eqn)
         producer.update((v, eqn) for v in eqn.outputs)
-    return graph.replace(eqns=eqns) if len(eqns) != len(graph.eqns) else graph
+    return graph.replace(eqns=eqns) if changed else graph
+
+
+def _scale_after_product(dot: Eqn, producer: dict[Var, Eqn], reads: dict,
+                         consumers: dict[Var, list[Eqn]]) -> list[Eqn] | None:
+    """``(c * x) @ w`` as ``c * (x @ w)`` (c a scalar literal, broadcast; ``c * x`` read
+    by the product alone): the equations replacing ``dot``, or None. Not where a
+    consumer would absorb the product itself (a sum over its batch, a transpose) or
+    where the operands are narrower than the product (the scale would change type)."""
+    out = dot.outputs[0]
+    if dot.inputs[0].aval.dtype != out.aval.dtype or any(
+            c.prim.name in ("reduce_sum", "transpose", "dot_general")
+            for c in consumers.get(out, ())):
+        return None
+    inputs, factors = list(dot.inputs), []
+    for position, operand in enumerate(dot.inputs):
+        scaled = producer.get(operand) if isinstance(operand, Var) else None
+        if scaled is None or scaled.prim.name != "mul" or reads.get(operand) != 1:
+            continue
+        for x, factor in (scaled.inputs, scaled.inputs[::-1]):
+            broadcast = producer.get(factor) if isinstance(factor, Var) else None
+            if (isinstance(x, Var) and broadcast is not None
+                    and broadcast.prim.name == "broadcast_in_dim"
+                    and isinstance(broadcast.inputs[0], Literal)
+                    and broadcast.inputs[0].aval.shape == ()):
+                inputs[position] = x
+                factors.append(broadcast.inputs[0])
+                break
+    if not factors:
+        return None
+    product = Var(out.aval)
+    eqns = [dot.replace(inputs=inputs, outputs=[product])]
+    for index, factor in enumerate(factors):  # (one mul per factor: the last writes out)
+        scale = new_eqn(broadcast_in_dim_p, [factor],
+                        {"shape": out.aval.shape, "broadcast_dimensions": ()}, dot.source)
+        result = out if index == len(factors) - 1 else Var(out.aval)
+        eqns += [scale, Eqn(ELEMENTWISE["mul"], [product, scale.outputs[0]], [result], {},
+                            dot.source)]
+        product = result
+    return eqns
 
 
 def _absorbed(dot: Eqn, consumer: Eqn) -> Eqn | None:

@@ -20,6 +20,7 @@ import pytest
 from ember.bench import floors, reference, report, workloads
 from ember.bench.command import main
 from ember.bench.harness import compare, run_bench, select
+from ember.backends.cpu.toolchain import cpu_flags
 from ember.bench.peers import EmberPeer, JaxPeer, NumPyPeer, TorchPeer
 from ember.runtime.devices import available_backends
 
@@ -114,6 +115,9 @@ def test_quick_run_structure_json_and_table(tmp_path, capsys, loadable_stand_ins
     if "cpu" in available_backends():  # Ember's own GEMM and the FMA probe are built
         assert summary["floors"]["sgemm"]["blas"]["ember_gemm"]["status"] == "ok"
         assert summary["floors"]["sgemm"]["fma_peak"]["gflops"] > 0
+        bf16 = summary["floors"]["sgemm"]["bf16"]  # (each checked against float64 products)
+        assert bf16["ember_gemm"]["status"] == bf16["ember_gemm_to_bf16"]["status"] == "ok"
+        assert bf16["dot_peak"]["status"] == ("ok" if "avx512_bf16" in cpu_flags() else "n/a")
 
     repeats = summary["settings"]["repeats"]
     for name in ["gelu", "softmax", "layernorm", "dispatch"]:
@@ -286,6 +290,10 @@ def test_fma_peak_is_the_sgemm_floor_where_measured():
     assert floors.sgemm_rate(sgemm) == ("fma_peak", 500.0)
     line = report.floor_line("sgemm", {"status": "ok", **sgemm})
     assert "ember_gemm 400 GFLOP/s" in line and "FMA peak: 500 GFLOP/s on 2 threads" in line
+    sgemm["bf16"] = {"dot_peak": {**ok, "gflops": 1000.0}, "ember_gemm": {**ok, "gflops": 800.0},
+                     "jax_dot": {"status": "n/a", "reason": "jax is not installed"}}
+    line = report.floor_line("sgemm", {"status": "ok", **sgemm})
+    assert "bfloat16 GEMM: dot_peak 1000 GFLOP/s, ember_gemm 800 GFLOP/s, jax_dot n/a" in line
 
 
 def test_ratio_arithmetic_and_table_cells():

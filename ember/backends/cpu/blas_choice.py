@@ -48,7 +48,7 @@ _PROBE_SOURCE = """
 void ember_blas_probe(int split, int parts, int64_t m, int64_t n, int64_t k, const float *a,
                       const float *b, float *c) {
   ember_gemm_f32(split, parts, 1, &(ember_batch){0, 0, 0, 0, 0}, 111, 111, m, n, k, a, k,
-                 k, b, n, 1, c, n, 1.0f, 0, 0.0f, 0, 0.0f);
+                 k, b, n, 1, c, n, 1.0f, 0, 0.0f, 0, 0.0f, 0, 0);
 }
 """
 

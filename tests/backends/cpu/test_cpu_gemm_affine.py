@@ -45,7 +45,9 @@ def test_affine_epilogues_are_computed_by_the_call(name):
     source = _gemm_source(fun, W, X, G, B)
     assert "_epilogue" not in source, source
     call = source.strip().splitlines()[-1]
-    *_, got_alpha, d, got_d_scale, row, got_row_scale = call.rstrip(");").split(", ")
+    *_, got_alpha, d, got_d_scale, row, got_row_scale, activation, e = call.rstrip(");").split(
+        ", ")
+    assert (activation, e) == ("0", "0"), call  # (none; C takes the result)
     np.testing.assert_allclose([float(got_alpha), float(got_d_scale), float(got_row_scale)],
                                [alpha, d_scale, row_scale], rtol=1e-6)
     assert (d == "0") == (d_scale == 0.0) and (row == "0") == (row_scale == 0.0), call
@@ -79,12 +81,20 @@ def test_a_wide_product_split_by_columns_adds_each_block_its_bias():
 @pytest.mark.parametrize("fun", [
     lambda w, x, g, b: x.T @ g + w[0],  # a row of the addend, not a buffer of its own
     lambda w, x, g, b: x.T @ g + w[:, :1],  # a column broadcast along the rows
-    lambda w, x, g, b: (w - 0.01 * (x.T @ g), x.T @ g),  # the product is needed too
     lambda w, x, g, b: w - jnp.tanh(x.T @ g),  # not affine
     lambda w, x, g, b: w * (x.T @ g),  # not affine in the product
-], ids=["row-of-a-matrix", "column", "product-returned", "tanh", "product-times-addend"])
+], ids=["row-of-a-matrix", "column", "tanh", "product-times-addend"])
 def test_other_epilogues_stay_kernels(fun):
     assert "_epilogue" in _gemm_source(fun, W, X, G, B)
+    assert_matches_reference(fun, W, X, G, B, tolerance=TOLERANCE)
+
+
+def test_the_product_may_be_needed_too():
+    """The call writes the plain product into C and the update into E (its last
+    argument, a pointer instead of 0)."""
+    fun = lambda w, x, g, b: (w - 0.01 * (x.T @ g), x.T @ g)  # noqa: E731
+    source = _gemm_source(fun, W, X, G, B)
+    assert "_epilogue" not in source and not source.strip().endswith(", 0);"), source
     assert_matches_reference(fun, W, X, G, B, tolerance=TOLERANCE)
 
 
@@ -131,3 +141,41 @@ def test_float64_update_with_bias(x64):
     source = _gemm_source(fun, w, x, g, b)
     assert "_epilogue" not in source and "ember_gemm_f64" in source
     assert_matches_reference(fun, w, x, g, b)
+
+
+SCALED_OPERANDS = {
+    # (function, the kernels' kinds, the call's alpha)
+    "lhs": (lambda x, g: (2.0 * x.T) @ g, ["library"], 2.0),
+    "rhs": (lambda x, g: x.T @ (g * -0.5), ["library"], -0.5),
+    "both, then negated": (lambda x, g: -((3.0 * x.T) @ (g * 0.5)), ["library"], -1.5),
+    # attention's scaled query: the scale goes to the epilogue kernel that takes the exp
+    "attention scores": (lambda x, g: jnp.exp((x[:, :16] * 0.25) @ g[:, :16].T),
+                         ["library"], 1.0),
+}
+
+
+@pytest.mark.parametrize("name", SCALED_OPERANDS)
+def test_a_scaled_operand_scales_the_product(name):
+    """``(c * x) @ w`` is computed as ``c * (x @ w)``: the GEMM reads x itself and c is
+    its alpha (or, where the consumer is a kernel of its own, a factor there)."""
+    fun, kinds, alpha = SCALED_OPERANDS[name]
+    kernels = compiled(fun, X, G).kernels
+    assert [k.kind for k in kernels] == kinds, kernels
+    call = next(line for line in kernels[0].source.splitlines() if line.startswith("ember_gemm"))
+    assert float(call.rstrip(");").split(", ")[-7]) == alpha, call
+    assert_matches_reference(fun, X, G, tolerance=(1e-4, 1e-4))
+
+
+def test_a_scaled_operand_used_elsewhere_stays_a_kernel():
+    fun = lambda x, g: ((2.0 * x).T @ g, 2.0 * x)  # noqa: E731
+    kinds = [k.kind for k in compiled(fun, X, G).kernels]
+    assert "kernel" in kinds, kinds
+    assert_matches_reference(fun, X, G, tolerance=(1e-4, 1e-4))
+
+
+def test_gradients_through_a_scaled_operand():
+    def loss(x, g):
+        return jnp.sum(jnp.tanh((0.5 * x.T) @ g) ** 2)
+
+    grads = ember.grad(loss, argnums=(0, 1))
+    assert_matches_reference(grads, X, G, tolerance=(1e-4, 1e-4))

@@ -3,8 +3,8 @@ include/ember_gemm.h, against a float64 NumPy oracle: every dimension from 1 to 
 (the edges of the register tile and of the cache blocks included), leading dimensions
 wider than the matrices, transposed operands, batches with their own strides, the split
 over threads, and each term of the affine epilogue (alpha, an addend D, possibly C
-itself, and a bias row); float32, float64, and bfloat16 and float16 operands with float32
-sums and results."""
+itself, and a bias row) and the activation after it; float32, float64, and bfloat16 and
+float16 operands with float32 sums and results."""
 from __future__ import annotations
 
 import ctypes
@@ -16,9 +16,11 @@ import hypothesis.strategies as st
 import ml_dtypes
 import numpy as np
 import pytest
+import scipy.special
 
 from ember.backends.cpu import ember_gemm, toolchain
 from ember.backends.cpu.toolchain import cpu_flags
+from ember.codegen.gemm_activation import ACTIVATIONS
 from ember.config import config
 from tests.backends.cpu.cpu_testing import requires_cpu
 
@@ -26,10 +28,12 @@ pytestmark = requires_cpu
 
 _NO_TRANS, _TRANS = 111, 112
 BF16, F16 = np.dtype(ml_dtypes.bfloat16), np.dtype(np.float16)
-# Each operand type's function and the type of its sums and results.
-_FUNCTIONS = {np.dtype(np.float32): ("ember_own_gemm_f32", np.float32),
-              np.dtype(np.float64): ("ember_own_gemm_f64", np.float64),
-              BF16: ("ember_own_gemm_bf16", np.float32), F16: ("ember_own_gemm_f16", np.float32)}
+# Each operand type's function (by operands and results) and the type of its sums.
+F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
+_FUNCTIONS = {(F32, F32): ("ember_own_gemm_f32", F32), (F64, F64): ("ember_own_gemm_f64", F64),
+              (BF16, F32): ("ember_own_gemm_bf16", F32), (F16, F32): ("ember_own_gemm_f16", F32),
+              (BF16, BF16): ("ember_own_gemm_bf16_bf16", F32),
+              (F16, F16): ("ember_own_gemm_f16_f16", F32)}
 
 
 class _Batch(ctypes.Structure):
@@ -59,6 +63,15 @@ class Case:
     addend: str = "none"  # "none", "separate" (D) or "in place" (D is C)
     d_scale: float = 0.0
     row_scale: float = 0.0  # 0: no bias row
+    activation: str = "none"  # gemm_activation.ACTIVATIONS, applied last
+    out: type | None = None  # the results' type: float32 for 16-bit operands, else theirs
+    keep_product: bool = False  # C the plain product, E the epilogue's result
+
+    @property
+    def result(self) -> np.dtype:
+        if self.out is not None:
+            return np.dtype(self.out)
+        return F32 if np.dtype(self.dtype) in (BF16, F16) else np.dtype(self.dtype)
 
 
 def _strided(rng: np.random.Generator, count: int, rows: int, cols: int, pad: int,
@@ -89,6 +102,13 @@ def _batch_strides(extents: tuple[int, ...], item: int) -> list[int]:
     return strides[::-1]
 
 
+_ACTIVATIONS = {
+    "relu": lambda x: np.maximum(x, 0),
+    "gelu_tanh": lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3))),
+    "gelu_erfc": lambda x: 0.5 * x * scipy.special.erfc(-x / np.sqrt(2)),
+}
+
+
 def _int64s(values):
     return (ctypes.c_int64 * max(len(values), 1))(*values)
 
@@ -97,7 +117,8 @@ def run_case(library: ctypes.CDLL, case: Case, seed: int = 0) -> None:
     rng = np.random.default_rng(seed)
     count = int(np.prod(case.batch, dtype=np.int64))
     m, n, k, dtype = case.m, case.n, case.k, case.dtype
-    name, result = _FUNCTIONS[np.dtype(dtype)]
+    result = case.result
+    name, sums = _FUNCTIONS[(np.dtype(dtype), result)]
     # op(A) is m x k: stored k x m when transposed; op(B) is k x n: stored n x k.
     a_flat, a_view, lda, a_item = _strided(rng, count, *((k, m) if case.ta else (m, k)),
                                            case.pad, dtype)
@@ -107,13 +128,14 @@ def run_case(library: ctypes.CDLL, case: Case, seed: int = 0) -> None:
     op_a = np.swapaxes(a_view, 1, 2) if case.ta else a_view
     op_b = np.swapaxes(b_view, 1, 2) if case.tb else b_view
 
-    expected = case.alpha * np.matmul(op_a.astype(np.float64), op_b.astype(np.float64))
-    bound = abs(case.alpha) * np.matmul(np.abs(op_a.astype(np.float64)),
-                                        np.abs(op_b.astype(np.float64)))
+    product = np.matmul(op_a.astype(np.float64), op_b.astype(np.float64))
+    product_bound = np.matmul(np.abs(op_a.astype(np.float64)), np.abs(op_b.astype(np.float64)))
+    expected, bound = case.alpha * product, abs(case.alpha) * product_bound
     d_flat = None
     if case.addend == "separate":
         d_flat = rng.standard_normal(c_flat.size).astype(result)
     elif case.addend == "in place":
+        assert not case.keep_product, "C is the product: it cannot be the addend too"
         d_flat = c_flat
     if d_flat is not None:
         d_view = np.lib.stride_tricks.as_strided(d_flat, c_view.shape, c_view.strides)
@@ -126,6 +148,7 @@ def run_case(library: ctypes.CDLL, case: Case, seed: int = 0) -> None:
         bound = bound + np.abs(case.row_scale * row.astype(np.float64))
     if d_flat is not c_flat:
         c_flat[:] = np.nan  # C is written, never read, when it is not the addend
+    e_flat = np.full_like(c_flat, np.nan) if case.keep_product else None
     untouched = c_flat.copy()
     inside = np.zeros(c_flat.size, bool)
     inside[_element_indices(c_view, c_flat)] = True
@@ -134,27 +157,51 @@ def run_case(library: ctypes.CDLL, case: Case, seed: int = 0) -> None:
                                       for item in (a_item, b_item, c_item)]  # (kept alive)
     batch = _Batch(len(case.batch), *(ctypes.addressof(array) for array in arrays))
 
-    real = ctypes.c_float if result == np.float32 else ctypes.c_double
+    real = ctypes.c_float if sums == np.float32 else ctypes.c_double
     function = getattr(library, name)
     pointer = ctypes.c_void_p
     function.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, pointer, ctypes.c_int,
                          ctypes.c_int, *[ctypes.c_int64] * 3, pointer, ctypes.c_int64,
                          ctypes.c_int64, pointer, ctypes.c_int64, ctypes.c_int64, pointer,
-                         ctypes.c_int64, real, pointer, real, pointer, real]
+                         ctypes.c_int64, real, pointer, real, pointer, real, ctypes.c_int,
+                         pointer]
     function.restype = None
     function(case.split, case.parts, count, ctypes.byref(batch),
              _TRANS if case.ta else _NO_TRANS, _TRANS if case.tb else _NO_TRANS, m, n, k,
              a_flat.ctypes.data, lda, 1 if case.ta else lda, b_flat.ctypes.data, ldb,
              ldb if case.tb else 1, c_flat.ctypes.data, ldc, case.alpha,
              None if d_flat is None else d_flat.ctypes.data, case.d_scale,
-             None if row is None else row.ctypes.data, case.row_scale)
+             None if row is None else row.ctypes.data, case.row_scale,
+             ACTIVATIONS[case.activation], None if e_flat is None else e_flat.ctypes.data)
 
     np.testing.assert_array_equal(c_flat[~inside], untouched[~inside],
                                   err_msg="wrote outside C's matrices")
-    got = np.lib.stride_tricks.as_strided(c_flat, c_view.shape, c_view.strides)
     # (the operands' own rounding is in `expected`: the product of what they hold)
-    epsilon = np.finfo(result).eps
-    tolerance = 2 * (k + 2) * epsilon * bound + np.finfo(result).tiny
+    epsilon = np.finfo(sums).eps
+    tolerance = 2 * (k + 2) * epsilon * bound + np.finfo(sums).tiny
+    if case.activation != "none":  # (a slope of at most 1.13; its own few ulp of |x| + 1)
+        expected = _ACTIVATIONS[case.activation](expected)
+        tolerance = 1.2 * tolerance + 8 * epsilon * (np.abs(expected) + 1)
+    half_ulp = ml_dtypes.finfo(result).eps / 2 if result != sums else 0.0
+    if case.keep_product:  # C: the product alone; E: the result, from C as stored
+        _assert_close(case, c_flat, c_view, product, 2 * (k + 2) * epsilon * product_bound
+                      + np.finfo(sums).tiny, half_ulp)
+        np.testing.assert_array_equal(e_flat[~inside], untouched[~inside],
+                                      err_msg="wrote outside E's matrices")
+        _assert_close(case, e_flat, c_view, expected,
+                      tolerance + 1.2 * half_ulp * abs(case.alpha) * product_bound, half_ulp)
+    else:
+        _assert_close(case, c_flat, c_view, expected, tolerance, half_ulp)
+
+
+def _assert_close(case: Case, flat: np.ndarray, view: np.ndarray, expected: np.ndarray,
+                  tolerance: np.ndarray, half_ulp: float) -> None:
+    """The matrices of ``flat`` (laid out as ``view``) within ``tolerance`` of
+    ``expected``, plus half an ulp where the results are rounded to 16 bits."""
+    if half_ulp:
+        tolerance = tolerance + half_ulp * (np.abs(expected) + tolerance) + float(
+            ml_dtypes.finfo(flat.dtype).smallest_subnormal)
+    got = np.lib.stride_tricks.as_strided(flat, view.shape, view.strides)
     error = np.abs(got.astype(np.float64) - expected)
     assert np.all(error <= tolerance), (
         f"{case}: max error {error.max():.3g} (tolerance there {tolerance.flat[error.argmax()]:.3g})")
@@ -234,6 +281,34 @@ def test_affine_epilogues(library, addend, d_scale, row_scale, alpha, k, split):
                                row_scale=row_scale))
 
 
+@pytest.mark.parametrize("activation", ["relu", "gelu_tanh", "gelu_erfc"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, BF16])
+def test_activations_after_the_epilogue(library, activation, dtype):
+    """The activation on the whole sum and its addends: one block of the sum or several
+    (applied after the last), partial tiles, the narrow tile, splits, batches."""
+    for m, n, k in [(77, 130, 100), (29, 45, 1700), (250, 10, 900), (6, 64, 8), (1, 1, 1)]:
+        run_case(library, Case(m, n, k, dtype, tb=True, pad=1, alpha=-0.5, addend="in place",
+                               d_scale=1.0, row_scale=2.0, activation=activation))
+    for split, parts in [(0, 2), (1, 2), (2, 3)]:
+        run_case(library, Case(70, 90, 51, dtype, batch=(2, 3), split=split, parts=parts,
+                               row_scale=1.0, activation=activation))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, BF16])
+@pytest.mark.parametrize("out", [None, "same"])
+def test_product_kept_beside_the_result(library, dtype, out):
+    """With E: C the plain product, E the epilogue's result (a training step keeps both):
+    several blocks of the sum, the narrow tile, splits, batches; 16-bit results too."""
+    out = dtype if out == "same" and dtype == BF16 else None
+    for m, n, k in [(77, 130, 100), (29, 45, 1700), (250, 10, 900), (1, 1, 1)]:
+        run_case(library, Case(m, n, k, dtype, tb=True, pad=1, alpha=-0.5, addend="separate",
+                               d_scale=1.0, row_scale=2.0, activation="gelu_tanh", out=out,
+                               keep_product=True))
+    for split, parts in [(0, 2), (1, 2), (2, 3)]:
+        run_case(library, Case(70, 90, 51, dtype, batch=(2, 3), split=split, parts=parts,
+                               row_scale=1.0, activation="relu", out=out, keep_product=True))
+
+
 def test_epilogue_without_a_product(library):
     """k = 0 (the plan never asks for it, but the contract allows it): the addends alone."""
     run_case(library, Case(20, 40, 0, addend="separate", d_scale=2.0, row_scale=1.0))
@@ -259,16 +334,17 @@ def test_more_rows_than_one_block_of_a(library):
     split_parts=st.sampled_from([(0, 1), (0, 2), (1, 2), (2, 2), (1, 3)]),
     epilogue=st.sampled_from([("none", 0.0, 0.0), ("separate", 0.5, 0.0),
                               ("in place", 1.0, 2.0), ("none", 0.0, -1.0)]),
-    alpha=st.sampled_from([1.0, -1.5]), seed=st.integers(0, 2**16))
+    alpha=st.sampled_from([1.0, -1.5]), activation=st.sampled_from(sorted(ACTIVATIONS)),
+    seed=st.integers(0, 2**16))
 def test_random_products(library, m, n, k, dtype, ta, tb, batch, pad, split_parts, epilogue,
-                         alpha, seed):
+                         alpha, activation, seed):
     split, parts = split_parts
     addend, d_scale, row_scale = epilogue
     # Small products only when batched, to keep the example's time in check.
     if batch and m * n * k > 2_000_000:
         m, n = max(1, m // 4), max(1, n // 4)
     run_case(library, Case(m, n, k, dtype, ta, tb, batch, pad, split, parts, alpha, addend,
-                           d_scale, row_scale), seed)
+                           d_scale, row_scale, activation), seed)
 
 
 @pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="x86 ISA flags")
@@ -301,6 +377,49 @@ def test_16_bit_operands(library, dtype):
         run_case(library, Case(70, 90, 51, dtype, batch=(2, 3), pad=5, split=split,
                                parts=parts, addend="separate", d_scale=0.5))
         run_case(library, Case(100, 10, 300, dtype, tb=True, split=split, parts=parts))
+
+
+@pytest.mark.parametrize("dtype", [BF16, F16])
+def test_16_bit_results(library, dtype):
+    """16-bit operands and results: summed in float32, every addend and the activation
+    applied before the one rounding; edges, several blocks of the sum, splits, batches."""
+    for size in (1, 6, 7, 17, 65, 129):
+        run_case(library, Case(size, size + 1, size + 2, dtype, out=dtype, ta=size % 2 == 1))
+    run_case(library, Case(45, 130, 901, dtype, out=dtype, tb=True, pad=3, alpha=-0.5,
+                           addend="in place", d_scale=1.0, row_scale=2.0, activation="relu"))
+    run_case(library, Case(250, 10, 300, dtype, out=dtype, pad=1, addend="separate",
+                           d_scale=0.5, activation="gelu_tanh"))  # (the narrow tile)
+    for split, parts in [(0, 2), (1, 3), (2, 2)]:
+        run_case(library, Case(70, 90, 51, dtype, out=dtype, batch=(2, 3), pad=5, split=split,
+                               parts=parts, row_scale=1.0))
+
+
+@pytest.mark.parametrize("dtype", [BF16, F16])
+def test_16_bit_results_round_to_nearest_even(library, dtype):
+    """Integer operands whose float32 sums are exact, chosen so that most results fall
+    between two 16-bit values, many of them half-way: the one rounding is ml_dtypes'
+    (NumPy's for float16), to the nearest, ties to even, bit for bit."""
+    rng = np.random.default_rng(1)
+    m, n, k = 40, 70, 300
+    bound = 16 if dtype == BF16 else 40  # (float16 sums: std 9500, below its 65504)
+    a = rng.integers(-bound, bound + 1, (m, k)).astype(np.float64)
+    b = rng.integers(-bound, bound + 1, (k, n)).astype(np.float64)
+    expected = a @ b  # |sums| < 2^24: exact in float32; bfloat16 keeps 8 bits, float16 11
+    c = np.zeros((m, n), dtype)
+    function = getattr(library, f"ember_own_gemm_{'bf16' if dtype == BF16 else 'f16'}_"
+                                f"{'bf16' if dtype == BF16 else 'f16'}")
+    i64, pointer = ctypes.c_int64, ctypes.c_void_p
+    function.argtypes = [ctypes.c_int, ctypes.c_int, i64, pointer, ctypes.c_int, ctypes.c_int,
+                         i64, i64, i64, pointer, i64, i64, pointer, i64, i64, pointer, i64,
+                         ctypes.c_float, pointer, ctypes.c_float, pointer, ctypes.c_float,
+                         ctypes.c_int, pointer]
+    batch = _Batch(0, None, None, None, None)
+    a16, b16 = a.astype(dtype), b.astype(dtype)  # (exact: small integers)
+    function(1, 2, 1, ctypes.byref(batch), _NO_TRANS, _NO_TRANS, m, n, k, a16.ctypes.data, k, k,
+             b16.ctypes.data, n, 1, c.ctypes.data, n, 1.0, None, 0.0, None, 0.0, 0, None)
+    rounded = np.mean(expected.astype(dtype).astype(np.float64) != expected)
+    assert rounded > 0.5, "the case must exercise rounding"
+    np.testing.assert_array_equal(c.view(np.uint16), expected.astype(dtype).view(np.uint16))
 
 
 def test_bfloat16_multiplies_pairs_where_the_cpu_can(library):

@@ -1,7 +1,8 @@
 """Whole programs whose GEMMs run on Ember's own GEMM (``blas="ember"``) against the
 reference backend: every layout the BLAS path plans (transposed operands, batches,
 products written into a consumer's layout), the affine epilogues folded into the call,
-and an MLP train step, in float32 and float64."""
+an MLP train step, in float32 and float64, and 16-bit operands with float32 results or
+results of their own type."""
 import numpy as np
 import pytest
 
@@ -157,6 +158,50 @@ def test_16_bit_products_fold_their_bias():
 
     assert_matches_reference(layer, x, w, b, tolerance=TOLERANCE[np.float32])
     assert [k.kind for k in compiled(layer, x, w, b).kernels] == ["library"]
+
+
+_HALF_RESULTS = {
+    "dot": lambda x, w, b: x @ w,
+    "layer": lambda x, w, b: jnp.maximum(x @ w + b, 0),
+    "transposed": lambda x, w, b: w.T @ w - 2 * b,
+    "batched": lambda x, w, b: jnp.matmul(x.reshape(2, 65, 96), w) + b,
+}
+
+
+@pytest.mark.parametrize("name", _HALF_RESULTS)
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("threads", [1, 3])
+def test_16_bit_results_are_one_call(name, dtype, threads):
+    """16-bit operands and results: one call of ember_gemm_bf16_bf16 / f16_f16, with its
+    bias and activation, summed in float32 and rounded once to the results (the
+    reference sums in float32 too, and rounds each of its ops)."""
+    half = jnp.dtype(dtype)
+    x = RNG.standard_normal((130, 96)).astype(half)
+    w = (RNG.standard_normal((96, 70)) / np.sqrt(96)).astype(half)
+    b = RNG.standard_normal(70).astype(half)
+    fun = _HALF_RESULTS[name]
+    with config.override(num_threads=threads):
+        assert_matches_reference(fun, x, w, b)
+        kernels = compiled(fun, x, w, b).kernels
+    assert [k.kind for k in kernels] == ["library"] and "_epilogue" not in kernels[0].source
+    suffix = "bf16" if dtype == "bfloat16" else "f16"
+    assert kernels[0].source.startswith(f"ember_gemm_{suffix}_{suffix}("), kernels[0].source
+
+
+def test_bfloat16_layer_gradients():
+    """A bfloat16 layer differentiated: its backward products are bfloat16 calls too."""
+    x = RNG.standard_normal((130, 96)).astype(jnp.bfloat16)
+    w = (RNG.standard_normal((96, 70)) / np.sqrt(96)).astype(jnp.bfloat16)
+    b = RNG.standard_normal(70).astype(jnp.bfloat16)
+
+    def loss(w, b):
+        h = jnp.maximum(x @ w + b, 0)
+        return jnp.sum(h.astype(np.float32) ** 2)
+
+    grads = ember.grad(loss, argnums=(0, 1))
+    assert_matches_reference(grads, w, b, tolerance=(3e-2, 3e-2))
+    sources = [k.source for k in compiled(grads, w, b).kernels if k.kind == "library"]
+    assert sum("ember_gemm_bf16_bf16(" in source for source in sources) >= 2, sources
 
 
 @pytest.mark.parametrize("blas", ["openblas", "auto"])

@@ -3,7 +3,12 @@
  * threads. beta = 0 but for an epilogue folded into the call (program.AffineEpilogue):
  * then C starts as d_scale * D + row_scale * row (D laid out as C, possibly C itself;
  * row a vector of n values broadcast down the rows; either may be null), each thread
- * writing its own block just before its call reads it, and beta = 1.
+ * writing its own block just before its call reads it, and beta = 1. An activation
+ * (EMBER_ACTIVATION_*, 0 for none) is then applied to each thread's block as it is
+ * written. With E (laid out as C; null for none), C keeps the plain product A @ B and
+ * E takes the epilogue's result instead: activation(alpha C + d_scale D + row_scale
+ * row), computed from each thread's block of C right after it is written (a training
+ * step needs both the product and the activation; D is then never C).
  *
  * Generated code calls these instead of spelling out a parallel loop per GEMM: every
  * OpenMP region costs the C compiler about 30M instructions (it is outlined into a
@@ -36,6 +41,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "ember_math.h"
+
 typedef struct {
   int rank;
   const int64_t *extents;
@@ -65,17 +72,69 @@ static inline int ember_gemm_class(int64_t n) {
   return n <= EMBER_GEMM_NARROW_N ? EMBER_GEMM_NARROW : EMBER_GEMM_WIDE;
 }
 
-/* The functions' signature, for operands A and B stored as S and results (C, D, the
- * row, the scales) as T. */
-#define EMBER_GEMM_SIGNATURE_OF(NAME, S, T)                                                 \
+/* The activation applied last, on the whole sum and addends, as C is stored
+ * (codegen/gemm_activation.py names them): none, max(x, 0), GELU's tanh form
+ * 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) and its exact form
+ * x (0.5 erfc(-x / sqrt(2))), computed in the order the graph computes them. */
+#define EMBER_ACTIVATION_NONE 0
+#define EMBER_ACTIVATION_RELU 1
+#define EMBER_ACTIVATION_GELU_TANH 2
+#define EMBER_ACTIVATION_GELU_ERFC 3
+
+/* ember_activate_float / _double: the activation over n values in place (one loop per
+ * activation, so that each vectorizes). */
+#define EMBER_DEFINE_ACTIVATE(T, TANH, ERFC)                                               \
+  static inline __attribute__((unused)) void ember_activate_##T(T *x, int64_t n,           \
+                                                                int activation) {          \
+    switch (activation) {                                                                  \
+    case EMBER_ACTIVATION_RELU: /* (NaN stays NaN, as max propagates it) */                \
+      for (int64_t j = 0; j < n; j++) x[j] = x[j] < 0 ? (T)0 : x[j];                       \
+      break;                                                                               \
+    case EMBER_ACTIVATION_GELU_TANH:                                                       \
+      for (int64_t j = 0; j < n; j++)                                                      \
+        x[j] = ((T)0.5 * x[j]) *                                                           \
+               ((T)1 + TANH((T)0.7978845608028654 * (x[j] + (T)0.044715 * (x[j] * x[j] * x[j])))); \
+      break;                                                                               \
+    case EMBER_ACTIVATION_GELU_ERFC:                                                       \
+      for (int64_t j = 0; j < n; j++)                                                      \
+        x[j] = x[j] * ((T)0.5 * ERFC(x[j] * -(T)0.7071067811865476));                     \
+      break;                                                                               \
+    default:                                                                               \
+      break;                                                                               \
+    }                                                                                      \
+  }
+EMBER_DEFINE_ACTIVATE(float, ember_tanhf, ember_erfcf)
+EMBER_DEFINE_ACTIVATE(double, ember_tanh, ember_erfc)
+
+/* ember_gemm_finish_float / _double: e = activation(alpha c + d_scale d + row_scale row)
+ * over a block (rows x cols; e, c and d laid out alike, leading dimension ldc; d and
+ * row optional). */
+#define EMBER_DEFINE_GEMM_FINISH(T)                                                        \
+  static inline __attribute__((unused)) void ember_gemm_finish_##T(                         \
+      T *e, const T *c, int64_t ldc, int64_t rows, int64_t cols, T alpha, const T *d,      \
+      T d_scale, const T *row, T row_scale, int activation) {                              \
+    for (int64_t r = 0; r < rows; r++) {                                                   \
+      T *out = e + r * ldc;                                                                \
+      const T *in = c + r * ldc, *add = d ? d + r * ldc : NULL;                            \
+      for (int64_t j = 0; j < cols; j++)                                                   \
+        out[j] = alpha * in[j] + (add ? d_scale * add[j] : 0) + (row ? row_scale * row[j] : 0); \
+      ember_activate_##T(out, cols, activation);                                           \
+    }                                                                                      \
+  }
+EMBER_DEFINE_GEMM_FINISH(float)
+EMBER_DEFINE_GEMM_FINISH(double)
+
+/* The functions' signature, for operands A and B stored as S, results (C, D, the row)
+ * as T and the scales as R. */
+#define EMBER_GEMM_SIGNATURE_OF(NAME, S, T, R)                                              \
   void NAME(int split, int parts, int64_t count, const ember_batch *batch, int ta, int tb, \
             int64_t m, int64_t n, int64_t k, const S *A, int64_t lda, int64_t a_row_step,  \
-            const S *B, int64_t ldb, int64_t b_col_step, T *C, int64_t ldc, T alpha,       \
-            const T *D, T d_scale, const T *row, T row_scale)
-#define EMBER_GEMM_SIGNATURE(NAME, T) EMBER_GEMM_SIGNATURE_OF(NAME, T, T)
+            const S *B, int64_t ldb, int64_t b_col_step, T *C, int64_t ldc, R alpha,       \
+            const T *D, R d_scale, const T *row, R row_scale, int activation, T *E)
+#define EMBER_GEMM_SIGNATURE(NAME, T) EMBER_GEMM_SIGNATURE_OF(NAME, T, T, T)
 #define EMBER_GEMM_ARGUMENTS                                                               \
   split, parts, count, batch, ta, tb, m, n, k, A, lda, a_row_step, B, ldb, b_col_step, C,  \
-      ldc, alpha, D, d_scale, row, row_scale
+      ldc, alpha, D, d_scale, row, row_scale, activation, E
 
 /* C = d_scale * D + row_scale * row (broadcast down the rows), each term optional; D is
  * laid out as C and may be C itself. */
@@ -136,19 +195,26 @@ static inline int ember_gemm_class(int64_t n) {
   static __attribute__((noinline, unused)) EMBER_GEMM_SIGNATURE(NAME, T) {                 \
     EMBER_GEMM_OWN_CALL(OWN)                                                               \
     const int saved_threads = ember_blas_single_threaded();                                \
-    EMBER_GEMM_PARTS(T, T, {                                                                  \
-      if (D != NULL || row != NULL) /* this thread's block of C starts as the addends */   \
-        ember_gemm_start_##NAME(c, ldc, rows, cols, D ? D + (c - C) : NULL, d_scale,       \
-                                row ? row + (split == 2 ? lo : 0) : NULL, row_scale);      \
-      CBLAS_GEMM(101, ta, tb, (int)rows, (int)cols, (int)k, alpha, a, (int)lda, b,         \
-                 (int)ldb, (D != NULL || row != NULL) ? 1 : 0, c, (int)ldc);               \
+    EMBER_GEMM_PARTS(T, T, {                                                               \
+      const T *d = D ? D + (c - C) : NULL; /* (no commas: a macro argument) */           \
+      const T *r = row ? row + (split == 2 ? lo : 0) : NULL;                               \
+      const int start = E == NULL && (d != NULL || r != NULL);                             \
+      if (start) /* this thread's block of C starts as the addends */                      \
+        ember_gemm_start_##NAME(c, ldc, rows, cols, d, d_scale, r, row_scale);             \
+      CBLAS_GEMM(101, ta, tb, (int)rows, (int)cols, (int)k, E ? 1 : alpha, a, (int)lda, b, \
+                 (int)ldb, start ? 1 : 0, c, (int)ldc);                                    \
+      if (E != NULL) /* (the block just written: in cache) */                              \
+        ember_gemm_finish_##T(E + (c - C), c, ldc, rows, cols, alpha, d, d_scale, r,       \
+                              row_scale, activation);                                      \
+      else if (activation != EMBER_ACTIVATION_NONE)                                        \
+        for (int64_t i = 0; i < rows; i++) ember_activate_##T(c + i * ldc, cols, activation); \
     })                                                                                     \
     ember_blas_restore_threads(saved_threads);                                             \
   }
 
-/* A call that goes straight to Ember's library (operands S, results T). */
-#define EMBER_DEFINE_OWN_CALL(NAME, OWN, S, T)                                             \
-  static inline __attribute__((unused)) EMBER_GEMM_SIGNATURE_OF(NAME, S, T) {              \
+/* A call that goes straight to Ember's library (operands S, results T, scales R). */
+#define EMBER_DEFINE_OWN_CALL(NAME, OWN, S, T, R)                                          \
+  static inline __attribute__((unused)) EMBER_GEMM_SIGNATURE_OF(NAME, S, T, R) {           \
     OWN(EMBER_GEMM_ARGUMENTS);                                                             \
   }
 
@@ -156,15 +222,20 @@ static inline int ember_gemm_class(int64_t n) {
 #ifdef EMBER_GEMM_OWN_CLASSES
 EMBER_GEMM_SIGNATURE(ember_own_gemm_f32, float);
 EMBER_GEMM_SIGNATURE(ember_own_gemm_f64, double);
-/* (bfloat16, float16 operands as their bits; float32 results) */
-EMBER_GEMM_SIGNATURE_OF(ember_own_gemm_bf16, uint16_t, float);
-EMBER_GEMM_SIGNATURE_OF(ember_own_gemm_f16, uint16_t, float);
-EMBER_DEFINE_OWN_CALL(ember_gemm_bf16, ember_own_gemm_bf16, uint16_t, float)
-EMBER_DEFINE_OWN_CALL(ember_gemm_f16, ember_own_gemm_f16, uint16_t, float)
+/* (bfloat16, float16 operands as their bits; float32 results, or results of the
+ * operands' type: _bf16_bf16, _f16_f16, summed in float32 and rounded once) */
+EMBER_GEMM_SIGNATURE_OF(ember_own_gemm_bf16, uint16_t, float, float);
+EMBER_GEMM_SIGNATURE_OF(ember_own_gemm_f16, uint16_t, float, float);
+EMBER_GEMM_SIGNATURE_OF(ember_own_gemm_bf16_bf16, uint16_t, uint16_t, float);
+EMBER_GEMM_SIGNATURE_OF(ember_own_gemm_f16_f16, uint16_t, uint16_t, float);
+EMBER_DEFINE_OWN_CALL(ember_gemm_bf16, ember_own_gemm_bf16, uint16_t, float, float)
+EMBER_DEFINE_OWN_CALL(ember_gemm_f16, ember_own_gemm_f16, uint16_t, float, float)
+EMBER_DEFINE_OWN_CALL(ember_gemm_bf16_bf16, ember_own_gemm_bf16_bf16, uint16_t, uint16_t, float)
+EMBER_DEFINE_OWN_CALL(ember_gemm_f16_f16, ember_own_gemm_f16_f16, uint16_t, uint16_t, float)
 #endif
 #if EMBER_GEMM_OWN_CLASSES == EMBER_GEMM_ALL_CLASSES
-EMBER_DEFINE_OWN_CALL(ember_gemm_f32, ember_own_gemm_f32, float, float)
-EMBER_DEFINE_OWN_CALL(ember_gemm_f64, ember_own_gemm_f64, double, double)
+EMBER_DEFINE_OWN_CALL(ember_gemm_f32, ember_own_gemm_f32, float, float, float)
+EMBER_DEFINE_OWN_CALL(ember_gemm_f64, ember_own_gemm_f64, double, double, double)
 #else
 #include "ember_blas.h"
 EMBER_DEFINE_GEMM(ember_gemm_f32, ember_own_gemm_f32, float, EMBER_CBLAS(sgemm))

@@ -21,7 +21,8 @@
  * vectors: a row of B is loaded as NV vectors, each element of A's column broadcast),
  * written once per KC block. The first block writes C = alpha * AB + d_scale * D +
  * row_scale * row (the affine epilogue of ember_gemm.h, computed in registers before
- * the store: C is read and written once when k <= KC); later blocks add alpha * AB.
+ * the store: C is read and written once when k <= KC); later blocks add alpha * AB, and
+ * the last applies the activation to each tile right after storing it, while it is in L1.
  * Packing pads the panels with zeros, so the microkernel always runs whole tiles; a
  * tile at the edge of C goes through a small buffer and only its valid part is written.
  * Operands are read through strides (row step, column step), so a transposed operand is
@@ -77,19 +78,26 @@
 #define EMBER_ALIGN 64
 #define EMBER_PACK_RUN 16 /* elements read along a row of memory at a time when packing */
 
-/* A thread's packing buffers, kept between calls (OpenMP's threads live on). */
-static _Thread_local void *ember_pack_buffer;
-static _Thread_local size_t ember_pack_bytes;
+/* A thread's buffers, kept between calls (OpenMP's threads live on): its packed
+ * panels, and the float32 sums of 16-bit results (ember_sums). */
+typedef struct {
+  void *data;
+  size_t bytes;
+} ember_space;
+static _Thread_local ember_space ember_packed, ember_sums;
 
-static void *ember_pack_space(size_t bytes) {
-  if (bytes > ember_pack_bytes) {
-    free(ember_pack_buffer);
+/* `space`'s buffer, grown to at least `bytes` (null when out of memory). */
+static void *ember_space_of(ember_space *space, size_t bytes) {
+  if (bytes > space->bytes) {
+    free(space->data);
     bytes = (bytes + EMBER_ALIGN - 1) / EMBER_ALIGN * EMBER_ALIGN;
-    ember_pack_buffer = aligned_alloc(EMBER_ALIGN, bytes);
-    ember_pack_bytes = ember_pack_buffer ? bytes : 0;
+    space->data = aligned_alloc(EMBER_ALIGN, bytes);
+    space->bytes = space->data ? bytes : 0;
   }
-  return ember_pack_buffer;
+  return space->data;
 }
+
+static void *ember_pack_space(size_t bytes) { return ember_space_of(&ember_packed, bytes); }
 
 static inline int64_t ember_min(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t ember_round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
@@ -118,13 +126,15 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
     NAME##_kc = EMBER_KC_BYTES / sizeof(T),                                                \
   };                                                                                       \
                                                                                            \
-  /* The epilogue's terms for one tile: where C, D and the row start, and whether this     \
-   * is the first block of the sum (which writes the addends) or a later one. */           \
+  /* The epilogue's terms for one tile: where C, D and the row start, whether this is    \
+   * the first block of the sum (which writes the addends) or a later one, and whether    \
+   * the last (after which the activation is applied). */                                 \
   typedef struct {                                                                         \
     T alpha, d_scale, row_scale;                                                           \
     const T *d; /* laid out as C (ldc); null for none */                                   \
     const T *row; /* one value per column; null for none */                                \
-    int first;                                                                             \
+    int first, last;                                                                       \
+    int activation; /* EMBER_ACTIVATION_* (ember_gemm.h) */                                \
   } NAME##_epilogue;                                                                       \
                                                                                            \
   /* C[i][j] for one element of a tile, from its sum `acc`. */                             \
@@ -150,7 +160,8 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
 
 /* The store of a tile's sums `acc` (MR x NV vectors) into C at c, mr x nr of it inside
  * C, with the epilogue: straight from the registers for a whole tile, else through a
- * small buffer. */
+ * small buffer; after the last block of the sum, the activation on the tile just
+ * stored (in L1). */
 #define EMBER_DEFINE_TILE_STORE(TYPE, TILE, T, NV)                                         \
   static inline void TILE##_store(TYPE##_vector acc[TILE##_mr][NV], T *restrict c,         \
                                   int64_t ldc, int64_t mr, int64_t nr,                     \
@@ -170,14 +181,17 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
           }                                                                                \
           *out = value;                                                                    \
         }                                                                                  \
-      return;                                                                              \
+    } else {                                                                               \
+      T tile[TILE##_mr][TILE##_nr];                                                        \
+      for (int i = 0; i < TILE##_mr; i++)                                                  \
+        for (int v = 0; v < NV; v++)                                                       \
+          for (int l = 0; l < TYPE##_lanes; l++) tile[i][v * TYPE##_lanes + l] = acc[i][v][l]; \
+      for (int64_t i = 0; i < mr; i++)                                                     \
+        for (int64_t j = 0; j < nr; j++)                                                   \
+          c[i * ldc + j] = TYPE##_finish(tile[i][j], e, c, ldc, i, j);                     \
     }                                                                                      \
-    T tile[TILE##_mr][TILE##_nr];                                                          \
-    for (int i = 0; i < TILE##_mr; i++)                                                    \
-      for (int v = 0; v < NV; v++)                                                         \
-        for (int l = 0; l < TYPE##_lanes; l++) tile[i][v * TYPE##_lanes + l] = acc[i][v][l]; \
-    for (int64_t i = 0; i < mr; i++)                                                       \
-      for (int64_t j = 0; j < nr; j++) c[i * ldc + j] = TYPE##_finish(tile[i][j], e, c, ldc, i, j); \
+    if (e->last && e->activation != EMBER_ACTIVATION_NONE)                                 \
+      for (int64_t i = 0; i < mr; i++) ember_activate_##T(c + i * ldc, nr, e->activation); \
   }
 
 /* op(B)'s packing into micropanels of NR columns (converted by LOAD). */
@@ -282,26 +296,27 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
    * first block of the sum writes the addends (d laid out as C, row one per column). */   \
   static void TILE##_tiles(int64_t mc, int64_t nc, int64_t kc, const P *packed_a,          \
                            const P *packed_b, T *c, int64_t ldc, T alpha, const T *d,      \
-                           T d_scale, const T *row, T row_scale, int first) {              \
+                           T d_scale, const T *row, T row_scale, int first, int last,      \
+                           int activation) {                                               \
     const int64_t depth = ember_round_up(kc, TILE##_kstep);                                \
     for (int64_t i = 0; i < mc; i += TILE##_mr) {                                          \
       for (int64_t j = 0; j < nc; j += TILE##_nr) {                                        \
         const int64_t at = i * ldc + j;                                                    \
         const TYPE##_epilogue e = {alpha, d_scale, row_scale, d ? d + at : NULL,           \
-                                   row ? row + j : NULL, first};                           \
+                                   row ? row + j : NULL, first, last, activation};         \
         TILE##_microkernel(depth, packed_a + i * depth, packed_b + j * depth, c + at, ldc, \
                            ember_min(TILE##_mr, mc - i), ember_min(TILE##_nr, nc - j), &e); \
       }                                                                                    \
     }                                                                                      \
   }                                                                                        \
                                                                                            \
-  /* C (rows x cols, leading dimension ldc) = alpha op(A) op(B) + the addends, on one      \
-   * thread: op(A)(i, p) at a[i * a_rs + p * a_cs], op(B)(p, j) at b[p * b_rs + j * b_cs]; \
-   * d laid out as C (may be C), row one value per column. */                              \
+  /* C (rows x cols, leading dimension ldc) = activation(alpha op(A) op(B) + the        \
+   * addends), on one thread: op(A)(i, p) at a[i * a_rs + p * a_cs], op(B)(p, j) at       \
+   * b[p * b_rs + j * b_cs]; d laid out as C (may be C), row one value per column. */      \
   static void TILE##_blocked(int64_t rows, int64_t cols, int64_t k, const S *a,            \
                              int64_t a_rs, int64_t a_cs, const S *b, int64_t b_rs,         \
                              int64_t b_cs, T *c, int64_t ldc, T alpha, const T *d,         \
-                             T d_scale, const T *row, T row_scale) {                       \
+                             T d_scale, const T *row, T row_scale, int activation) {       \
     /* Blocks of equal size (a sum of 784 in blocks of 262, not 384 + 384 + 16: a thin     \
      * last block would spend more on storing C than on its products). */                  \
     const int64_t mc_step = ember_block(rows, TILE##_mc, TILE##_mr);                       \
@@ -323,7 +338,8 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
           TILE##_pack_b(b + p0 * b_rs + j0 * b_cs, b_rs, b_cs, kc, nc, packed_b);          \
           const int64_t at = i0 * ldc + j0;                                                \
           TILE##_tiles(mc, nc, kc, packed_a, packed_b, c + at, ldc, alpha,                 \
-                       d ? d + at : NULL, d_scale, row ? row + j0 : NULL, row_scale, p0 == 0); \
+                       d ? d + at : NULL, d_scale, row ? row + j0 : NULL, row_scale, p0 == 0, \
+                       p0 + kc >= k, activation);                                          \
         }                                                                                  \
         p0 += kc;                                                                          \
       } while (p0 < k);                                                                    \
@@ -374,7 +390,7 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
   static void TILE##_in_place(int64_t rows, int64_t cols, int64_t k, const S *a,           \
                               int64_t a_rs, int64_t a_cs, const S *b, int64_t b_rs,        \
                               int64_t b_cs, T *c, int64_t ldc, T alpha, const T *d,        \
-                              T d_scale, const T *row, T row_scale) {                      \
+                              T d_scale, const T *row, T row_scale, int activation) {      \
     const int64_t kc_step = ember_block(k, TYPE##_kc, 1);                                  \
     const int64_t panels = (cols + TILE##_nr - 1) / TILE##_nr;                             \
     T *packed_b = ember_pack_space(sizeof(T) * (size_t)(kc_step * panels * TILE##_nr));    \
@@ -387,7 +403,8 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
         for (int64_t j = 0; j < cols; j += TILE##_nr) {                                    \
           const int64_t at = i * ldc + j;                                                  \
           const TYPE##_epilogue e = {alpha, d_scale, row_scale, d ? d + at : NULL,         \
-                                     row ? row + j : NULL, p0 == 0};                       \
+                                     row ? row + j : NULL, p0 == 0, p0 + kc >= k,          \
+                                     activation};                                          \
           TILE##_in_place_kernel(kc, a + i * a_rs + p0 * a_cs, a_rs, a_cs, packed_b + j * kc, \
                                  c + at, ldc, ember_min(TILE##_mr, rows - i),              \
                                  ember_min(TILE##_nr, cols - j), &e);                      \
@@ -400,16 +417,61 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
 /* One element type's parallel entry point of ember_gemm.h (operands stored as S,
  * results as T), with its two tiles. */
 #define EMBER_DEFINE_OWN_GEMM(NAME, S, T, WIDE, NARROW)                                    \
-  EMBER_GEMM_SIGNATURE_OF(NAME, S, T) {                                                    \
+  EMBER_GEMM_SIGNATURE_OF(NAME, S, T, T) {                                                 \
     const int64_t a_col_step = ta == EMBER_TRANS ? lda : 1;                                \
     const int64_t b_row_step = tb == EMBER_TRANS ? 1 : ldb;                                \
     /* (a product as thin as one narrow tile: the wide one would compute 64 columns) */    \
     const int narrow = n <= NARROW##_nr;                                                   \
     EMBER_GEMM_PARTS(S, T, {                                                               \
+      const T *d = D ? D + (c - C) : NULL; /* (no commas: a macro argument) */           \
+      const T *r = row ? row + (split == 2 ? lo : 0) : NULL;                               \
+      /* (with E: C the plain product, then E from each thread's block of it) */           \
       (narrow ? NARROW##_in_place : WIDE##_blocked)(                                       \
           rows, cols, k, a, a_row_step, a_col_step, b, b_row_step, b_col_step, c, ldc,     \
-          alpha, D ? D + (c - C) : NULL, d_scale, row ? row + (split == 2 ? lo : 0) : NULL, \
-          row_scale);                                                                      \
+          E ? 1 : alpha, E ? NULL : d, d_scale, E ? NULL : r, row_scale,                   \
+          E ? EMBER_ACTIVATION_NONE : activation);                                         \
+      if (E != NULL)                                                                       \
+        ember_gemm_finish_##T(E + (c - C), c, ldc, rows, cols, alpha, d, d_scale, r,       \
+                              row_scale, activation);                                      \
+    })                                                                                     \
+  }
+
+/* 16-bit operands with results of their own type (bfloat16 x bfloat16 -> bfloat16):
+ * each thread's block of C is summed in float32 by the tiles of the float32 results
+ * into a buffer of its own (ember_sums), then finished as it is written: the addends
+ * (16-bit, converted by LOAD), the activation, and one rounding (STORE: to nearest,
+ * ties to even), so that C holds the float32 result rounded once. */
+#define EMBER_DEFINE_OWN_GEMM_16_BIT_RESULTS(NAME, WIDE, NARROW, LOAD, STORE)              \
+  EMBER_GEMM_SIGNATURE_OF(NAME, uint16_t, uint16_t, float) {                               \
+    const int64_t a_col_step = ta == EMBER_TRANS ? lda : 1;                                \
+    const int64_t b_row_step = tb == EMBER_TRANS ? 1 : ldb;                                \
+    const int narrow = n <= NARROW##_nr;                                                   \
+    EMBER_GEMM_PARTS(uint16_t, uint16_t, {                                                 \
+      const size_t sum_bytes = sizeof(float) * (size_t)(rows * cols);                      \
+      float *sums = sum_bytes ? ember_space_of(&ember_sums, sum_bytes) : NULL;             \
+      if (sum_bytes && sums == NULL) abort(); /* out of memory */                          \
+      if (sums != NULL) {                                                                  \
+        (narrow ? NARROW##_in_place : WIDE##_blocked)(                                     \
+            rows, cols, k, a, a_row_step, a_col_step, b, b_row_step, b_col_step, sums,     \
+            cols, E ? 1 : alpha, NULL, 0, NULL, 0, EMBER_ACTIVATION_NONE);                 \
+        const uint16_t *d = D ? D + (c - C) : NULL;                                        \
+        const uint16_t *r = row ? row + (split == 2 ? lo : 0) : NULL;                      \
+        uint16_t *out = E ? E + (c - C) : c;                                               \
+        for (int64_t i = 0; i < rows; i++) {                                               \
+          float *sum = sums + i * cols;                                                    \
+          if (E != NULL) /* C: the plain product, rounded; E from it, as a graph would */  \
+            for (int64_t j = 0; j < cols; j++) {                                           \
+              c[i * ldc + j] = STORE(sum[j]);                                              \
+              sum[j] = alpha * LOAD(c[i * ldc + j]);                                       \
+            }                                                                              \
+          for (int64_t j = 0; j < cols; j++) {                                             \
+            if (d) sum[j] += d_scale * LOAD(d[i * ldc + j]);                               \
+            if (r) sum[j] += row_scale * LOAD(r[j]);                                       \
+          }                                                                                \
+          ember_activate_float(sum, cols, activation);                                     \
+          for (int64_t j = 0; j < cols; j++) out[i * ldc + j] = STORE(sum[j]);             \
+        }                                                                                  \
+      }                                                                                    \
     })                                                                                     \
   }
 
@@ -459,4 +521,8 @@ EMBER_DEFINE_TILE(ember_f32, ember_bf16_wide, uint16_t, float, ember_bf16_to_f32
 EMBER_DEFINE_PACKED(ember_f32, ember_bf16_wide, uint16_t, float, ember_bf16_to_f32)
 #endif
 EMBER_DEFINE_OWN_GEMM(ember_own_gemm_bf16, uint16_t, float, ember_bf16_wide, ember_bf16_narrow)
+EMBER_DEFINE_OWN_GEMM_16_BIT_RESULTS(ember_own_gemm_bf16_bf16, ember_bf16_wide, ember_bf16_narrow,
+                                     ember_bf16_to_f32, ember_f32_to_bf16)
+EMBER_DEFINE_OWN_GEMM_16_BIT_RESULTS(ember_own_gemm_f16_f16, ember_f16_wide, ember_f16_narrow,
+                                     ember_f16_to_f32, ember_f32_to_f16)
 #endif
