@@ -28,7 +28,7 @@ and unused values are never computed. Every boundary records why it exists.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ember.codegen import access, indexing as ix
@@ -417,10 +417,10 @@ class _Fuser:
         if len(index_set) > 1:
             return f"{name} result is needed at several positions by its consumer"
         free = ix.index_syms(next(iter(index_set)))
-        rank = len(free)
         if not free <= set(group.syms):
             return f"{name} result is needed inside another reduction's loop"
-        if free != set(group.syms[:rank]):
+        rank = _row_rank(free, group.syms)
+        if rank is None:
             return (f"the consumer reads the {name} result along axes it iterates inside "
                     "its rows (e.g. a column reduction used row by row)")
         if group.outer_rank is not None and group.outer_rank != rank:
@@ -452,7 +452,7 @@ class _Fuser:
             self.loaded_by_calls.add(atom)
         for index in index_set:
             if kind == "reduction" and group.outer_rank is None:
-                group.outer_rank = len(ix.index_syms(index))
+                group.outer_rank = _row_rank(ix.index_syms(index), group.syms)
             for atom, operand_index in access.operand_demands(eqn, index):
                 if isinstance(atom, Var) and not isinstance(atom, Literal):
                     self.demands.setdefault(atom, {}).setdefault(group, set()).add(operand_index)
@@ -466,6 +466,17 @@ class _Fuser:
             return f"result used by {users} kernels"
         return ("its consumer reads it through a view or reduces it (a GEMM epilogue is "
                 "elementwise over the whole product)")
+
+
+def _row_rank(free: frozenset[ix.Sym], syms: Sequence[ix.Sym]) -> int | None:
+    """How many leading loops of a kernel over ``syms`` are the rows of a reduction
+    whose result it reads at an index over ``free``; None when those are not leading.
+    A loop of extent 1 runs once, so the index may leave it out (a reshape that adds or
+    drops a size-1 axis reads it as 0)."""
+    rank = max((k + 1 for k, sym in enumerate(syms) if sym in free), default=0)
+    if all(sym in free or sym.extent == 1 for sym in syms[:rank]):
+        return rank
+    return None
 
 
 # --- sibling fusion and ordering -----------------------------------------------------

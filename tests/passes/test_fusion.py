@@ -75,6 +75,21 @@ def test_softmax_over_rows_is_one_row_wise_kernel(softmax):
     assert schedule.groups[0].outer_rank == 1
 
 
+@pytest.mark.parametrize("shape", [(1, 4, 8, 16), (4, 1, 8, 16), (1, 1, 8, 16)])
+def test_softmax_with_axes_of_size_one_is_still_one_row_wise_kernel(shape):
+    # A reshape that adds the keepdims axis reads a size-1 batch axis as 0, not as its
+    # loop variable: that loop runs once, so it still belongs to the rows.
+    v = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+    for softmax in (nn.softmax, layernorm_of_rows):
+        schedule = schedule_of(softmax, v)
+        assert kinds(schedule) == ["loop"]
+        assert schedule.groups[0].outer_rank == 3
+
+
+def layernorm_of_rows(v):
+    return layernorm(v, np.ones(v.shape[-1], np.float32), np.zeros(v.shape[-1], np.float32))
+
+
 def test_softmax_keeps_its_exponentials_for_the_output_loop():
     (ops,) = kernel_ops(schedule_of(nn.softmax, x))
     assert ops.count("exp") == 1
