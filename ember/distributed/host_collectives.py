@@ -14,7 +14,7 @@ import numpy as np
 
 from ember.distributed.state import current
 
-__all__ = ["allgather", "barrier", "broadcast", "reduce_in_order"]
+__all__ = ["allgather", "alltoall", "barrier", "broadcast", "reduce_in_order"]
 
 
 def _describe(op: str, array: np.ndarray, ranks: Sequence[int], what: str) -> str:
@@ -43,6 +43,22 @@ def allgather(array: np.ndarray, ranks: Sequence[int], what: str = "") -> np.nda
         return out
     comm = job.communicator(ranks)
     job.guard.run(description, lambda: comm.Allgather(_bytes(array), _bytes_out(out)))
+    return out
+
+
+def alltoall(array: np.ndarray, ranks: Sequence[int], what: str = "") -> np.ndarray:
+    """Block j of ``array`` (split into ``len(ranks)`` equal blocks on axis 0) goes to
+    the process ``ranks[j]``; block i of the result came from ``ranks[i]``."""
+    job = current("all_to_all across processes")
+    ranks = tuple(ranks)
+    array = np.ascontiguousarray(array)
+    description = _describe("alltoall", array, ranks, what)
+    job.guard.check(description, ranks)
+    if len(ranks) == 1:
+        return array
+    out = np.empty_like(array)
+    comm = job.communicator(ranks)
+    job.guard.run(description, lambda: comm.Alltoall(_bytes(array), _bytes_out(out)))
     return out
 
 

@@ -14,7 +14,7 @@ import numpy as np
 from ember.core.primitive import Primitive
 from ember.ops.rules import deflinear, move_batch_axis
 
-__all__ = ["process_extremum_p", "process_gather_p", "process_sum_p"]
+__all__ = ["process_all_to_all_p", "process_extremum_p", "process_gather_p", "process_sum_p"]
 
 
 # --- sum (psum): deterministic, in the global order of the shards --------------------
@@ -105,3 +105,49 @@ def _gather_transpose(ct, x, *, ranks, offset, site):
 
 
 deflinear(process_gather_p, _gather_transpose)
+
+
+# --- all_to_all: each destination shard's chunks, from every source shard ---------------
+
+process_all_to_all_p = Primitive("process_all_to_all", effectful=True)
+
+
+@process_all_to_all_p.def_abstract_eval
+def _all_to_all_aval(aval, *, ranks, site):
+    destinations, sources, *rest = aval.shape
+    return aval.update(shape=(destinations // len(ranks), sources * len(ranks), *rest))
+
+
+@process_all_to_all_p.def_impl
+def _all_to_all_impl(x, *, ranks, site):
+    """[every destination, this process's sources, ...] -> [this process's
+    destinations, every source, ...]: the destinations of process ``ranks[j]`` are
+    block j of axis 0, and the blocks received come in the order of ``ranks``."""
+    from ember.distributed.host_collectives import alltoall
+
+    x = np.asarray(x)
+    count = len(ranks)
+    destinations, sources, *rest = x.shape
+    mine = destinations // count
+    received = alltoall(x, ranks, site).reshape(count, mine, sources, *rest)
+    return received.swapaxes(0, 1).reshape(mine, count * sources, *rest)
+
+
+@process_all_to_all_p.def_batch
+def _all_to_all_batch(values, dims, *, ranks, site):
+    (x,), (dim,) = values, dims
+    return process_all_to_all_p.bind(move_batch_axis(x, dim, 2, np.shape(x)[dim]),
+                                     ranks=ranks, site=site), 2
+
+
+def _all_to_all_transpose(ct, x, *, ranks, site):
+    """The same exchange with the roles of destination and source swapped."""
+    from ember.ops.structural import transpose
+
+    def swap(value):
+        return transpose(value, (1, 0, *range(2, len(value.aval.shape))))
+
+    return [swap(process_all_to_all_p.bind(swap(ct), ranks=ranks, site=site))]
+
+
+deflinear(process_all_to_all_p, _all_to_all_transpose)

@@ -62,6 +62,13 @@ class ProcessSpan:
         return process_gather_p.bind(stacked, ranks=self.ranks, offset=self.offset,
                                      site=self._site("all_gather"))
 
+    def exchange(self, x: Any) -> Any:
+        """``x``: [every destination shard, this process's source shards, ...]; the
+        result: [this process's destination shards, every source shard, ...]."""
+        from ember.distributed.process_collectives import process_all_to_all_p
+
+        return process_all_to_all_p.bind(x, ranks=self.ranks, site=self._site("all_to_all"))
+
     def mine(self, x: Any, axis: int) -> Any:
         """This process's shards of ``x``, whose axis ``axis`` runs over all shards."""
         from ember.ops.structural import slice_in_dim
