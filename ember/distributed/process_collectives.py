@@ -9,12 +9,15 @@ each one, in program order.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ember.core.primitive import Primitive
 from ember.ops.rules import deflinear, move_batch_axis
 
-__all__ = ["process_all_to_all_p", "process_extremum_p", "process_gather_p", "process_sum_p"]
+__all__ = ["merged_sums", "process_all_to_all_p", "process_extremum_p", "process_gather_p",
+           "process_sum_p", "process_sums_p"]
 
 
 # --- sum (psum): deterministic, in the global order of the shards --------------------
@@ -43,6 +46,41 @@ def _sum_transpose(ct, x, *, ranks, site):
 
 
 deflinear(process_sum_p, _sum_transpose)
+
+
+# --- several sums in one collective (made by ember.distributed.bucketing) ---------------
+
+process_sums_p = Primitive("process_sums", multiple_results=True, effectful=True)
+process_sums_p.def_abstract_eval(
+    lambda *avals, ranks, site: [a.update(shape=a.shape[1:]) for a in avals])
+for _rule in ("jvp", "transpose", "batch"):
+    process_sums_p.waive(_rule, "made from process_sum by a graph pass, after every "
+                                "transformation")
+
+
+@process_sums_p.def_impl
+def _sums_impl(*xs, ranks, site):
+    """Every operand's contributions side by side in one buffer, reduced at once:
+    each element still sums its contributions in the same order."""
+    from ember.distributed.host_collectives import reduce_in_order
+
+    xs = [np.asarray(x) for x in xs]
+    local = xs[0].shape[0]
+    total = reduce_in_order(np.concatenate([x.reshape(local, -1) for x in xs], axis=1),
+                            ranks, "sum", site)
+    ends = np.cumsum([x[0].size for x in xs])[:-1]
+    return [part.reshape(x.shape[1:]) for part, x in zip(np.split(total, ends), xs)]
+
+
+def merged_sums(eqns: list) -> Any:
+    """One ``process_sums`` equation doing the ``process_sum`` equations ``eqns``."""
+    from ember.ir.graph import Eqn
+
+    first = eqns[0]
+    site = f"{len(eqns)} psums, the first {first.params['site']}"
+    return Eqn(process_sums_p, [e.inputs[0] for e in eqns],
+               [e.outputs[0] for e in eqns], {"ranks": first.params["ranks"], "site": site},
+               first.source)
 
 
 # --- max and min (pmax, pmin): exact in any order --------------------------------------
