@@ -1,6 +1,7 @@
 """Every collective over mesh axes that cross processes gives, bit for bit, what one
 process of 8 devices gives: all_to_all (tiled and not, on 1-D and 2-D meshes, and its
-gradient from inside and outside shard_map) among them."""
+gradient from inside and outside shard_map) among them, and sums and gathers both of
+data small enough to travel with the processes' meeting and of larger data."""
 from __future__ import annotations
 
 import json
@@ -29,7 +30,7 @@ def runs(tmp_path_factory):
 
 def test_all_to_all_semantics_in_one_process(runs):
     x = np.random.default_rng(0).standard_normal((8, 16)).astype(np.float32)
-    one = {k: np.array(v, np.float32) for k, v in runs["1x8"].items()}
+    one = {k: np.array(v, np.float32) for k, v in runs["1x8"].items() if isinstance(v, list)}
     np.testing.assert_array_equal(one["all_to_all_identity"], x)
     np.testing.assert_array_equal(one["all_to_all_round_trip"], x)
     # shard i's chunk j lands in shard j, at place i

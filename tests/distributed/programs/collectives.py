@@ -2,6 +2,7 @@
 8 CPU devices of `ember launch` (also run as one process of 8 devices): process 0
 writes each result, gathered whole, to the JSON file named by the first argument, so
 the test can compare the splits of the mesh among processes bit for bit."""
+import hashlib
 import json
 import sys
 
@@ -64,6 +65,15 @@ results = {
     "all_to_all_grid_b": run(grid, lambda v: lax.all_to_all(v, "b", 0, 1, tiled=True),
                              P("a", "b"), P("a", "b"), cube, (2, 32, 6)),
 }
+
+# more than a meeting's signature carries: the data moves in MPI collectives of its own
+# (sums: a reduce-scatter whose chunks need padding, here; gathers: an Allgather)
+wide = rng.standard_normal((8, 16387)).astype(np.float32)
+for name, body, spec in [("psum_large", lambda v: lax.psum(v, "i"), P()),
+                         ("ppermute_large", lambda v: lax.ppermute(v, "i", shift), P("i"))]:
+    shape = (1, 16387) if spec == P() else wide.shape
+    value = np.asarray(run(line, body, P("i"), spec, wide, shape), np.float32)
+    results[name] = hashlib.sha256(value.tobytes()).hexdigest()
 
 
 # the gradient of a loss through all_to_all, inside shard_map (its transpose runs too)
