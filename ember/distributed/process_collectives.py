@@ -189,3 +189,10 @@ def _all_to_all_transpose(ct, x, *, ranks, site):
 
 
 deflinear(process_all_to_all_p, _all_to_all_transpose)
+
+
+# The partitioner never sees them: shard_map's per-device program makes them, in a
+# mesh's process view.
+for _prim in (process_sum_p, process_sums_p, process_extremum_p, process_gather_p,
+              process_all_to_all_p):
+    _prim.waive("sharding", "a per-process step of a shard_map across processes")
