@@ -1,9 +1,10 @@
 """Collectives across processes on host (NumPy) arrays, through MPI.
 
 Every one meets its peers first (``Guard.check``), then moves bytes with one or two
-MPI collectives; data of up to ``INLINE_BYTES`` comes with the meeting instead. Data moves as raw bytes, so any dtype works (bfloat16 too); sums are
-computed here in a fixed order, the global order of the contributions, so the result
-is bitwise the same however the contributions are split among processes.
+MPI collectives; data of up to ``INLINE_BYTES`` comes with the meeting instead. Data
+moves as raw bytes, so any dtype works (bfloat16 too); sums are computed here in a fixed
+order, the global order of the contributions, so the result is bitwise the same however
+the contributions are split among processes.
 """
 from __future__ import annotations
 

@@ -12,9 +12,10 @@ truncated, corrupted, half-written or planted file is rebuilt, never loaded. Bui
 under an exclusive ``flock`` on ``<key>.lock``: when several processes miss at once (the
 ranks of a job on one host, compiling the same program), one builds and the others wait
 and then find its result, for at most ``config.cache_wait_timeout`` seconds; a process
-that waited longer builds a private copy, outside the cache, rather than wait on. Artifact and sidecar are written to
-temporary files and moved into place with ``os.replace`` (artifact first, then sidecar),
-so a reader never sees a partial file and a killed process leaves no valid-looking entry.
+that waited longer builds a private copy, outside the cache, rather than wait on.
+Artifact and sidecar are written to temporary files and moved into place with
+``os.replace`` (artifact first, then sidecar), so a reader never sees a partial file and
+a killed process leaves no valid-looking entry.
 Nothing is fsynced (each fsync cost milliseconds on a cold compile): after a crash of
 the machine, an artifact whose data did not reach the disk no longer matches its
 sidecar, or the sidecar is missing or empty, so the entry is rebuilt.
