@@ -11,7 +11,8 @@ runs the same pass on the same program, so all of them merge alike.
 
 The merged equation goes where its last member was; the equations that read an earlier
 member's result and came before that point move after it (a topological order that
-otherwise keeps the program's).
+otherwise keeps the program's). A bucket that would make a cycle with the buckets
+merged before it stays apart.
 """
 from __future__ import annotations
 
@@ -26,10 +27,15 @@ __all__ = ["bucket_process_sums"]
 def bucket_process_sums(graph: Graph) -> Graph:
     from ember.distributed.process_collectives import process_sum_p
 
-    buckets = _buckets(graph, process_sum_p)
-    if all(len(members) == 1 for members in buckets):
-        return graph
-    return graph.replace(eqns=_ordered(graph.eqns, [b for b in buckets if len(b) > 1]))
+    accepted: list[list[int]] = []
+    order = None
+    for bucket in _buckets(graph, process_sum_p):
+        if len(bucket) > 1:
+            tried = _ordered(graph.eqns, [*accepted, bucket])
+            if tried is not None:  # (else it would close a cycle with those before)
+                accepted.append(bucket)
+                order = tried
+    return graph if order is None else graph.replace(eqns=order)
 
 
 def _buckets(graph: Graph, sum_p: Any) -> list[list[int]]:
@@ -59,10 +65,12 @@ def _buckets(graph: Graph, sum_p: Any) -> list[list[int]]:
     return buckets
 
 
-def _ordered(eqns: list[Eqn], buckets: list[list[int]]) -> list[Eqn]:
+def _ordered(eqns: list[Eqn], buckets: list[list[int]]) -> list[Eqn] | None:
     """The equations with each bucket merged, in a topological order that keeps the
     original one where it can (each node at its position; a bucket at its last
-    member's)."""
+    member's); None when there is none. The members of one bucket never depend on one
+    another, but two buckets can each read the other's results: A1 -> B1 and B2 -> A2
+    make {A1, A2} and {B1, B2} a cycle."""
     from ember.distributed.process_collectives import merged_sums
 
     bucket_of = {i: b for b, members in enumerate(buckets) for i in members}
@@ -89,5 +97,4 @@ def _ordered(eqns: list[Eqn], buckets: list[list[int]]) -> list[Eqn]:
             waiting[reader] -= 1
             if not waiting[reader]:
                 heapq.heappush(ready, (nodes[reader][0], reader))
-    assert len(order) == len(nodes), "bucketing made a cycle"  # excluded by _buckets
-    return order
+    return order if len(order) == len(nodes) else None

@@ -50,3 +50,19 @@ def test_a_program_without_two_independent_sums_is_unchanged():
     graph = trace_to_graph(lambda a: [_sum(jnp.exp(_sum(a))[None])],
                            [ShapedArray((2, 3), np.float32)])
     assert bucket_process_sums(graph) is graph
+
+
+def test_buckets_that_would_read_each_other_are_not_both_merged():
+    def step(a, b):
+        a1 = _sum(a)
+        b2 = _sum(b, ranks=(0, 2))
+        b1 = _sum(jnp.tanh(a1)[None], ranks=(0, 2))  # {b1, b2} reads a1 ...
+        a2 = _sum(jnp.exp(b2)[None])  # ... and {a1, a2} reads b2
+        return [a2, b1]
+
+    avals = [ShapedArray((1, 3), np.float32)] * 2  # one contribution each, as b1's, a2's
+    graph = trace_to_graph(lambda *xs: step(*xs), avals)
+    merged = bucket_process_sums(graph)
+    verify(merged)
+    assert sorted(_collectives(merged)) == [("process_sum", 1), ("process_sum", 1),
+                                            ("process_sums", 2)]
