@@ -16,8 +16,8 @@ import numpy as np
 from ember.core.primitive import Primitive
 from ember.ops.rules import deflinear, move_batch_axis
 
-__all__ = ["merged_sums", "process_all_to_all_p", "process_extremum_p", "process_gather_p",
-           "process_sum_p", "process_sums_p"]
+__all__ = ["merged", "process_all_to_all_p", "process_extremum_p", "process_gather_p",
+           "process_gathers_p", "process_sum_p", "process_sums_p"]
 
 
 # --- sum (psum): deterministic, in the global order of the shards --------------------
@@ -70,17 +70,6 @@ def _sums_impl(*xs, ranks, site):
                             ranks, "sum", site)
     ends = np.cumsum([x[0].size for x in xs])[:-1]
     return [part.reshape(x.shape[1:]) for part, x in zip(np.split(total, ends), xs)]
-
-
-def merged_sums(eqns: list) -> Any:
-    """One ``process_sums`` equation doing the ``process_sum`` equations ``eqns``."""
-    from ember.ir.graph import Eqn
-
-    first = eqns[0]
-    site = f"{len(eqns)} psums, the first {first.params['site']}"
-    return Eqn(process_sums_p, [e.inputs[0] for e in eqns],
-               [e.outputs[0] for e in eqns], {"ranks": first.params["ranks"], "site": site},
-               first.source)
 
 
 # --- max and min (pmax, pmin): exact in any order --------------------------------------
@@ -145,6 +134,42 @@ def _gather_transpose(ct, x, *, ranks, offset, site):
 deflinear(process_gather_p, _gather_transpose)
 
 
+# --- several gathers in one collective (made by ember.distributed.bucketing) ------------
+
+process_gathers_p = Primitive("process_gathers", multiple_results=True, effectful=True)
+process_gathers_p.def_abstract_eval(
+    lambda *avals, ranks, offset, site: [
+        a.update(shape=(a.shape[0] * len(ranks), *a.shape[1:])) for a in avals])
+for _rule in ("jvp", "transpose", "batch"):
+    process_gathers_p.waive(_rule, "made from process_gather by a graph pass, after every "
+                                   "transformation")
+
+
+@process_gathers_p.def_impl
+def _gathers_impl(*xs, ranks, offset, site):
+    from ember.distributed.host_collectives import allgather
+
+    xs = [np.asarray(x) for x in xs]
+    local = xs[0].shape[0]
+    every = allgather(np.concatenate([x.reshape(local, -1) for x in xs], axis=1), ranks,
+                      site)  # [process, its contribution, every operand's elements]
+    ends = np.cumsum([x[0].size for x in xs])[:-1]
+    return [part.reshape(len(ranks) * local, *x.shape[1:])
+            for part, x in zip(np.split(every, ends, axis=2), xs)]
+
+
+def merged(eqns: list) -> Any:
+    """One equation doing the ``process_sum`` (or ``process_gather``) equations
+    ``eqns``, which share their params but the site."""
+    from ember.ir.graph import Eqn
+
+    first = eqns[0]
+    many = {process_sum_p: process_sums_p, process_gather_p: process_gathers_p}[first.prim]
+    site = f"{len(eqns)} collectives, the first {first.params['site']}"
+    return Eqn(many, [e.inputs[0] for e in eqns], [e.outputs[0] for e in eqns],
+               {**first.params, "site": site}, first.source)
+
+
 # --- all_to_all: each destination shard's chunks, from every source shard ---------------
 
 process_all_to_all_p = Primitive("process_all_to_all", effectful=True)
@@ -194,5 +219,5 @@ deflinear(process_all_to_all_p, _all_to_all_transpose)
 # The partitioner never sees them: shard_map's per-device program makes them, in a
 # mesh's process view.
 for _prim in (process_sum_p, process_sums_p, process_extremum_p, process_gather_p,
-              process_all_to_all_p):
+              process_gathers_p, process_all_to_all_p):
     _prim.waive("sharding", "a per-process step of a shard_map across processes")

@@ -17,7 +17,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from ember.distributed.bucketing import bucket_process_sums
+from ember.distributed.bucketing import bucket_collectives
 from ember.errors import EmberValueError
 from ember.sharding.mesh import Mesh
 
@@ -199,8 +199,8 @@ def install() -> None:
     shard_map.process_view = view_of
     collectives.process_span = span_of
     for passes in _bucketing_pipelines():
-        if bucket_process_sums not in passes:
-            passes.append(bucket_process_sums)
+        if bucket_collectives not in passes:
+            passes.append(bucket_collectives)
 
 
 def uninstall() -> None:
@@ -210,8 +210,8 @@ def uninstall() -> None:
     shard_map.process_view = lambda mesh: None
     collectives.process_span = lambda axis_name: None
     for passes in _bucketing_pipelines():
-        if bucket_process_sums in passes:
-            passes.remove(bucket_process_sums)
+        if bucket_collectives in passes:
+            passes.remove(bucket_collectives)
 
 
 def _bucketing_pipelines() -> list[list]:

@@ -9,8 +9,9 @@ import numpy as np
 import ember.numpy as jnp
 from ember.core.abstract import ShapedArray
 from ember.core.staging import trace_to_graph
-from ember.distributed.bucketing import bucket_process_sums
-from ember.distributed.process_collectives import process_sum_p, process_sums_p
+from ember.distributed.bucketing import bucket_collectives
+from ember.distributed.process_collectives import (
+    process_gather_p, process_gathers_p, process_sum_p, process_sums_p)
 from ember.ir.verifier import verify
 
 
@@ -20,7 +21,7 @@ def _sum(x, ranks=(0, 1), site="psum"):
 
 def _collectives(graph):
     return [(e.prim.name, len(e.inputs)) for e in graph.eqns
-            if e.prim in (process_sum_p, process_sums_p)]
+            if e.prim in (process_sum_p, process_sums_p, process_gather_p, process_gathers_p)]
 
 
 def test_independent_sums_become_one_and_dependent_ones_stay_apart():
@@ -37,7 +38,7 @@ def test_independent_sums_become_one_and_dependent_ones_stay_apart():
              ShapedArray((2, 3), np.float32)]
     graph = trace_to_graph(lambda *xs: step(*xs), avals)
     assert len(_collectives(graph)) == 5
-    merged = bucket_process_sums(graph)
+    merged = bucket_collectives(graph)
     verify(merged)
     assert sorted(_collectives(merged)) == [("process_sum", 1), ("process_sum", 1),
                                             ("process_sums", 3)]
@@ -49,7 +50,7 @@ def test_independent_sums_become_one_and_dependent_ones_stay_apart():
 def test_a_program_without_two_independent_sums_is_unchanged():
     graph = trace_to_graph(lambda a: [_sum(jnp.exp(_sum(a))[None])],
                            [ShapedArray((2, 3), np.float32)])
-    assert bucket_process_sums(graph) is graph
+    assert bucket_collectives(graph) is graph
 
 
 def test_buckets_that_would_read_each_other_are_not_both_merged():
@@ -62,7 +63,19 @@ def test_buckets_that_would_read_each_other_are_not_both_merged():
 
     avals = [ShapedArray((1, 3), np.float32)] * 2  # one contribution each, as b1's, a2's
     graph = trace_to_graph(lambda *xs: step(*xs), avals)
-    merged = bucket_process_sums(graph)
+    merged = bucket_collectives(graph)
     verify(merged)
     assert sorted(_collectives(merged)) == [("process_sum", 1), ("process_sum", 1),
                                             ("process_sums", 2)]
+
+
+def test_independent_gathers_become_one_apart_from_the_sums():
+    def forward(w, b):  # FSDP: every parameter gathered, then used
+        gather = lambda v: process_gather_p.bind(v, ranks=(0, 1), offset=0, site="g")  # noqa: E731
+        whole_w, whole_b = gather(w), gather(b)
+        return [_sum((whole_w * 2.0).sum(axis=1)[None] + whole_b[None])]
+
+    avals = [ShapedArray((2, 3), np.float32), ShapedArray((2,), np.float32)]
+    merged = bucket_collectives(trace_to_graph(lambda *xs: forward(*xs), avals))
+    verify(merged)
+    assert _collectives(merged) == [("process_gathers", 2), ("process_sum", 1)]
