@@ -59,6 +59,9 @@ FLAGS: dict[str, Flag] = {
              env_alias="EMBER_DUMP"),
         Flag("cache_dir", None, _parse_optional_str,
              "Directory of the persistent compile cache (default: the user's cache directory)."),
+        Flag("cache_wait_timeout", 300.0, float,
+             "Seconds a process waits for another one (a rank of the same job, say) that "
+             "is building the compile-cache entry it needs; then it builds its own copy."),
         Flag("log", "", str,
              "Comma-separated log topics: 'compile' prints the time of every compiler stage."),
         Flag("log_level", "WARNING", str, "Level of the 'ember' logger."),

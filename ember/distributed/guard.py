@@ -2,7 +2,9 @@
 
 Before the data moves, each process sends its peers a small signature of the collective
 it is at (its sequence number, operation, shape and dtype) and waits for theirs, while
-it watches for notices from processes that raised or exited. So processes that run
+it watches for notices from processes that raised or exited. A small collective's data
+(up to ``INLINE_BYTES``) rides along with the signature, so it takes one meeting, not
+two; a peer reads it only once the signatures agree. So processes that run
 different programs get an error naming the mismatch, a process that is gone is named
 within ``config.distributed_timeout`` seconds, and MPI's process-failure reports (Open
 MPI's ULFM, which ``ember launch`` turns on) name a process killed mid-step. All of it
@@ -22,9 +24,11 @@ from ember.distributed.errors import DistributedError, PeerFailedError
 __all__ = ["Guard"]
 
 SIGNATURE_BYTES = 512
+INLINE_BYTES = 1 << 16  # data sent with the signature; every receive has room for it
 TAG_SIGNATURE = 7001
 TAG_NOTICE = 7002
 _POLL_SECONDS = 0.0002
+_BUSY_SECONDS = 0.0005
 _SPIN_SECONDS = 0.005
 
 
@@ -46,18 +50,25 @@ class Guard:
         self.gone: set[int] = set()
 
     # --- meeting at a collective ----------------------------------------------------
-    def check(self, what: str, peers: Sequence[int]) -> None:
+    def check(self, what: str, peers: Sequence[int],
+              payload: bytes | None = None) -> dict[int, memoryview]:
         """Meet ``peers`` (ranks of the job) at the collective ``what``; raise a
-        DistributedError if one of them is elsewhere, failed, exited or too late."""
+        DistributedError if one of them is elsewhere, failed, exited or too late.
+        ``payload`` (at most ``INLINE_BYTES``) goes to every peer with the signature;
+        returns each peer's (empty without one)."""
         self.seq += 1
         self._read_notices(what, ())
         others = [p for p in peers if p != self.rank]
         if not others:
-            return
-        mine = _record(self.seq, what)
+            return {}
+        payload = payload or b""
+        if len(payload) > INLINE_BYTES:
+            raise ValueError(f"a payload of {len(payload)} bytes does not fit with a "
+                             f"signature (at most {INLINE_BYTES})")
+        mine = _record(self.seq, what, len(payload)) + payload
         for peer in others:
             self._send(mine, peer, TAG_SIGNATURE)
-        buffers = {p: bytearray(SIGNATURE_BYTES) for p in others}
+        buffers = {p: bytearray(SIGNATURE_BYTES + INLINE_BYTES) for p in others}
         pending = {p: self.control.Irecv(buffers[p], source=p, tag=TAG_SIGNATURE)
                    for p in others}
         timeout = float(config.distributed_timeout)
@@ -67,7 +78,7 @@ class Guard:
             for peer, request in list(pending.items()):
                 if self._test(request, what):
                     del pending[peer]
-                    self._compare(peer, buffers[peer], what)
+                    self._compare(peer, buffers[peer], what, len(payload))
             if not pending:
                 break
             self._read_notices(what, pending)
@@ -77,11 +88,16 @@ class Guard:
                     f"rank {late} did not reach collective #{self.seq} ({what}) within "
                     f"{timeout:g} s (ember.config distributed_timeout); this is rank "
                     f"{self.rank}. A process may be stuck, or run a different program")
-            if time.monotonic() - start < _SPIN_SECONDS:
-                os.sched_yield()  # peers usually come within microseconds
+            waited = time.monotonic() - start
+            if waited < _BUSY_SECONDS:
+                continue  # peers usually come within microseconds: keep the core
+            if waited < _SPIN_SECONDS:
+                os.sched_yield()
             else:
                 time.sleep(_POLL_SECONDS)
         self._prune_sends()
+        end = SIGNATURE_BYTES + len(payload)  # (the signatures agree on the size)
+        return {p: memoryview(buffers[p])[SIGNATURE_BYTES:end] for p in others}
 
     def run(self, what: str, operation: Callable[[], Any]) -> Any:
         """Run an MPI data operation; a peer that dies during it is named."""
@@ -174,9 +190,10 @@ class Guard:
         except self.MPI.Exception as error:
             raise self._failure(what, error) from None
 
-    def _compare(self, peer: int, buffer: bytearray, what: str) -> None:
-        theirs = json.loads(bytes(buffer).rstrip(b"\0").decode())
-        if theirs["seq"] != self.seq or theirs["what"] != _short(what):
+    def _compare(self, peer: int, buffer: bytearray, what: str, size: int) -> None:
+        theirs = json.loads(bytes(buffer[:SIGNATURE_BYTES]).rstrip(b"\0").decode())
+        if (theirs["seq"] != self.seq or theirs["what"] != _short(what)
+                or theirs["bytes"] != size):
             raise DistributedError(
                 f"processes disagree at a collective: rank {self.rank} is at collective "
                 f"#{self.seq}: {_short(what)}, but rank {peer} is at collective "
@@ -210,8 +227,8 @@ def _short(what: str) -> str:
     return what if len(what) <= 400 else what[:400] + "..."
 
 
-def _record(seq: int, what: str) -> bytes:
-    record = json.dumps({"seq": seq, "what": _short(what)}).encode()
+def _record(seq: int, what: str, size: int) -> bytes:
+    record = json.dumps({"seq": seq, "what": _short(what), "bytes": size}).encode()
     return record.ljust(SIGNATURE_BYTES, b"\0")[:SIGNATURE_BYTES]
 
 

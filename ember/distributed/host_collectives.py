@@ -1,9 +1,10 @@
 """Collectives across processes on host (NumPy) arrays, through MPI.
 
 Every one meets its peers first (``Guard.check``), then moves bytes with one or two
-MPI collectives. Data moves as raw bytes, so any dtype works (bfloat16 too); sums are
-computed here in a fixed order, the global order of the contributions, so the result
-is bitwise the same however the contributions are split among processes.
+MPI collectives; data of up to ``INLINE_BYTES`` comes with the meeting instead. Data
+moves as raw bytes, so any dtype works (bfloat16 too); sums are computed here in a fixed
+order, the global order of the contributions, so the result is bitwise the same however
+the contributions are split among processes.
 """
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ from typing import Sequence
 
 import numpy as np
 
+from ember.distributed.guard import INLINE_BYTES
 from ember.distributed.state import current
 
-__all__ = ["allgather", "barrier", "broadcast", "reduce_in_order"]
+__all__ = ["allgather", "alltoall", "barrier", "broadcast", "reduce_in_order"]
 
 
 def _describe(op: str, array: np.ndarray, ranks: Sequence[int], what: str) -> str:
@@ -36,13 +38,40 @@ def allgather(array: np.ndarray, ranks: Sequence[int], what: str = "") -> np.nda
     ranks = tuple(ranks)
     array = np.ascontiguousarray(array)
     description = _describe("allgather", array, ranks, what)
+    if array.nbytes <= INLINE_BYTES or len(ranks) == 1:
+        return _inline(job.guard, description, array, ranks)
     job.guard.check(description, ranks)
     out = np.empty((len(ranks), *array.shape), array.dtype)
-    if len(ranks) == 1:
-        out[0] = array
-        return out
     comm = job.communicator(ranks)
     job.guard.run(description, lambda: comm.Allgather(_bytes(array), _bytes_out(out)))
+    return out
+
+
+def _inline(guard, description: str, array: np.ndarray,
+            ranks: tuple[int, ...]) -> np.ndarray:
+    """``array`` of every process of ``ranks``, stacked in their order: sent with the
+    meeting's signatures (one step)."""
+    received = guard.check(description, ranks, array.tobytes() if len(ranks) > 1 else None)
+    out = np.empty((len(ranks), *array.shape), array.dtype)
+    for row, rank in zip(out, ranks):
+        row[...] = array if rank == guard.rank else np.frombuffer(
+            received[rank], array.dtype).reshape(array.shape)
+    return out
+
+
+def alltoall(array: np.ndarray, ranks: Sequence[int], what: str = "") -> np.ndarray:
+    """Block j of ``array`` (split into ``len(ranks)`` equal blocks on axis 0) goes to
+    the process ``ranks[j]``; block i of the result came from ``ranks[i]``."""
+    job = current("all_to_all across processes")
+    ranks = tuple(ranks)
+    array = np.ascontiguousarray(array)
+    description = _describe("alltoall", array, ranks, what)
+    job.guard.check(description, ranks)
+    if len(ranks) == 1:
+        return array
+    out = np.empty_like(array)
+    comm = job.communicator(ranks)
+    job.guard.run(description, lambda: comm.Alltoall(_bytes(array), _bytes_out(out)))
     return out
 
 
@@ -58,21 +87,18 @@ def reduce_in_order(stacked: np.ndarray, ranks: Sequence[int], op: str = "sum",
     holds this process's contributions on axis 0, the processes of ``ranks`` come in
     that order. A reduce-scatter (MPI Alltoall) gives each process one chunk of every
     contribution, which it reduces in order; an Allgather shares the chunks. Small
-    buffers are gathered whole and reduced in order on every process (one step)."""
+    buffers come whole with the meeting and are reduced in order on every process."""
     job = current("a reduction across processes")
     ranks = tuple(ranks)
     stacked = np.ascontiguousarray(stacked)
     local, shape = stacked.shape[0], stacked.shape[1:]
     description = _describe(f"reduce({op})", stacked, ranks, what)
-    job.guard.check(description, ranks)
     count = len(ranks)
-    if count == 1:
-        return _reduce_rows(stacked, op)
-    comm = job.communicator(ranks)
-    if stacked.nbytes <= _SMALL_BYTES:  # latency-bound: one Allgather of everything
-        every = np.empty((count, *stacked.shape), stacked.dtype)
-        job.guard.run(description, lambda: comm.Allgather(_bytes(stacked), _bytes_out(every)))
+    if stacked.nbytes <= INLINE_BYTES or count == 1:  # latency-bound: with the meeting
+        every = _inline(job.guard, description, stacked, ranks)
         return _reduce_rows(every.reshape(count * local, *shape), op)
+    job.guard.check(description, ranks)
+    comm = job.communicator(ranks)
     n = math.prod(shape)
     chunk = -(-n // count)
     flat = stacked.reshape(local, n)
@@ -89,7 +115,6 @@ def reduce_in_order(stacked: np.ndarray, ranks: Sequence[int], op: str = "sum",
     return chunks.reshape(-1)[:n].reshape(shape)
 
 
-_SMALL_BYTES = 1 << 16
 _REDUCERS = {"sum": np.add, "max": np.maximum, "min": np.minimum}
 
 

@@ -9,12 +9,15 @@ each one, in program order.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ember.core.primitive import Primitive
 from ember.ops.rules import deflinear, move_batch_axis
 
-__all__ = ["process_extremum_p", "process_gather_p", "process_sum_p"]
+__all__ = ["merged", "process_all_to_all_p", "process_extremum_p", "process_gather_p",
+           "process_gathers_p", "process_sum_p", "process_sums_p"]
 
 
 # --- sum (psum): deterministic, in the global order of the shards --------------------
@@ -43,6 +46,30 @@ def _sum_transpose(ct, x, *, ranks, site):
 
 
 deflinear(process_sum_p, _sum_transpose)
+
+
+# --- several sums in one collective (made by ember.distributed.bucketing) ---------------
+
+process_sums_p = Primitive("process_sums", multiple_results=True, effectful=True)
+process_sums_p.def_abstract_eval(
+    lambda *avals, ranks, site: [a.update(shape=a.shape[1:]) for a in avals])
+for _rule in ("jvp", "transpose", "batch"):
+    process_sums_p.waive(_rule, "made from process_sum by a graph pass, after every "
+                                "transformation")
+
+
+@process_sums_p.def_impl
+def _sums_impl(*xs, ranks, site):
+    """Every operand's contributions side by side in one buffer, reduced at once:
+    each element still sums its contributions in the same order."""
+    from ember.distributed.host_collectives import reduce_in_order
+
+    xs = [np.asarray(x) for x in xs]
+    local = xs[0].shape[0]
+    total = reduce_in_order(np.concatenate([x.reshape(local, -1) for x in xs], axis=1),
+                            ranks, "sum", site)
+    ends = np.cumsum([x[0].size for x in xs])[:-1]
+    return [part.reshape(x.shape[1:]) for part, x in zip(np.split(total, ends), xs)]
 
 
 # --- max and min (pmax, pmin): exact in any order --------------------------------------
@@ -105,3 +132,92 @@ def _gather_transpose(ct, x, *, ranks, offset, site):
 
 
 deflinear(process_gather_p, _gather_transpose)
+
+
+# --- several gathers in one collective (made by ember.distributed.bucketing) ------------
+
+process_gathers_p = Primitive("process_gathers", multiple_results=True, effectful=True)
+process_gathers_p.def_abstract_eval(
+    lambda *avals, ranks, offset, site: [
+        a.update(shape=(a.shape[0] * len(ranks), *a.shape[1:])) for a in avals])
+for _rule in ("jvp", "transpose", "batch"):
+    process_gathers_p.waive(_rule, "made from process_gather by a graph pass, after every "
+                                   "transformation")
+
+
+@process_gathers_p.def_impl
+def _gathers_impl(*xs, ranks, offset, site):
+    from ember.distributed.host_collectives import allgather
+
+    xs = [np.asarray(x) for x in xs]
+    local = xs[0].shape[0]
+    every = allgather(np.concatenate([x.reshape(local, -1) for x in xs], axis=1), ranks,
+                      site)  # [process, its contribution, every operand's elements]
+    ends = np.cumsum([x[0].size for x in xs])[:-1]
+    return [part.reshape(len(ranks) * local, *x.shape[1:])
+            for part, x in zip(np.split(every, ends, axis=2), xs)]
+
+
+def merged(eqns: list) -> Any:
+    """One equation doing the ``process_sum`` (or ``process_gather``) equations
+    ``eqns``, which share their params but the site."""
+    from ember.ir.graph import Eqn
+
+    first = eqns[0]
+    many = {process_sum_p: process_sums_p, process_gather_p: process_gathers_p}[first.prim]
+    site = f"{len(eqns)} collectives, the first {first.params['site']}"
+    return Eqn(many, [e.inputs[0] for e in eqns], [e.outputs[0] for e in eqns],
+               {**first.params, "site": site}, first.source)
+
+
+# --- all_to_all: each destination shard's chunks, from every source shard ---------------
+
+process_all_to_all_p = Primitive("process_all_to_all", effectful=True)
+
+
+@process_all_to_all_p.def_abstract_eval
+def _all_to_all_aval(aval, *, ranks, site):
+    destinations, sources, *rest = aval.shape
+    return aval.update(shape=(destinations // len(ranks), sources * len(ranks), *rest))
+
+
+@process_all_to_all_p.def_impl
+def _all_to_all_impl(x, *, ranks, site):
+    """[every destination, this process's sources, ...] -> [this process's
+    destinations, every source, ...]: the destinations of process ``ranks[j]`` are
+    block j of axis 0, and the blocks received come in the order of ``ranks``."""
+    from ember.distributed.host_collectives import alltoall
+
+    x = np.asarray(x)
+    count = len(ranks)
+    destinations, sources, *rest = x.shape
+    mine = destinations // count
+    received = alltoall(x, ranks, site).reshape(count, mine, sources, *rest)
+    return received.swapaxes(0, 1).reshape(mine, count * sources, *rest)
+
+
+@process_all_to_all_p.def_batch
+def _all_to_all_batch(values, dims, *, ranks, site):
+    (x,), (dim,) = values, dims
+    return process_all_to_all_p.bind(move_batch_axis(x, dim, 2, np.shape(x)[dim]),
+                                     ranks=ranks, site=site), 2
+
+
+def _all_to_all_transpose(ct, x, *, ranks, site):
+    """The same exchange with the roles of destination and source swapped."""
+    from ember.ops.structural import transpose
+
+    def swap(value):
+        return transpose(value, (1, 0, *range(2, len(value.aval.shape))))
+
+    return [swap(process_all_to_all_p.bind(swap(ct), ranks=ranks, site=site))]
+
+
+deflinear(process_all_to_all_p, _all_to_all_transpose)
+
+
+# The partitioner never sees them: shard_map's per-device program makes them, in a
+# mesh's process view.
+for _prim in (process_sum_p, process_sums_p, process_extremum_p, process_gather_p,
+              process_gathers_p, process_all_to_all_p):
+    _prim.waive("sharding", "a per-process step of a shard_map across processes")

@@ -17,6 +17,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from ember.distributed.bucketing import bucket_collectives
 from ember.errors import EmberValueError
 from ember.sharding.mesh import Mesh
 
@@ -61,6 +62,13 @@ class ProcessSpan:
         stacked = move_batch_axis(x, dim, 0, self.local)
         return process_gather_p.bind(stacked, ranks=self.ranks, offset=self.offset,
                                      site=self._site("all_gather"))
+
+    def exchange(self, x: Any) -> Any:
+        """``x``: [every destination shard, this process's source shards, ...]; the
+        result: [this process's destination shards, every source shard, ...]."""
+        from ember.distributed.process_collectives import process_all_to_all_p
+
+        return process_all_to_all_p.bind(x, ranks=self.ranks, site=self._site("all_to_all"))
 
     def mine(self, x: Any, axis: int) -> Any:
         """This process's shards of ``x``, whose axis ``axis`` runs over all shards."""
@@ -190,6 +198,9 @@ def install() -> None:
 
     shard_map.process_view = view_of
     collectives.process_span = span_of
+    for passes in _bucketing_pipelines():
+        if bucket_collectives not in passes:
+            passes.append(bucket_collectives)
 
 
 def uninstall() -> None:
@@ -198,3 +209,14 @@ def uninstall() -> None:
 
     shard_map.process_view = lambda mesh: None
     collectives.process_span = lambda axis_name: None
+    for passes in _bucketing_pipelines():
+        if bucket_collectives in passes:
+            passes.remove(bucket_collectives)
+
+
+def _bucketing_pipelines() -> list[list]:
+    """The graph pipelines that gradient bucketing joins, last: every backend's but the
+    reference's (the oracle keeps the program as traced)."""
+    from ember.passes.pipeline import GRAPH_PIPELINES
+
+    return [passes for name, passes in GRAPH_PIPELINES.items() if name != "reference"]

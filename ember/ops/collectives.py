@@ -300,19 +300,21 @@ def _all_to_all_batch(values, dims, *, split_axis, concat_axis, **params):
 @all_to_all_p.def_named_batch
 def _all_to_all_named(values, dims, size, *, axis_name, split_axis, concat_axis, tiled,
                       axis_size):
-    """Shard i's chunk j goes to shard j, which concatenates the chunks by source i."""
+    """Shard i's chunk j goes to shard j, which concatenates the chunks by source i.
+    Across processes, each process holds some sources and keeps some destinations."""
     (x,), (dim,) = values, dims
-    if process_span(axis_name) is not None:
-        raise EmberValueError(f"all_to_all over mesh axis {axis_name!r}, which crosses "
-                              "processes, is not supported yet; use all_gather and slice")
     enp = _np()
+    span = process_span(axis_name)
+    total = size if span is None else span.size
     x = _at_front(x, dim, size)  # [source, ...per-shard...]
     split = split_axis + 1
     if tiled:
         shape = list(x.shape)
-        shape[split:split + 1] = [size, shape[split] // size]
+        shape[split:split + 1] = [total, shape[split] // total]
         x = enp.reshape(x, shape)  # [source, ..., destination, chunk, ...]
     x = enp.moveaxis(x, split, 0)  # [destination, source, ...]
+    if span is not None:  # this process's destinations, from every source
+        x = span.exchange(x)
     x = enp.moveaxis(x, 1, concat_axis + 1)  # the sources sit where they concatenate
     if tiled:
         shape = list(x.shape)

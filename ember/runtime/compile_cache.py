@@ -9,10 +9,13 @@ flags, compiler version, target ISA; the caller decides). Two levels:
 
 An artifact on disk counts only when its sidecar exists and matches its content, so a
 truncated, corrupted, half-written or planted file is rebuilt, never loaded. Builds run
-under an exclusive ``flock`` on ``<key>.lock``: when several processes miss at once, one
-builds and the others wait and then find its result. Artifact and sidecar are written to
-temporary files and moved into place with ``os.replace`` (artifact first, then sidecar),
-so a reader never sees a partial file and a killed process leaves no valid-looking entry.
+under an exclusive ``flock`` on ``<key>.lock``: when several processes miss at once (the
+ranks of a job on one host, compiling the same program), one builds and the others wait
+and then find its result, for at most ``config.cache_wait_timeout`` seconds; a process
+that waited longer builds a private copy, outside the cache, rather than wait on.
+Artifact and sidecar are written to temporary files and moved into place with
+``os.replace`` (artifact first, then sidecar), so a reader never sees a partial file and
+a killed process leaves no valid-looking entry.
 Nothing is fsynced (each fsync cost milliseconds on a cold compile): after a crash of
 the machine, an artifact whose data did not reach the disk no longer matches its
 sidecar, or the sidecar is missing or empty, so the entry is rebuilt.
@@ -34,8 +37,10 @@ import os
 import re
 import shutil
 import stat
+import sys
 import tempfile
 import threading
+import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -166,11 +171,26 @@ class CompileCache:
             return found
         entry = self._entry(key, suffix)
         entry.folder.mkdir(mode=0o700, exist_ok=True)
-        with _exclusive_lock(entry.lock):
-            if entry.is_valid():  # another process built it while we waited for the lock
+        start = time.monotonic()
+        with _exclusive_lock(entry.lock, float(config.cache_wait_timeout)) as held:
+            if held and entry.is_valid():  # another process built it while we waited
+                _log(f"{key[:16]}{suffix} built by another process (waited "
+                     f"{time.monotonic() - start:.3f} s)")
                 return self._remember(key, entry.artifact, disk_hit=True)
-            entry.build(build)
-            return self._remember(key, entry.artifact, disk_hit=False)
+            if held:
+                entry.build(build)
+                return self._remember(key, entry.artifact, disk_hit=False)
+        _log(f"{key[:16]}{suffix}: another process held its build for "
+             f"{config.cache_wait_timeout:g} s (cache_wait_timeout); building a private copy")
+        return self._remember(key, self._private_build(key, suffix, build), disk_hit=False)
+
+    def _private_build(self, key: str, suffix: str, build: Callable[[Path], None]) -> Path:
+        """``build`` into a folder of this process's own, removed when it exits."""
+        folder = Path(tempfile.mkdtemp(prefix="ember-private-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        entry = _Entry(folder, key, suffix)
+        entry.build(build)
+        return entry.artifact
 
     def find(self, key: str, suffix: str) -> Path | None:
         """The valid artifact stored under ``key`` (a ``key_of`` result), or None; never
@@ -335,14 +355,37 @@ class _Entry:
         return Path(name)
 
 
+def _log(message: str) -> None:
+    if config.log_enabled("compile"):
+        print(f"ember: cache {message}", file=sys.stderr)
+
+
 @contextlib.contextmanager
-def _exclusive_lock(lock_path: Path) -> Iterator[None]:
+def _exclusive_lock(lock_path: Path, timeout: float | None = None) -> Iterator[bool]:
+    """Hold ``lock_path`` exclusively; yields False, holding nothing, when another
+    process held it for ``timeout`` seconds (None: wait as long as it takes)."""
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
+        yield _acquire(fd, timeout)
     finally:
         os.close(fd)  # closing the descriptor releases the lock
+
+
+def _acquire(fd: int, timeout: float | None) -> bool:
+    if timeout is None:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return True
+    deadline = time.monotonic() + timeout
+    pause = 0.001
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)  # a build takes from milliseconds to minutes
 
 
 _default_cache: CompileCache | None = None

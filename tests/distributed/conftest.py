@@ -25,15 +25,16 @@ def needs_mpi() -> None:
 
 
 def launch(processes: int, program: str, *args: str, devices: int = 1,
-           timeout: float | None = None, deadline: float = 240) -> subprocess.CompletedProcess:
+           timeout: float | None = None, deadline: float = 240,
+           extra_env: dict | None = None) -> subprocess.CompletedProcess:
     """Run ``programs/<program>`` in ``processes`` processes of ``devices`` devices."""
     command = [sys.executable, "-m", "ember", "launch", "-n", str(processes),
                "--devices-per-process", str(devices)]
     if timeout is not None:
         command += ["--timeout", str(timeout)]
     command += [str(PROGRAMS / program), *args]
-    return subprocess.run(command, cwd=ROOT, env=_environment(), capture_output=True,
-                          text=True, timeout=deadline)
+    return subprocess.run(command, cwd=ROOT, env=_environment() | (extra_env or {}),
+                          capture_output=True, text=True, timeout=deadline)
 
 
 def run_alone(program: str, *args: str, devices: int = 1,

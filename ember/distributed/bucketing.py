@@ -1,0 +1,109 @@
+"""Bucketing: the independent cross-process sums (and gathers) of a program become one.
+
+A data-parallel step sums every parameter's gradient across processes, one collective
+each (a fully sharded one also gathers every parameter), and every collective is a
+meeting of all processes: on a loaded machine each meeting costs a scheduler time slice
+or more, whatever the size. This graph pass (added to the backends' pipelines while a
+job runs) merges ``process_sum`` equations over the same processes and dtype that do
+not depend on one another into one ``process_sums``, as DDP buckets gradients, and
+``process_gather`` equations alike into one ``process_gathers``. The sums are
+elementwise and each is still reduced in the global order of its contributions, and
+gathers copy, so the results are bitwise the same; every process runs the same pass on
+the same program, so all of them merge alike.
+
+The merged equation goes where its last member was; the equations that read an earlier
+member's result and came before that point move after it (a topological order that
+otherwise keeps the program's). A bucket that would make a cycle with the buckets
+merged before it stays apart.
+"""
+from __future__ import annotations
+
+import heapq
+from typing import Any
+
+from ember.ir.graph import Eqn, Graph, Var
+
+__all__ = ["bucket_collectives"]
+
+
+def bucket_collectives(graph: Graph) -> Graph:
+    accepted: list[list[int]] = []
+    order = None
+    for bucket in _buckets(graph, _mergeable()):
+        if len(bucket) > 1:
+            tried = _ordered(graph.eqns, [*accepted, bucket])
+            if tried is not None:  # (else it would close a cycle with those before)
+                accepted.append(bucket)
+                order = tried
+    return graph if order is None else graph.replace(eqns=order)
+
+
+def _mergeable() -> dict[Any, tuple[str, ...]]:
+    """The primitives merged, with the params that members of a bucket share."""
+    from ember.distributed.process_collectives import process_gather_p, process_sum_p
+
+    return {process_sum_p: ("ranks",), process_gather_p: ("ranks", "offset")}
+
+
+def _buckets(graph: Graph, mergeable: dict[Any, tuple[str, ...]]) -> list[list[int]]:
+    """Indices of the mergeable equations, grouped: each group's members of one
+    primitive over the same processes and dtype, none depending on another."""
+    upstream: dict[Var, int] = {}  # var -> bit set of the collectives it depends on
+    open_buckets: dict[Any, tuple[list[int], int]] = {}  # key -> (members, their bits)
+    buckets: list[list[int]] = []
+    for index, eqn in enumerate(graph.eqns):
+        needs = 0
+        for atom in eqn.inputs:
+            if isinstance(atom, Var):
+                needs |= upstream.get(atom, 0)
+        if eqn.prim in mergeable:
+            operand = eqn.inputs[0].aval
+            key = (eqn.prim, *(eqn.params[k] for k in mergeable[eqn.prim]), operand.dtype,
+                   operand.shape[0])
+            members, bits = open_buckets.get(key, ([], 0))
+            if needs & bits:  # reads a member's result: the bucket is full
+                members, bits = [], 0
+            if not members:
+                buckets.append(members)
+            members.append(index)
+            open_buckets[key] = (members, bits | 1 << index)
+            needs |= 1 << index
+        for var in eqn.outputs:
+            if needs:
+                upstream[var] = needs
+    return buckets
+
+
+def _ordered(eqns: list[Eqn], buckets: list[list[int]]) -> list[Eqn] | None:
+    """The equations with each bucket merged, in a topological order that keeps the
+    original one where it can (each node at its position; a bucket at its last
+    member's); None when there is none. The members of one bucket never depend on one
+    another, but two buckets can each read the other's results: A1 -> B1 and B2 -> A2
+    make {A1, A2} and {B1, B2} a cycle."""
+    from ember.distributed.process_collectives import merged
+
+    bucket_of = {i: b for b, members in enumerate(buckets) for i in members}
+    nodes: list[tuple[int, Eqn]] = []  # (position, equation)
+    for index, eqn in enumerate(eqns):
+        if index not in bucket_of:
+            nodes.append((index, eqn))
+    for members in buckets:
+        nodes.append((members[-1], merged([eqns[i] for i in members])))
+    producer = {var: n for n, (_, eqn) in enumerate(nodes) for var in eqn.outputs}
+    waiting = [0] * len(nodes)
+    readers: list[list[int]] = [[] for _ in nodes]
+    for n, (_, eqn) in enumerate(nodes):
+        for source in {producer[a] for a in eqn.inputs if isinstance(a, Var) and a in producer}:
+            waiting[n] += 1
+            readers[source].append(n)
+    ready = [(position, n) for n, (position, _) in enumerate(nodes) if not waiting[n]]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        _, n = heapq.heappop(ready)
+        order.append(nodes[n][1])
+        for reader in readers[n]:
+            waiting[reader] -= 1
+            if not waiting[reader]:
+                heapq.heappush(ready, (nodes[reader][0], reader))
+    return order if len(order) == len(nodes) else None
