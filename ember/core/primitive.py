@@ -40,6 +40,9 @@ class Primitive:
         self.transpose_rule: Callable | None = None
         self.batch_rule: Callable | None = None
         self.sharding_rule: Callable | None = None
+        # Independent equations of this primitive that share these params can run as one
+        # (a communication bucket): (params, merge: list[Eqn] -> Eqn). See passes.bucketing.
+        self.bucketing: tuple[tuple[str, ...], Callable] | None = None
         # Why a rule is intentionally absent, e.g. {"jvp": "integer-valued"}.
         self.waived: dict[str, str] = {}
         REGISTRY[name] = self
@@ -76,6 +79,11 @@ class Primitive:
     def def_sharding(self, fn: Callable) -> Callable:
         self.sharding_rule = fn
         return fn
+
+    def def_bucketing(self, shared_params: tuple[str, ...], merge: Callable) -> None:
+        """Let independent equations of this primitive that agree on ``shared_params``
+        (and their operand's dtype and leading size) run as ``merge(eqns)``, one equation."""
+        self.bucketing = (shared_params, merge)
 
     def waive(self, rule: str, reason: str) -> None:
         """Declare that ``rule`` ('jvp', 'transpose', 'batch', 'sharding') does not

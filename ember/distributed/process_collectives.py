@@ -16,7 +16,7 @@ import numpy as np
 from ember.core.primitive import Primitive
 from ember.ops.rules import deflinear, move_batch_axis
 
-__all__ = ["merged", "process_all_to_all_p", "process_extremum_p", "process_gather_p",
+__all__ = ["process_all_to_all_p", "process_extremum_p", "process_gather_p",
            "process_gathers_p", "process_sum_p", "process_sums_p"]
 
 
@@ -48,7 +48,7 @@ def _sum_transpose(ct, x, *, ranks, site):
 deflinear(process_sum_p, _sum_transpose)
 
 
-# --- several sums in one collective (made by ember.distributed.bucketing) ---------------
+# --- several sums in one collective (made by ember.passes.bucketing) ---------------
 
 process_sums_p = Primitive("process_sums", multiple_results=True, effectful=True)
 process_sums_p.def_abstract_eval(
@@ -134,7 +134,7 @@ def _gather_transpose(ct, x, *, ranks, offset, site):
 deflinear(process_gather_p, _gather_transpose)
 
 
-# --- several gathers in one collective (made by ember.distributed.bucketing) ------------
+# --- several gathers in one collective (made by ember.passes.bucketing) ------------
 
 process_gathers_p = Primitive("process_gathers", multiple_results=True, effectful=True)
 process_gathers_p.def_abstract_eval(
@@ -158,16 +158,20 @@ def _gathers_impl(*xs, ranks, offset, site):
             for part, x in zip(np.split(every, ends, axis=2), xs)]
 
 
-def merged(eqns: list) -> Any:
-    """One equation doing the ``process_sum`` (or ``process_gather``) equations
-    ``eqns``, which share their params but the site."""
-    from ember.ir.graph import Eqn
+def _merged_into(many: Primitive) -> Any:
+    def merge(eqns: list) -> Any:
+        """One ``many`` equation doing ``eqns``, which share their params but the site."""
+        from ember.ir.graph import Eqn
 
-    first = eqns[0]
-    many = {process_sum_p: process_sums_p, process_gather_p: process_gathers_p}[first.prim]
-    site = f"{len(eqns)} collectives, the first {first.params['site']}"
-    return Eqn(many, [e.inputs[0] for e in eqns], [e.outputs[0] for e in eqns],
-               {**first.params, "site": site}, first.source)
+        first = eqns[0]
+        site = f"{len(eqns)} collectives, the first {first.params['site']}"
+        return Eqn(many, [e.inputs[0] for e in eqns], [e.outputs[0] for e in eqns],
+                   {**first.params, "site": site}, first.source)
+    return merge
+
+
+process_sum_p.def_bucketing(("ranks",), _merged_into(process_sums_p))
+process_gather_p.def_bucketing(("ranks", "offset"), _merged_into(process_gathers_p))
 
 
 # --- all_to_all: each destination shard's chunks, from every source shard ---------------

@@ -17,7 +17,6 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from ember.distributed.bucketing import bucket_collectives
 from ember.errors import EmberValueError
 from ember.sharding.mesh import Mesh
 
@@ -198,9 +197,6 @@ def install() -> None:
 
     shard_map.process_view = view_of
     collectives.process_span = span_of
-    for passes in _bucketing_pipelines():
-        if bucket_collectives not in passes:
-            passes.append(bucket_collectives)
 
 
 def uninstall() -> None:
@@ -209,14 +205,4 @@ def uninstall() -> None:
 
     shard_map.process_view = lambda mesh: None
     collectives.process_span = lambda axis_name: None
-    for passes in _bucketing_pipelines():
-        if bucket_collectives in passes:
-            passes.remove(bucket_collectives)
 
-
-def _bucketing_pipelines() -> list[list]:
-    """The graph pipelines that gradient bucketing joins, last: every backend's but the
-    reference's (the oracle keeps the program as traced)."""
-    from ember.passes.pipeline import GRAPH_PIPELINES
-
-    return [passes for name, passes in GRAPH_PIPELINES.items() if name != "reference"]

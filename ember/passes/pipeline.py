@@ -22,6 +22,7 @@ from ember.ir.graph import Graph
 from ember.ir.printer import print_graph
 from ember.ir.verifier import VerificationError, verify
 from ember.passes.barriers import drop_barriers
+from ember.passes.bucketing import bucket_collectives
 from ember.passes.combine_sums import combine_sums
 from ember.passes.constant_folding import fold_constants
 from ember.passes.cond_select import select_small_conds
@@ -38,7 +39,8 @@ from ember.transforms.calls import inline_calls
 # them; checkpoint's recomputation stays apart behind its optimization_barrier, which is
 # dropped last (code generators need not copy its operands).
 _OPTIMIZING: list[GraphPass] = [inline_calls, simplify, fold_constants, cse, licm,
-                                fold_constants, combine_sums, simplify, cse, dce, drop_barriers]
+                                fold_constants, combine_sums, simplify, cse, dce, drop_barriers,
+                                bucket_collectives]
 
 GRAPH_PIPELINES: dict[str, list[GraphPass]] = {
     "reference": [dce],

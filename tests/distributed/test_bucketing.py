@@ -9,7 +9,7 @@ import numpy as np
 import ember.numpy as jnp
 from ember.core.abstract import ShapedArray
 from ember.core.staging import trace_to_graph
-from ember.distributed.bucketing import bucket_collectives
+from ember.passes.bucketing import bucket_collectives
 from ember.distributed.process_collectives import (
     process_gather_p, process_gathers_p, process_sum_p, process_sums_p)
 from ember.ir.verifier import verify

@@ -1,15 +1,15 @@
-"""Bucketing: the independent cross-process sums (and gathers) of a program become one.
+"""Bucketing: independent collectives of one kind become one (``Primitive.def_bucketing``).
 
-A data-parallel step sums every parameter's gradient across processes, one collective
+A data-parallel step across processes sums every parameter's gradient, one collective
 each (a fully sharded one also gathers every parameter), and every collective is a
 meeting of all processes: on a loaded machine each meeting costs a scheduler time slice
-or more, whatever the size. This graph pass (added to the backends' pipelines while a
-job runs) merges ``process_sum`` equations over the same processes and dtype that do
-not depend on one another into one ``process_sums``, as DDP buckets gradients, and
-``process_gather`` equations alike into one ``process_gathers``. The sums are
-elementwise and each is still reduced in the global order of its contributions, and
-gathers copy, so the results are bitwise the same; every process runs the same pass on
-the same program, so all of them merge alike.
+or more, whatever the size. This pass merges the equations of a primitive with a
+bucketing rule (``ember.distributed``'s ``process_sum`` and ``process_gather``) that
+agree on its shared params and their operand's dtype and do not depend on one another
+into the one equation the rule makes, as DDP buckets gradients. The rules keep results
+bitwise the same (sums still reduce each element in the global order of its
+contributions; gathers copy), and every process runs the same pass on the same
+program, so all of them merge alike. Programs without such equations pass unchanged.
 
 The merged equation goes where its last member was; the equations that read an earlier
 member's result and came before that point move after it (a topological order that
@@ -21,6 +21,7 @@ from __future__ import annotations
 import heapq
 from typing import Any
 
+from ember.core.primitive import REGISTRY
 from ember.ir.graph import Eqn, Graph, Var
 
 __all__ = ["bucket_collectives"]
@@ -40,9 +41,7 @@ def bucket_collectives(graph: Graph) -> Graph:
 
 def _mergeable() -> dict[Any, tuple[str, ...]]:
     """The primitives merged, with the params that members of a bucket share."""
-    from ember.distributed.process_collectives import process_gather_p, process_sum_p
-
-    return {process_sum_p: ("ranks",), process_gather_p: ("ranks", "offset")}
+    return {prim: prim.bucketing[0] for prim in REGISTRY.values() if prim.bucketing}
 
 
 def _buckets(graph: Graph, mergeable: dict[Any, tuple[str, ...]]) -> list[list[int]]:
@@ -80,15 +79,14 @@ def _ordered(eqns: list[Eqn], buckets: list[list[int]]) -> list[Eqn] | None:
     member's); None when there is none. The members of one bucket never depend on one
     another, but two buckets can each read the other's results: A1 -> B1 and B2 -> A2
     make {A1, A2} and {B1, B2} a cycle."""
-    from ember.distributed.process_collectives import merged
-
     bucket_of = {i: b for b, members in enumerate(buckets) for i in members}
     nodes: list[tuple[int, Eqn]] = []  # (position, equation)
     for index, eqn in enumerate(eqns):
         if index not in bucket_of:
             nodes.append((index, eqn))
     for members in buckets:
-        nodes.append((members[-1], merged([eqns[i] for i in members])))
+        first = eqns[members[0]]
+        nodes.append((members[-1], first.prim.bucketing[1]([eqns[i] for i in members])))
     producer = {var: n for n, (_, eqn) in enumerate(nodes) for var in eqn.outputs}
     waiting = [0] * len(nodes)
     readers: list[list[int]] = [[] for _ in nodes]
