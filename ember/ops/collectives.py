@@ -25,6 +25,7 @@ from ember.core.abstract import ShapedArray
 from ember.core.primitive import Primitive
 from ember.core.trace import _trace_stack, bind_with_trace, find_top_trace
 from ember.errors import EmberValueError
+from ember.ops import transformations
 from ember.ops.rules import (
     def_elementwise_batch, deflinear, defjvp_zero, move_batch_axis)
 
@@ -38,11 +39,9 @@ class UnboundAxisError(NameError):
 
 def axis_frame(name: Any):
     """The innermost active batch interpreter mapping over axis ``name`` (its MainTrace)."""
-    from ember.transforms.vmap import BatchTrace
-
     bound = []
     for main in reversed(_trace_stack):
-        if main.trace_type is BatchTrace and main.global_data.name is not None:
+        if main.trace_type is transformations.batch_trace and main.global_data.name is not None:
             if main.global_data.name == name:
                 return main
             bound.append(main.global_data.name)

@@ -1,5 +1,6 @@
 """The transformations that higher-order primitives (cond, while_loop, scan, the
-cumulative ops) apply to their bodies: vmap, jvp, partial evaluation and transposition.
+cumulative ops) apply to their bodies: vmap, jvp, partial evaluation and transposition;
+and vmap's trace type, by which a collective finds the frame of its named axis.
 
 ``ember.transforms`` sits above ``ember.ops`` in the layers, so the ops do not import
 it: it hands its functions in here when it is imported (``ember/transforms/__init__.py``,
@@ -15,6 +16,7 @@ from ember.core.primitive import Primitive
 partial_eval_rules: dict[Primitive, Callable[..., Any]] = {}
 
 vmap: Callable[..., Callable]
+batch_trace: type  # vmap's trace type: a collective finds the batch frame of its axis
 rule_axis: Callable[[int], Any]
 jvp_flat: Callable[..., tuple]
 partial_eval_graph: Callable[..., tuple]

@@ -6,6 +6,6 @@ Importing the package hands the transformations to the higher-order primitives i
 from ember.ops import transformations as _for_ops
 from ember.transforms import jvp, partial_eval, transpose, vmap
 
-_for_ops.install(vmap=vmap.vmap, rule_axis=vmap.rule_axis, jvp_flat=jvp.jvp_flat,
+_for_ops.install(vmap=vmap.vmap, batch_trace=vmap.BatchTrace, rule_axis=vmap.rule_axis, jvp_flat=jvp.jvp_flat,
                  partial_eval_graph=partial_eval.partial_eval_graph,
                  backward_pass=transpose.backward_pass)
