@@ -1,5 +1,5 @@
-"""The data-parallel MLP step of ``ember bench --sharded`` compiles to the unsharded
-step's kernels: shard_map is one program over all shards, and each psum of a per-shard
+"""The data-parallel steps of ``ember bench --sharded`` compile to the unsharded
+steps' kernels: shard_map is one program over all shards, and each psum of a per-shard
 sum is merged with it (passes/combine_sums.py) into the unsharded program's one sum."""
 from __future__ import annotations
 
@@ -8,26 +8,26 @@ import pytest
 
 import ember
 from ember.bench.sharded import batch_sizes, data_parallel_step, unsharded_step
-from ember.bench.workloads import MLP_STEP, mlp_loss
+from ember.bench.workloads import MLP_STEP, TRANSFORMER, mlp_loss, transformer_loss
 
 RTOL, ATOL = 1e-5, 1e-6
 
 
-def _inputs():
-    return MLP_STEP.make_inputs(**batch_sizes(MLP_STEP, "quick"))
+def _inputs(workload=MLP_STEP):
+    return workload.make_inputs(**batch_sizes(workload, "quick"))
 
 
-def _sharded(devices: int, placed: bool):
+def _sharded(devices: int, placed: bool, workload=MLP_STEP, loss=mlp_loss):
     """The bench's step over ``devices`` and its arguments: ``placed``, they carry their
     shardings (the partitioner runs, as in the bench), else plain arrays."""
-    params, x, y = _inputs()
+    params, *batch = _inputs(workload)
     mesh = ember.make_mesh((devices,), ("data",), devices=ember.devices()[:devices])
-    step = ember.jit(data_parallel_step(ember, mlp_loss, mesh, labelled=True))
+    step = ember.jit(data_parallel_step(ember, loss, mesh, labelled=len(batch) == 2))
     if not placed:
-        return step, (params, x, y)
+        return step, (params, *batch)
     sharding, P = ember.sharding.NamedSharding, ember.sharding.PartitionSpec
     return step, (ember.device_put(params, sharding(mesh, P())),
-                  *(ember.device_put(b, sharding(mesh, P("data"))) for b in (x, y)))
+                  *(ember.device_put(b, sharding(mesh, P("data"))) for b in batch))
 
 
 def _kernels(step, args) -> list[list[str]]:
@@ -51,6 +51,15 @@ def test_the_sharded_step_has_the_unsharded_steps_kernels(cpu, devices, placed):
     assert len(sharded) == len(unsharded) == 16
     assert sum("dot_general" in ops for ops in sharded) == \
         sum("dot_general" in ops for ops in unsharded)
+
+
+def test_the_sharded_transformer_step_has_the_unsharded_steps_kernels(cpu):
+    # Each device's shard has a batch axis of size 1: the attention softmax stays one
+    # row-wise kernel (a loop of extent 1 belongs to a reduction's rows).
+    unsharded = _kernels(ember.jit(unsharded_step(ember, transformer_loss)),
+                         _inputs(TRANSFORMER))
+    sharded = _kernels(*_sharded(8, True, TRANSFORMER, transformer_loss))
+    assert len(sharded) == len(unsharded) == 36
 
 
 @pytest.mark.parametrize("placed", [True, False], ids=["partitioned", "shard_map"])
