@@ -15,14 +15,16 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+import ml_dtypes
 import numpy as np
 
+from ember.config import enable_x64
 from ember.core import dtypes
 from ember.errors import EmberError
 from ember.fuzz.compare import differences, rtol_for
 from ember.fuzz.program import Program, compile_source
 from ember.fuzz.targets import ORACLE, Target, all_targets, host_leaves, scope
-from ember.fuzz.variants import VARIANTS, Variant, make_variant, widened
+from ember.fuzz.variants import VARIANTS, Variant, make_variant, widened, widened_to_double
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,9 @@ def half_precision_rtol(program: Program) -> float:
 
 def float32_expectation(variant: Variant, expected: Sequence[np.ndarray]) -> list | None:
     """The oracle's result with float16 / bfloat16 computed in float32, rounded to the
-    expected dtypes (None when the variant has no half precision)."""
+    expected dtypes (None when the variant has no half precision). Where the exact
+    result (computed in float64) overflows the expected dtype, NaN is an alternative:
+    partial sums taken in another order may overflow to opposite infinities."""
     wide = widened(variant)
     if wide is None:
         return None
@@ -80,7 +84,33 @@ def float32_expectation(variant: Variant, expected: Sequence[np.ndarray]) -> lis
     except EmberError:
         return None
     with np.errstate(over="ignore"):
-        return [np.asarray(f).astype(e.dtype) for f, e in zip(found, expected)]
+        found = [np.asarray(f).astype(e.dtype) for f, e in zip(found, expected)]
+    for result, overflows in zip(found, _overflows(variant, expected)):
+        if overflows.any():  # only float outputs overflow
+            result[overflows] = np.nan
+    return found
+
+
+def _overflows(variant: Variant, expected: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Per output, where the float64 computation of ``variant`` is beyond the expected
+    dtype's finite range (nowhere, when it cannot be computed in float64)."""
+    nowhere = [np.zeros(np.shape(e), bool) for e in expected]
+    try:
+        double = widened_to_double(variant)
+        with enable_x64():
+            exact = evaluate(ORACLE.code, compile_source(double.source), double.args)
+    except Exception:  # noqa: BLE001 - a program that needs its narrow dtypes: no hint
+        return nowhere
+    return [_beyond(np.asarray(x, np.float64), float(ml_dtypes.finfo(e.dtype).max))
+            if dtypes.is_floating(e.dtype) and np.shape(x) == np.shape(e) else n
+            for x, e, n in zip(exact, expected, nowhere)]
+
+
+def _beyond(exact: np.ndarray, largest: float) -> np.ndarray:
+    """Where a result is too large for the dtype. Infinite ones too: an opposite
+    infinity from a term that overflows may join them in another order."""
+    with np.errstate(invalid="ignore"):
+        return ~np.isnan(exact) & (np.abs(exact) > largest)
 
 
 def run_variant(program: Program, variant: Variant, targets: Sequence[Target],

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from typing import Callable
 
 import numpy as np
 
@@ -24,6 +25,7 @@ from ember.fuzz.program import Program, function_source, input_value, input_valu
 VARIANTS = ("plain", "grad", "vmap")
 BATCH = 2
 _NARROW_TEXT = re.compile(r"\bnp\.float16\b|\bbfloat16\b")
+_SINGLE_TEXT = re.compile(r"\bnp\.float16\b|\bbfloat16\b|\bnp\.float32\b")
 
 
 @dataclass(frozen=True)
@@ -97,10 +99,25 @@ def _narrow(array: np.ndarray) -> bool:
     return array.dtype == dtypes.float16 or dtypes.is_bfloat16(array.dtype)
 
 
+def _single(array: np.ndarray) -> bool:
+    return _narrow(array) or array.dtype == np.float32
+
+
 def widened(variant: Variant) -> Variant | None:
     """``variant`` computed in float32 wherever it says float16 or bfloat16 (None if it
     never does): what a backend computing half precision in float32 approaches."""
-    if not _NARROW_TEXT.search(variant.source) and not any(map(_narrow, variant.args)):
+    return _widen(variant, _NARROW_TEXT, _narrow, "np.float32")
+
+
+def widened_to_double(variant: Variant) -> Variant | None:
+    """``variant`` computed in float64 wherever it says a narrower float (None if it
+    never does): near the exact values, to tell where a result overflows."""
+    return _widen(variant, _SINGLE_TEXT, _single, "np.float64")
+
+
+def _widen(variant: Variant, text: re.Pattern, narrow: Callable[[np.ndarray], bool],
+           wide: str) -> Variant | None:
+    if not text.search(variant.source) and not any(map(narrow, variant.args)):
         return None
-    return replace(variant, source=_NARROW_TEXT.sub("np.float32", variant.source),
-                   args=[a.astype(np.float32) if _narrow(a) else a for a in variant.args])
+    return replace(variant, source=text.sub(wide, variant.source),
+                   args=[a.astype(wide[3:]) if narrow(a) else a for a in variant.args])

@@ -133,3 +133,28 @@ def test_two_reductions_in_one_kernel_over_extents_sharing_a_tail(backend):
     expected = e.sum((0, 1)) + np.einsum("ij,kij->k", d, b)
     np.testing.assert_allclose(np.asarray(ember.jit(f, backend=backend)(e, d, b)), expected,
                                rtol=1e-5, atol=1e-6)
+
+
+def test_an_overflowing_half_precision_contraction_may_give_nan():
+    """OpenCL's work-group sum of x @ y, bfloat16 in float32, adds partial sums that
+    overflow to opposite infinities (NaN), where the reference's sequential
+    multiply-adds give -inf; the exact result, 1.1e77, overflows either way. The
+    fuzzer accepts NaN there, and only where the float64 computation overflows."""
+    from ember.fuzz.compare import differences
+    from ember.fuzz.runner import float32_expectation
+    from ember.fuzz.targets import eager, host_leaves
+    from ember.fuzz.variants import Variant
+
+    source = ("def program(x, y):\n    return (lax.dot_general(x, y, (((0,), (0,)), ((), ()))),)"
+              "\n\nsubject = oracle = program\n")
+    big = float(ml_dtypes.finfo(ml_dtypes.bfloat16).max)
+    x = np.array([2.0, big, -1.5, 1.0], ml_dtypes.bfloat16)
+    y = np.array([[-big, 1.0], [big, 1.0], [0.25, 1.0], [0.5, 1.0]], ml_dtypes.bfloat16)
+    expected = host_leaves(eager(lambda x, y: (lax.dot_general(x, y, (((0,), (0,)), ((), ()))),),
+                                 [x, y], "reference"))
+    also = float32_expectation(Variant("", source, [x, y]), expected)
+    assert np.isnan(also[0][0]) and np.isfinite(also[0][1])
+    nan_first = np.array([np.nan, expected[0][1]], expected[0].dtype)
+    assert differences([nan_first], expected, also, 0.08) is None
+    nan_second = np.array([expected[0][0], np.nan], expected[0].dtype)
+    assert differences([nan_second], expected, also, 0.08) is not None
