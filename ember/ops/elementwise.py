@@ -384,7 +384,10 @@ def _trigamma(x):
     small = lt(x, 0.5)
     x_small = _where(small, x, add(_zeros_like(x), 0.25))
     x_large = _where(small, add(_zeros_like(x), 1.0), x)
-    reflected = sub(div(add(_zeros_like(x), math.pi ** 2), square(sin(mul(x_small, math.pi)))),
+    # sin(pi x)^2 has period 1: taking x's distance to the nearest integer first (exact)
+    # keeps the argument accurate near the poles, where pi * x would lose it in float16
+    near_pole = sub(x_small, round(x_small))
+    reflected = sub(div(add(_zeros_like(x), math.pi ** 2), square(sin(mul(near_pole, math.pi)))),
                     _trigamma_positive(sub(1.0, x_small)))
     return _where(small, reflected, _trigamma_positive(x_large))
 
