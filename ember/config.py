@@ -246,7 +246,7 @@ class Config:
         """The flags that change what a traced or compiled program means (part of cache keys)."""
         if self._snapshot is None:
             self._snapshot = (self.backend, self.enable_x64, self.optimize, self.debug_nans,
-                              self.sanitize, self.cflags)
+                              self.sanitize, self.cflags, self.spmd_execution)
         return self._snapshot
 
 
