@@ -62,12 +62,12 @@ class DeviceCommunicator:
     @contextlib.contextmanager
     def member(self, device: int) -> Iterator[DeviceMember]:
         """The calling thread runs ``device`` inside the block."""
-        member = DeviceMember(self, device)
+        member, outer = DeviceMember(self, device), current_member()
         _THREAD.member = member
         try:
             yield member
         finally:
-            _THREAD.member = None
+            _THREAD.member = outer
 
     def _meet(self, device: int, step: int, value: Any) -> list[Any]:
         slots = self._slots[step & 1]

@@ -13,7 +13,6 @@ see the batched form.
 """
 from __future__ import annotations
 
-import threading
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -22,6 +21,7 @@ from ember.config import config
 from ember.core.abstract import ShapedArray
 from ember.core.pytree import PyTreeDef
 from ember.sharding.device_communicator import DeviceAborted, DeviceCommunicator
+from ember.sharding.device_team import run_on_threads
 from ember.sharding.device_program import DeviceProgram, compile_device_program
 from ember.sharding.mesh import Mesh
 from ember.sharding.partition_spec import PartitionSpec
@@ -61,7 +61,7 @@ def run_per_device(f: Callable, mesh: Mesh, leaves: list[Any], in_tree: PyTreeDe
     if program is None:
         program = programs[key] = compile_device_program(
             f, mesh, in_tree, specs, out_specs, check_vma, name, block_avals)
-    run = DeviceRun(program, mesh, tuple(specs), name)
+    run = DeviceRun(program, mesh, tuple(specs), [a.shape for a in avals], name)
     outs = pure_callback_p.bind(*leaves, callback=run, result_avals=run.result_avals(),
                                 vmap_method="sequential")
     return list(outs), program.out_tree, program.out_specs
@@ -71,33 +71,50 @@ class DeviceRun:
     """The callback that runs one per_device shard_map on global host arrays."""
 
     def __init__(self, program: DeviceProgram, mesh: Mesh,
-                 specs: tuple[PartitionSpec, ...], name: str) -> None:
+                 specs: tuple[PartitionSpec, ...], shapes: list[tuple[int, ...]],
+                 name: str) -> None:
         self.program = program
         self.mesh = mesh
-        self.specs = specs
         self.name = name
         self.positions = list(np.ndindex(mesh.devices.shape))
+        self.avals = tuple(a.update(shape=_global_shape(a.shape, spec, mesh))
+                           for a, spec in zip(program.out_avals, program.out_specs))
+        # each device's index into every argument; into every result, of the devices
+        # that write it (along a mesh axis its spec leaves out every device holds the
+        # same value, and the first one's is kept, as the fused mode keeps shard 0's)
+        self.in_blocks = [_blocks(spec, shape, mesh, self.positions)
+                          for spec, shape in zip(specs, shapes)]
+        self.out_blocks = []
+        for spec, aval in zip(program.out_specs, self.avals):
+            split = {mesh.axis_names.index(a) for a in spec.mesh_axes()}
+            blocks = _blocks(spec, aval.shape, mesh, self.positions)
+            self.out_blocks.append([(d, index) for d, index in enumerate(blocks)
+                                    if all(k in split or c == 0
+                                           for k, c in enumerate(self.positions[d]))])
 
     def result_avals(self) -> tuple[ShapedArray, ...]:
-        return tuple(a.update(shape=_global_shape(a.shape, spec, self.mesh))
-                     for a, spec in zip(self.program.out_avals, self.program.out_specs))
+        return self.avals
 
     def __repr__(self) -> str:
         return f"shard_map of {self.name} on {self.mesh.size} device threads"
 
     def __call__(self, *arrays: np.ndarray) -> list[np.ndarray]:
-        blocks = [_split(np.asarray(a), spec, self.mesh, self.positions)
-                  for a, spec in zip(arrays, self.specs)]
-        per_device = [[np.asarray(b[d]) for b in blocks] for d in range(len(self.positions))]
-        results = self._run([[np.array(p, np.int32), *args]
-                             for p, args in zip(self.positions, per_device)])
-        return [_assemble([r[i] for r in results], spec, self.mesh, self.positions, aval)
-                for i, (spec, aval) in enumerate(zip(self.program.out_specs,
-                                                     self.result_avals()))]
+        arrays = [np.asarray(a) for a in arrays]
+        results = self._run([[np.array(p, np.int32),
+                              *[a[blocks[d]] for a, blocks in zip(arrays, self.in_blocks)]]
+                             for d, p in enumerate(self.positions)])
+        outs = []
+        for i, (aval, writers) in enumerate(zip(self.avals, self.out_blocks)):
+            out = np.empty(aval.shape, aval.dtype)
+            for d, index in writers:
+                out[index] = results[d][i]
+            outs.append(out)
+        return outs
 
     def _run(self, arguments: list[list[np.ndarray]]) -> list[list[np.ndarray]]:
-        """The program on every device's ``arguments``, one thread each; a failure is
-        raised here, naming the device, once every thread has stopped."""
+        """The program on every device's ``arguments``, one thread each (this one runs
+        device 0); a failure is raised here, naming the device, once every thread has
+        stopped."""
         communicator = DeviceCommunicator(self.positions, self.mesh.axis_names,
                                           config.distributed_timeout)
         results: list[Any] = [None] * len(arguments)
@@ -112,13 +129,7 @@ class DeviceRun:
                 errors[d] = error
                 communicator.abort()
 
-        threads = [threading.Thread(target=device, args=(d,), daemon=True,
-                                    name=f"ember device {d} ({self.name})")
-                   for d in range(len(arguments))]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        run_on_threads(len(arguments), device)
         failed = [d for d, e in enumerate(errors) if e is not None]
         if failed:  # the device that failed first, not the ones it woke up
             d = next((d for d in failed if not isinstance(errors[d], DeviceAborted)),
@@ -136,22 +147,8 @@ def _global_shape(shape: tuple[int, ...], spec: PartitionSpec, mesh: Mesh) -> tu
                  for dim, n in enumerate(shape))
 
 
-def _split(array: np.ndarray, spec: PartitionSpec, mesh: Mesh,
-           positions: list[tuple[int, ...]]) -> list[np.ndarray]:
-    """Each device's block of ``array`` (views)."""
-    where = NamedSharding(mesh, spec).devices_indices_map(array.shape)
-    return [array[where[mesh.devices[p]]] for p in positions]
-
-
-def _assemble(blocks: list[np.ndarray], spec: PartitionSpec, mesh: Mesh,
-              positions: list[tuple[int, ...]], aval: ShapedArray) -> np.ndarray:
-    """The global array of the devices' ``blocks``: along a mesh axis ``spec`` leaves
-    out every device holds the same value, and the first one's is kept (as the fused
-    mode keeps shard 0's)."""
-    out = np.empty(aval.shape, aval.dtype)
-    where = NamedSharding(mesh, spec).devices_indices_map(aval.shape)
-    split = {mesh.axis_names.index(a) for a in spec.mesh_axes()}
-    for block, position in zip(blocks, positions):
-        if all(k in split or c == 0 for k, c in enumerate(position)):
-            out[where[mesh.devices[position]]] = block
-    return out
+def _blocks(spec: PartitionSpec, shape: tuple[int, ...], mesh: Mesh,
+            positions: list[tuple[int, ...]]) -> list[tuple]:
+    """Each device's index into an array of ``shape`` split as ``spec``."""
+    where = NamedSharding(mesh, spec).devices_indices_map(shape)
+    return [where[mesh.devices[p]] for p in positions]
