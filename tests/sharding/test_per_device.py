@@ -334,3 +334,13 @@ def test_fused_where_per_device_does_not_apply(mesh8):
         same = g(X)
     assert runs == []
     assert_bitwise(fused, same)
+
+
+def test_the_mode_is_a_checked_flag():
+    from ember.config import FLAGS
+
+    assert ember.config.spmd_execution == "fused"  # the default
+    assert FLAGS["spmd_execution"].env_var == "EMBER_SPMD_EXECUTION"
+    assert FLAGS["spmd_execution"].parse(" Per_Device ") == "per_device"
+    with pytest.raises(ValueError, match="spmd_execution must be one of"):
+        ember.config.update("spmd_execution", "threads")
