@@ -31,6 +31,16 @@ def _parse_optional_int(text: str) -> int | None:
     return int(text) if text.strip() else None
 
 
+SPMD_EXECUTIONS = ("fused", "per_device")
+
+
+def _parse_spmd_execution(text: str) -> str:
+    value = text.strip().lower()
+    if value not in SPMD_EXECUTIONS:
+        raise ValueError(f"spmd_execution must be one of {SPMD_EXECUTIONS}, got {text!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class Flag:
     name: str
@@ -77,9 +87,15 @@ FLAGS: dict[str, Flag] = {
         Flag("num_cpu_devices", 1, int,
              "Devices the host CPU is split into (as jax_num_cpu_devices), for meshes, "
              "shard_map and pmap on one machine."),
+        Flag("spmd_execution", "fused", _parse_spmd_execution,
+             "How shard_map runs over a mesh of host CPU devices: 'fused' (one program "
+             "over every shard, compiled once, on all cores) or 'per_device' (the "
+             "per-device program, compiled once, on one thread per device with its share "
+             "of the cores; collectives through shared memory in a fixed order)."),
         Flag("distributed_timeout", 60.0, float,
              "Seconds a process waits for the others at a cross-process collective "
-             "(ember.distributed) before it raises, naming the processes that did not come."),
+             "(ember.distributed), or a device thread for the others at a collective of "
+             "a per_device shard_map, before it raises, naming who did not come."),
         Flag("blas", "auto", str,
              "BLAS linked by native CPU code: 'openblas' (the scipy-openblas32 wheel), "
              "'mkl' (the mkl wheel), 'ember' (Ember's own GEMM, built for the host's "
@@ -173,7 +189,7 @@ class Config:
         if name not in FLAGS:
             raise UnknownFlagError(f"unknown Ember flag {name!r}; known flags: {sorted(FLAGS)} "
                                  f"(and JAX's names {sorted(JAX_NAMES)})")
-        if isinstance(value, str) and not isinstance(FLAGS[name].default, str):
+        if isinstance(value, str):  # as from its variable (checks spmd_execution's value)
             value = FLAGS[name].parse(value)
         self._set(name, value)
 
@@ -230,7 +246,7 @@ class Config:
         """The flags that change what a traced or compiled program means (part of cache keys)."""
         if self._snapshot is None:
             self._snapshot = (self.backend, self.enable_x64, self.optimize, self.debug_nans,
-                              self.sanitize, self.cflags)
+                              self.sanitize, self.cflags, self.spmd_execution)
         return self._snapshot
 
 

@@ -48,6 +48,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--sharded", action="store_true",
                         help="instead of the suite: data-parallel train steps on 1, 2 and 8 "
                              "CPU devices against JAX's (ember.bench.sharded)")
+    parser.add_argument("--per-device", action="store_true",
+                        help="with --sharded: also time Ember's spmd_execution='per_device' "
+                             "(one thread per device)")
     parser.add_argument("--distributed", action="store_true",
                         help="instead of the suite: all-reduce across 2 and 4 processes, "
                              "Ember against mpi4py (takes its own options)")
@@ -68,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         from ember.bench import sharded  # (not at import: it runs as `python -m` children)
 
         return sharded.main((["--quick"] if args.quick else [])
+                            + (["--per-device"] if args.per_device else [])
                             + (["--json", args.json] if args.json else []))
     if args.torch:
         from ember.bench import torch_workloads  # (imports PyTorch)

@@ -37,6 +37,9 @@ from ember.bench.workloads import MLP_STEP, TRANSFORMER, mlp_loss, transformer_l
 
 DEVICE_COUNTS = (1, 2, 8)
 FRAMEWORKS = ("ember", "jax")
+# "threads": Ember with spmd_execution="per_device" (one thread per device), measured
+# with --per-device; it has no 1-device cell (one device runs fused).
+PER_DEVICE = "threads"
 # program -> (the suite workload whose sizes and inputs it takes, its loss)
 PROGRAMS = {"mlp_dp": (MLP_STEP, mlp_loss), "gpt_block_dp": (TRANSFORMER, transformer_loss)}
 LOSS_RTOL = 1e-5
@@ -58,6 +61,8 @@ def _namespace(framework: str, devices: int) -> Any:
     import ember.numpy  # noqa: F401
 
     ember.config.update("num_cpu_devices", devices)
+    ember.config.update("spmd_execution", "per_device" if framework == PER_DEVICE
+                        else "fused")
     ember.config.update("backend", "cpu")
     return ember
 
@@ -190,7 +195,8 @@ def run(sizes: str, repeats: int, frameworks: tuple[str, ...] = FRAMEWORKS,
     frameworks; ratios against Ember's unsharded step and JAX."""
     results: dict[str, Any] = {}
     for program in programs:
-        names = ["ember_unsharded"] + [f"{f}_{n}" for n in device_counts for f in frameworks]
+        names = ["ember_unsharded"] + [f"{f}_{n}" for n in device_counts for f in frameworks
+                                       if not (f == PER_DEVICE and n == 1)]
         cells = {}
         for name in names:
             framework, _, devices = name.partition("_")
@@ -226,7 +232,7 @@ def _rows(cells: dict, frameworks: tuple[str, ...], device_counts: tuple[int, ..
     for devices in device_counts:
         row: dict[str, Any] = {"devices": devices}
         for framework in frameworks:
-            cell = cells[f"{framework}_{devices}"]
+            cell = cells.get(f"{framework}_{devices}", {"status": "not run"})
             ok = cell["status"] == "ok"
             row[f"{framework}_step_s"] = cell["step_s"] if ok else None
             row[f"{framework}_compile_s"] = cell["compile_s"] if ok else None
@@ -249,7 +255,7 @@ def format_table(summary: dict) -> str:
         base = found["cells"]["ember_unsharded"]
         described = _short(base)
         lines += [f"{program} (unsharded Ember: {described})",
-                  f"{'devices':>7} {'ember ms':>9} {'jax ms':>9} {'jax/ember':>9} "
+                  f"{'devices':>7} {'ember ms':>9} {'per-dev':>9} {'jax ms':>9} {'jax/ember':>9} "
                   f"{'vs unsh.':>8} {'compile x':>9} {'ember loss':>11} {'jax loss':>11}"]
         for row in found["rows"]:
             def cell(value, spec):
@@ -260,13 +266,15 @@ def format_table(summary: dict) -> str:
                         and not row.get(f"{framework}_loss_ok") else "")
             lines.append(
                 f"{row['devices']:>7} {cell(ms(row.get('ember_step_s')), '9.2f')} "
+                f"{cell(ms(row.get(f'{PER_DEVICE}_step_s')), '9.2f')} "
                 f"{cell(ms(row.get('jax_step_s')), '9.2f')} "
                 f"{cell(row['jax_over_ember_step'], '9.2f')} "
                 f"{cell(row['ember_over_unsharded_step'], '8.2f')} "
                 f"{cell(row['ember_over_unsharded_compile'], '9.2f')} "
                 f"{cell(row.get('ember_loss'), '11.6f')}{flag('ember')} "
                 f"{cell(row.get('jax_loss'), '11.6f')}{flag('jax')}")
-    lines.append("jax/ember above 1: Ember is faster; vs unsh.: Ember's sharded step over "
+    lines.append("per-dev: Ember's step with spmd_execution='per_device' (--per-device); "
+                 "jax/ember above 1: Ember is faster; vs unsh.: Ember's sharded step over "
                  "its unsharded step; compile x: the sharded step's compile (first call "
                  "less one step) over the unsharded one's; '!': the first loss differs "
                  f"from the unsharded one by more than rtol {LOSS_RTOL:g}")
@@ -280,13 +288,15 @@ def _log(message: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Exit status 1 when a sharded loss differs from the unsharded one."""
     parser = argparse.ArgumentParser(prog="ember bench --sharded")
-    parser.add_argument("--child", choices=FRAMEWORKS, help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=(*FRAMEWORKS, PER_DEVICE), help=argparse.SUPPRESS)
     parser.add_argument("--program", choices=sorted(PROGRAMS), help=argparse.SUPPRESS)
     parser.add_argument("--devices", type=int, default=1, help=argparse.SUPPRESS)
     parser.add_argument("--sizes", default="cpu", help=argparse.SUPPRESS)
     parser.add_argument("--rewarm", type=int, default=1, help=argparse.SUPPRESS)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json", metavar="PATH")
+    parser.add_argument("--per-device", action="store_true",
+                        help="also time Ember with spmd_execution='per_device'")
     args = parser.parse_args(argv)
     if args.child:
         child(args.child, args.program, args.devices, args.sizes, args.rewarm)
@@ -294,7 +304,8 @@ def main(argv: list[str] | None = None) -> int:
     sizes, repeats = ("quick", 2) if args.quick else ("cpu", REPEATS)
     _log(f"ember bench --sharded: data-parallel steps on {DEVICE_COUNTS} CPU devices, "
          f"{sizes} sizes, one fresh process per cell")
-    summary = run(sizes, repeats)
+    frameworks = ("ember", PER_DEVICE, "jax") if args.per_device else FRAMEWORKS
+    summary = run(sizes, repeats, frameworks)
     print(format_table(summary))
     if args.json:
         with open(args.json, "w") as handle:

@@ -5,6 +5,10 @@ MPI collectives; data of up to ``INLINE_BYTES`` comes with the meeting instead. 
 moves as raw bytes, so any dtype works (bfloat16 too); sums are computed here in a fixed
 order, the global order of the contributions, so the result is bitwise the same however
 the contributions are split among processes.
+
+A device thread of a per_device shard_map (one process, a thread per device) has its
+collectives done through shared memory instead, by its ``DeviceMember``
+(``ember.sharding.device_communicator``), in the same order.
 """
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ import numpy as np
 
 from ember.distributed.guard import INLINE_BYTES
 from ember.distributed.state import current
+from ember.sharding.device_communicator import current_member
 
 __all__ = ["allgather", "alltoall", "barrier", "broadcast", "reduce_in_order"]
 
@@ -34,6 +39,9 @@ def _bytes(array: np.ndarray):
 def allgather(array: np.ndarray, ranks: Sequence[int], what: str = "") -> np.ndarray:
     """``array`` of every process of ``ranks`` (this one among them), stacked in the
     order of ``ranks``."""
+    member = current_member()
+    if member is not None:
+        return member.allgather(array, ranks)
     job = current("allgather across processes")
     ranks = tuple(ranks)
     array = np.ascontiguousarray(array)
@@ -62,6 +70,9 @@ def _inline(guard, description: str, array: np.ndarray,
 def alltoall(array: np.ndarray, ranks: Sequence[int], what: str = "") -> np.ndarray:
     """Block j of ``array`` (split into ``len(ranks)`` equal blocks on axis 0) goes to
     the process ``ranks[j]``; block i of the result came from ``ranks[i]``."""
+    member = current_member()
+    if member is not None:
+        return member.alltoall(array, ranks)
     job = current("all_to_all across processes")
     ranks = tuple(ranks)
     array = np.ascontiguousarray(array)
@@ -88,6 +99,9 @@ def reduce_in_order(stacked: np.ndarray, ranks: Sequence[int], op: str = "sum",
     that order. A reduce-scatter (MPI Alltoall) gives each process one chunk of every
     contribution, which it reduces in order; an Allgather shares the chunks. Small
     buffers come whole with the meeting and are reduced in order on every process."""
+    member = current_member()
+    if member is not None:
+        return member.reduce(np.asarray(stacked), ranks, lambda rows: _reduce_rows(rows, op))
     job = current("a reduction across processes")
     ranks = tuple(ranks)
     stacked = np.ascontiguousarray(stacked)

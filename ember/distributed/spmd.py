@@ -75,6 +75,10 @@ class ProcessSpan:
 
         return slice_in_dim(x, self.offset, self.offset + self.local, axis=axis)
 
+    def sources(self, source: np.ndarray) -> np.ndarray:
+        """The entries of ``source`` (one per shard of the axis) of this process's shards."""
+        return source[self.offset:self.offset + self.local]
+
     def axis_index(self) -> Any:
         from ember.ops.structural import iota
 

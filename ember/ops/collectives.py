@@ -252,8 +252,9 @@ def _ppermute_named(values, dims, size, *, axis_name, perm):
         x = _at_front(x, dim, size)
     else:  # every shard of the axis, then the sources of this process's shards
         x = span.gather(x, dim)
-        source = source[span.offset:span.offset + span.local]
-    moved = enp.take(x, np.maximum(source, 0), axis=0)
+        source = span.sources(source)  # (a traced value on a device thread's span)
+    nonnegative = np.maximum if isinstance(source, np.ndarray) else enp.maximum
+    moved = enp.take(x, nonnegative(source, 0), axis=0)
     received = (source >= 0).reshape((size,) + (1,) * (x.ndim - 1))
     return enp.where(received, moved, enp.zeros_like(moved)), 0
 

@@ -5,8 +5,8 @@ traced once at per-shard shapes under one batch interpreter per mesh axis
 (``ember.transforms.vmap`` with the axis name), so each collective is an operation
 across the shards (see ``ember.ops.collectives``) and the whole shard_map is ONE
 program over all shards, compiled once by any backend whatever the device count.
-Shards are not yet run as concurrent per-device programs; that (with collectives
-through shared memory) is the partitioner's job.
+With ``ember.config.update("spmd_execution", "per_device")`` the per-device program
+runs instead on one thread per device, concurrently (``ember.sharding.device_threads``).
 
 With ``check_vma=True`` (the default) a value the body returns must be the same on
 every shard of each mesh axis its ``out_specs`` leaves out, and the gradient of an
@@ -33,6 +33,7 @@ import numpy as np
 
 from ember.core.pytree import tree_flatten, tree_unflatten
 from ember.errors import EmberValueError, user_errors
+from ember.sharding import device_threads
 from ember.sharding.mesh import Mesh, get_mesh
 from ember.sharding.partition_spec import PartitionSpec
 from ember.sharding.shardings import NamedSharding
@@ -60,6 +61,7 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
                                  mesh=mesh, axis_names=axis_names, check_vma=check_vma)
     name = getattr(f, "__name__", "function")
     grid_of: list[Mesh | None] = [None]
+    programs: dict = {}  # the per-device programs compiled (spmd_execution="per_device")
 
     @user_errors
     @functools.wraps(f)
@@ -79,6 +81,11 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
             leaves = [view.local_argument(leaf) for leaf in leaves]
             with view.active(name, leaves):
                 return run(view.local_mesh, leaves, in_tree, specs, view.place)
+        if device_threads.applies(grid):
+            outs, out_tree, out_specs_flat = device_threads.run_per_device(
+                f, grid, leaves, in_tree, specs, out_specs, check_vma, name, programs)
+            return tree_unflatten(out_tree, [_placed(o, grid, spec)
+                                             for o, spec in zip(outs, out_specs_flat)])
         return run(grid, leaves, in_tree, specs,
                    lambda value, spec: _placed(value, grid, spec))
 

@@ -61,3 +61,15 @@ def test_the_bench_command_has_the_flag(capsys):
     with pytest.raises(SystemExit):
         main(["--help"])
     assert "--sharded" in capsys.readouterr().out
+
+
+def test_the_per_device_column():
+    """Ember per device ("threads") beside fused: its own cells (none on 1 device),
+    its loss checked, its column in the table."""
+    summary = sharded.run("quick", 1, frameworks=("ember", sharded.PER_DEVICE),
+                          device_counts=(1, 2), programs=("mlp_dp",), settle_s=0.0)
+    found = summary["programs"]["mlp_dp"]
+    assert set(found["cells"]) == {"ember_unsharded", "ember_1", "ember_2", "threads_2"}
+    two = next(row for row in found["rows"] if row["devices"] == 2)
+    assert two["threads_loss_ok"] and two["threads_step_s"] > 0
+    assert "per-dev" in sharded.format_table(summary)

@@ -153,7 +153,8 @@ class CpuExecutable(Executable):
             return [arrays[slot] if slot is not None else literal
                     for slot, literal in self._result_slots]
         owned = self._arena_lock.acquire(blocking=False)
-        arena = self._arena if owned else np.empty(self._arena_bytes, np.uint8)
+        arena = self._arena if owned else POOL.empty((self._arena_bytes,), np.uint8,
+                                                     self._arena_bytes)
         try:
             arrays = [arena, *map(contiguous, buffers), *self._constants,
                       *[POOL.empty(*spec) for spec in self._output_avals],
