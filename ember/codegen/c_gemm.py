@@ -51,6 +51,8 @@ def render_gemm(plan: GemmPlan, a: str, b: str, c: str, ctype: str, threads: int
     a_row_step = 1 if plan.a.transposed else plan.a.ld
     b_col_step = plan.b.ld if plan.b.transposed else 1
     function = _FUNCTIONS[plan.operand_dtype.name, plan.dtype.name]
+    if plan.casts:  # (float32 operands rounded as packed: include/ember_gemm.h)
+        function += f"_cast_{plan.casts}"
     return [f"{function}({_SPLITS[axis]}, {parts}, {count}, {batch}, {_trans(plan.a)}, "
             f"{_trans(plan.b)}, {plan.m}, {plan.n}, {plan.k}, {a} + {plan.a.offset}, "
             f"{plan.a.ld}, {a_row_step}, {b} + {plan.b.offset}, {plan.b.ld}, {b_col_step}, "

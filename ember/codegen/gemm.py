@@ -54,6 +54,9 @@ class GemmPlan:
     # The operands' dtype where it is not the result's: 16-bit floats (bfloat16,
     # float16) multiplied into float32 sums and results (``preferred_element_type``).
     operands: np.dtype | None = None
+    # Which of A and B are float32 buffers rounded to ``operands`` as they are packed (a
+    # cast fused into the product, ``x.astype(bfloat16) @ w``): "", "a", "b" or "ab".
+    casts: str = ""
 
     @property
     def operand_dtype(self) -> np.dtype:
@@ -132,10 +135,12 @@ def operand_matrix(eqn: Eqn, position: int, base_shape: Sequence[int], index: In
     return _matrix(contract_axis, free_axis, offset, batch_strides)
 
 
-def plan_gemm(eqn: Eqn, lhs: Matrix, rhs: Matrix, out: Matrix | None = None) -> GemmPlan:
-    """The plan of ``eqn`` (``out``: where its product goes, None for a fresh buffer).
-    A transposed ``out`` is written as ``C^T = B^T A^T``: the plan's A is then ``rhs``
-    and its B ``lhs`` (the caller passes their buffers in that order)."""
+def plan_gemm(eqn: Eqn, lhs: Matrix, rhs: Matrix, out: Matrix | None = None,
+              casts: tuple[bool, bool] = (False, False)) -> GemmPlan:
+    """The plan of ``eqn`` (``out``: where its product goes, None for a fresh buffer;
+    ``casts``: whether lhs, rhs are float32 buffers cast to the operands' type as they
+    are packed). A transposed ``out`` is written as ``C^T = B^T A^T``: the plan's A is
+    then ``rhs`` and its B ``lhs`` (the caller passes their buffers in that order)."""
     _, (lb, _) = eqn.params["dimension_numbers"]
     lhs_shape = eqn.inputs[0].aval.shape
     batch = tuple(lhs_shape[d] for d in lb)
@@ -144,9 +149,13 @@ def plan_gemm(eqn: Eqn, lhs: Matrix, rhs: Matrix, out: Matrix | None = None) -> 
     operands = None if operands == dtype else operands
     if out is not None and out.transposed:  # C^T = B^T A^T, stored row-major
         return GemmPlan(dtype, batch, rhs.cols, lhs.rows, lhs.cols, _flipped(rhs),
-                        _flipped(lhs), _flipped(out), operands)
+                        _flipped(lhs), _flipped(out), operands, _casts(casts[::-1]))
     return GemmPlan(dtype=dtype, batch=batch, m=lhs.rows, n=rhs.cols, k=lhs.cols, a=lhs,
-                    b=rhs, c=out, operands=operands)
+                    b=rhs, c=out, operands=operands, casts=_casts(casts))
+
+
+def _casts(casts: tuple[bool, bool]) -> str:
+    return "a" * casts[0] + "b" * casts[1]
 
 
 def _flipped(matrix: Matrix) -> Matrix:

@@ -304,9 +304,8 @@ def _gemm_call(step: LoweredStep, plan: BufferPlan, layout: Layout,
                renderer: CRenderer) -> list[str]:
     gemm = step.gemm
     ctype = renderer.storage_types[gemm.dtype.name]
-    operand_ctype = renderer.storage_types[gemm.operand_dtype.name]
-    a = _pointer(step.gemm_operands[0], plan, layout, operand_ctype)
-    b = _pointer(step.gemm_operands[1], plan, layout, operand_ctype)
+    a, b = (_pointer(var, plan, layout, renderer.storage_types[var.aval.dtype.name])
+            for var in step.gemm_operands)  # (float32 where a cast is fused: GemmPlan.casts)
     c = _pointer(step.product, plan, layout, ctype)
     affine = step.affine
     if affine is None:

@@ -279,10 +279,13 @@ def _plan_library(group: Group) -> tuple[GemmPlan, tuple[Var, Var]]:
                                  f"not fit BLAS: {ix.linearize(index, base.aval.shape)!r}")
         matrices.append(matrix)
     bases = (group.library_operands[0][0], group.library_operands[1][0])
+    # (a float32 buffer under a 16-bit operand: its cast is fused into the packing)
+    casts = tuple(base.aval.dtype != operand.aval.dtype
+                  for base, operand in zip(bases, eqn.inputs))
     out = group.product_layout
     if out is not None and out.transposed:  # the plan computes C^T = B^T A^T
         bases = bases[::-1]
-    return plan_gemm(eqn, matrices[0], matrices[1], out), bases
+    return plan_gemm(eqn, matrices[0], matrices[1], out, casts), bases
 
 
 def steps_text(steps: list[LoweredStep]) -> str:

@@ -53,6 +53,9 @@ class FusionPolicy:
     native: Callable[[Eqn], bool]
     library: Callable[[Eqn], bool] = lambda eqn: False
     call: Callable[[Eqn], bool] = lambda eqn: False
+    # The library GEMM reads a float32 operand of a 16-bit product and rounds it as it
+    # packs it (``x.astype(bfloat16) @ w``: the cast is never stored).
+    casts_operands: bool = False
 
 
 def schedule_groups(graph: Graph, policy: FusionPolicy) -> Schedule:
@@ -335,15 +338,23 @@ class _Fuser:
         return any(_reaches(group, other, deps) for other in others)
 
     def _fold_operand(self, eqn: Eqn, position: int) -> tuple[Var, Index, tuple[Sym, ...]]:
-        """The deepest buffer BLAS can read this operand from, through a chain of views."""
+        """The deepest buffer BLAS can read this operand from, through a chain of views
+        (and, where the policy says so, one cast of float32 to the operand's 16-bit type:
+        the buffer is then the float32 one, rounded as the GEMM packs it)."""
         operand = eqn.inputs[position]
         syms = operand_syms(operand.aval.shape, "g")
         best = (operand, ix.identity(syms))
         value, index = operand, ix.identity(syms)
-        while value in self.producer and access.is_view(self.producer[value]) \
-                and self.policy.native(self.producer[value]):
+        cast_allowed = self.policy.casts_operands and operand.aval.dtype.name in (
+            "bfloat16", "float16")
+        while value in self.producer and self.policy.native(self.producer[value]):
             view = self.producer[value]
-            index = access.view_operand_index(view, index)
+            if _is_float32_cast(view) and cast_allowed:
+                cast_allowed = False  # (once: float32 to the operand's type)
+            elif not access.is_view(view):
+                break
+            else:
+                index = access.view_operand_index(view, index)
             value = view.inputs[0]
             if not isinstance(value, Var):
                 break
@@ -466,6 +477,11 @@ class _Fuser:
             return f"result used by {users} kernels"
         return ("its consumer reads it through a view or reduces it (a GEMM epilogue is "
                 "elementwise over the whole product)")
+
+
+def _is_float32_cast(eqn: Eqn) -> bool:
+    return (eqn.prim.name == "convert_element_type"
+            and eqn.inputs[0].aval.dtype.name == "float32")
 
 
 def _row_rank(free: frozenset[ix.Sym], syms: Sequence[ix.Sym]) -> int | None:

@@ -140,7 +140,7 @@ def cpu_policy(renderer: CRenderer) -> FusionPolicy:
     """What C computes natively: what the renderer's tables cover, GEMMs as BLAS calls
     where a BLAS is installed, sorts as functions of the module (``c_sort``)."""
     return FusionPolicy(native=functools.partial(native, renderer), library=_blas_gemm,
-                        call=c_sort.supported)
+                        call=c_sort.supported, casts_operands=True)
 
 
 def _build_options(module: Module) -> dict[str, Any]:

@@ -22,9 +22,10 @@ SOURCE = INCLUDE_DIR / "ember_gemm_lib.c"
 # `c += a * b` in the microkernel must be one fused multiply-add (-std=c11 turns
 # contraction off by default).
 FLAGS = ("-ffp-contract=fast",)
-# One unit per element type, compiled in parallel: float32, float64, and both 16-bit
-# formats (EMBER_GEMM_TYPE in ember_gemm_lib.c).
-_TYPE_BITS = (32, 64, 16)
+# One unit per element type, compiled in parallel: float32, float64, both 16-bit formats,
+# and their products with float32 operands cast as packed (EMBER_GEMM_TYPE in
+# ember_gemm_lib.c).
+_TYPE_BITS = (32, 64, 16, 17)
 
 
 def library_path() -> Path:

@@ -66,6 +66,7 @@ class Case:
     activation: str = "none"  # gemm_activation.ACTIVATIONS, applied last
     out: type | None = None  # the results' type: float32 for 16-bit operands, else theirs
     keep_product: bool = False  # C the plain product, E the epilogue's result
+    cast: str = ""  # 16-bit operands stored as float32, cast as packed: "a", "b" or "ab"
 
     @property
     def result(self) -> np.dtype:
@@ -119,14 +120,16 @@ def run_case(library: ctypes.CDLL, case: Case, seed: int = 0) -> None:
     m, n, k, dtype = case.m, case.n, case.k, case.dtype
     result = case.result
     name, sums = _FUNCTIONS[(np.dtype(dtype), result)]
+    name += f"_cast_{case.cast}" if case.cast else ""
     # op(A) is m x k: stored k x m when transposed; op(B) is k x n: stored n x k.
     a_flat, a_view, lda, a_item = _strided(rng, count, *((k, m) if case.ta else (m, k)),
-                                           case.pad, dtype)
+                                           case.pad, F32 if "a" in case.cast else dtype)
     b_flat, b_view, ldb, b_item = _strided(rng, count, *((n, k) if case.tb else (k, n)),
-                                           case.pad, dtype)
+                                           case.pad, F32 if "b" in case.cast else dtype)
     c_flat, c_view, ldc, c_item = _strided(rng, count, m, n, case.pad, result)
-    op_a = np.swapaxes(a_view, 1, 2) if case.ta else a_view
-    op_b = np.swapaxes(b_view, 1, 2) if case.tb else b_view
+    # (a float32 operand of a cast: multiplied as the cast rounds it)
+    op_a = (np.swapaxes(a_view, 1, 2) if case.ta else a_view).astype(dtype)
+    op_b = (np.swapaxes(b_view, 1, 2) if case.tb else b_view).astype(dtype)
 
     product = np.matmul(op_a.astype(np.float64), op_b.astype(np.float64))
     product_bound = np.matmul(np.abs(op_a.astype(np.float64)), np.abs(op_b.astype(np.float64)))
@@ -357,6 +360,7 @@ def test_narrower_vector_isas(cflags):
     for size in (1, 5, 6, 7, 15, 16, 17, 33, 130, 401):
         for dtype in (np.float32, np.float64, BF16, F16):
             run_case(narrow, Case(size, size + 3, size + 1, dtype, ta=size % 2 == 1, pad=1))
+        run_case(narrow, Case(size, size + 3, size + 1, BF16, tb=True, cast="ab"))
     run_case(narrow, Case(70, 90, 900, batch=(2,), tb=True, split=2, parts=2, alpha=2.0,
                           addend="in place", d_scale=1.0, row_scale=-1.0))
 
@@ -405,18 +409,9 @@ def test_16_bit_results_round_to_nearest_even(library, dtype):
     a = rng.integers(-bound, bound + 1, (m, k)).astype(np.float64)
     b = rng.integers(-bound, bound + 1, (k, n)).astype(np.float64)
     expected = a @ b  # |sums| < 2^24: exact in float32; bfloat16 keeps 8 bits, float16 11
-    c = np.zeros((m, n), dtype)
-    function = getattr(library, f"ember_own_gemm_{'bf16' if dtype == BF16 else 'f16'}_"
-                                f"{'bf16' if dtype == BF16 else 'f16'}")
-    i64, pointer = ctypes.c_int64, ctypes.c_void_p
-    function.argtypes = [ctypes.c_int, ctypes.c_int, i64, pointer, ctypes.c_int, ctypes.c_int,
-                         i64, i64, i64, pointer, i64, i64, pointer, i64, i64, pointer, i64,
-                         ctypes.c_float, pointer, ctypes.c_float, pointer, ctypes.c_float,
-                         ctypes.c_int, pointer]
-    batch = _Batch(0, None, None, None, None)
     a16, b16 = a.astype(dtype), b.astype(dtype)  # (exact: small integers)
-    function(1, 2, 1, ctypes.byref(batch), _NO_TRANS, _NO_TRANS, m, n, k, a16.ctypes.data, k, k,
-             b16.ctypes.data, n, 1, c.ctypes.data, n, 1.0, None, 0.0, None, 0.0, 0, None)
+    name = "bf16" if dtype == BF16 else "f16"
+    c = _product(library, f"ember_own_gemm_{name}_{name}", a16, b16, dtype)
     rounded = np.mean(expected.astype(dtype).astype(np.float64) != expected)
     assert rounded > 0.5, "the case must exercise rounding"
     np.testing.assert_array_equal(c.view(np.uint16), expected.astype(dtype).view(np.uint16))
@@ -436,5 +431,60 @@ def test_bfloat16_without_the_pair_instruction():
     assert ctypes.c_int.in_dll(converted, "ember_own_gemm_bf16_pairs").value == 0
     for size in (1, 7, 65, 130, 401):
         run_case(converted, Case(size, size + 3, size + 1, BF16, ta=size % 2 == 1, pad=1))
+        run_case(converted, Case(size, size + 3, size + 1, BF16, tb=size % 2 == 1, pad=1,
+                                 cast=("a", "b", "ab")[size % 3]))
     run_case(converted, Case(70, 90, 900, BF16, batch=(2,), tb=True, split=2, parts=2,
                              addend="in place", d_scale=1.0, row_scale=-1.0))
+
+
+def _product(library: ctypes.CDLL, name: str, a: np.ndarray, b: np.ndarray, result,
+             split: int = 1, parts: int = 2, alpha: float = 1.0, row: np.ndarray | None = None,
+             activation: str = "none") -> np.ndarray:
+    """``name``'s C = activation(alpha a @ b + row) for contiguous matrices a and b."""
+    (m, k), n = a.shape, b.shape[1]
+    c = np.zeros((m, n), result)
+    function = getattr(library, name)
+    i64, pointer = ctypes.c_int64, ctypes.c_void_p
+    function.argtypes = [ctypes.c_int, ctypes.c_int, i64, pointer, ctypes.c_int, ctypes.c_int,
+                         i64, i64, i64, pointer, i64, i64, pointer, i64, i64, pointer, i64,
+                         ctypes.c_float, pointer, ctypes.c_float, pointer, ctypes.c_float,
+                         ctypes.c_int, pointer]
+    function.restype = None
+    batch = _Batch(0, None, None, None, None)
+    function(split, parts, 1, ctypes.byref(batch), _NO_TRANS, _NO_TRANS, m, n, k,
+             a.ctypes.data, k, k, b.ctypes.data, n, 1, c.ctypes.data, n, alpha, None, 0.0,
+             None if row is None else row.ctypes.data, 1.0, ACTIVATIONS[activation], None)
+    return c
+
+
+@pytest.mark.parametrize("dtype", [BF16, F16])
+@pytest.mark.parametrize("cast", ["a", "b", "ab"])
+def test_float32_operands_cast_as_packed(library, dtype, cast):
+    """A float32 operand of a 16-bit product (``x.astype(bfloat16) @ w``) rounded as it
+    is packed: against the oracle on the tiles' edges, transposes, splits and epilogues,
+    and bit for bit against the product of the operands cast first (ml_dtypes' rounding,
+    to nearest, ties to even, as the cast kernel stores it), wide and narrow tiles,
+    16-bit and float32 results."""
+    for size in (1, 6, 7, 17, 65, 129, 401):
+        run_case(library, Case(size, size + 1, size + 2, dtype, ta=size % 2 == 1,
+                               tb=size % 3 == 0, pad=1, cast=cast))
+    run_case(library, Case(45, 130, 901, dtype, tb=True, pad=3, alpha=-0.5, addend="in place",
+                           d_scale=1.0, row_scale=2.0, activation="relu", cast=cast))
+    run_case(library, Case(250, 10, 300, dtype, out=dtype, ta=True, pad=1, addend="separate",
+                           d_scale=0.5, activation="gelu_tanh", cast=cast))
+    for split, parts in [(0, 2), (1, 3), (2, 2)]:
+        run_case(library, Case(70, 90, 51, dtype, batch=(2, 3), pad=5, split=split,
+                               parts=parts, row_scale=1.0, cast=cast))
+    rng = np.random.default_rng(2)
+    name = "bf16" if dtype == BF16 else "f16"
+    for m, n, k in [(97, 200, 333), (250, 10, 801)]:
+        a, b = rng.standard_normal((m, k), F32), rng.standard_normal((k, n), F32)
+        row = rng.standard_normal(n).astype(dtype)
+        stored = (a if "a" in cast else a.astype(dtype), b if "b" in cast else b.astype(dtype))
+        for result in (F32, dtype):
+            plain = f"ember_own_gemm_{name}" + (f"_{name}" if result == dtype else "")
+            args = {"alpha": -0.5, "row": row.astype(result), "activation": "gelu_tanh"}
+            cast_first = _product(library, plain, a.astype(dtype), b.astype(dtype), result,
+                                  **args)
+            fused = _product(library, f"{plain}_cast_{cast}", *stored, result, **args)
+            np.testing.assert_array_equal(fused.view(np.uint8), cast_first.view(np.uint8))

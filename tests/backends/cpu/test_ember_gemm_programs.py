@@ -219,3 +219,58 @@ def test_16_bit_products_without_embers_gemm_are_loops(blas):
         kinds = [k.kind for k in compiled(_half_dot(dims), lhs, rhs).kernels]
     toolchain._measured_blas.cache_clear()
     assert ("library" in kinds) == (blas == "auto")  # (auto links Ember's GEMM for them)
+
+
+_CASTS = {  # (program, which operands are cast from float32, whether results are 16-bit)
+    "x": (lambda x, w: x.astype(w.dtype) @ w, "a"),
+    "both": (lambda x, w: jnp.maximum(x.astype(jnp.bfloat16) @ w.astype(jnp.bfloat16), 0), "ab"),
+    # (x transposed, w a strided slice; the transpose of the product swaps them: C^T)
+    "transposed": (lambda x, w: (w[:, :70].T @ x.astype(w.dtype).T).T, "a"),
+    "into float32": (lambda x, w: jnp.matmul(x.astype(w.dtype), w,
+                                             preferred_element_type=np.float32), "a"),
+}
+
+
+@pytest.mark.parametrize("name", _CASTS)
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_float32_operands_are_cast_as_packed(name, dtype, threads):
+    """``x.astype(bfloat16) @ w`` with x float32: one call that rounds x as it packs it
+    (no kernel writes a 16-bit copy of x), bit for bit the product of x cast first
+    (both round to nearest, ties to even), and the reference's within its rounding."""
+    fun, casts = _CASTS[name]
+    half = jnp.dtype(dtype)
+    x = RNG.standard_normal((96, 130)).astype(np.float32)
+    w = (RNG.standard_normal((130, 96)) / np.sqrt(130)).astype(half)
+    if name == "both":
+        w = w.astype(np.float32)
+        half = jnp.dtype(jnp.bfloat16)
+    with config.override(num_threads=threads):
+        kernels = compiled(fun, x, w).kernels
+        assert [k.kind for k in kernels] == ["library"], [k.source for k in kernels]
+        assert f"_cast_{casts}(" in kernels[0].source, kernels[0].source
+        got = np.asarray(ember.jit(fun)(x, w))
+        stored = (x.astype(half), w.astype(half))  # (cast first, by ml_dtypes)
+        cast_first = np.asarray(ember.jit(lambda x, w: fun(x, w.astype(half)))(*stored))
+        assert cast_first.dtype == got.dtype
+        np.testing.assert_array_equal(got.view(np.uint8), cast_first.view(np.uint8))
+        assert_matches_reference(fun, x, w, tolerance=(2e-2, 2e-2))
+
+
+def test_mixed_precision_train_step_casts_as_packed():
+    """A layer with float32 master weights multiplied in bfloat16, differentiated: no
+    kernel is left for the casts of x and w (each product reads them in float32)."""
+    x = RNG.standard_normal((130, 96)).astype(np.float32)
+    w = (RNG.standard_normal((96, 70)) / np.sqrt(96)).astype(np.float32)
+
+    def loss(w):
+        h = jnp.maximum(x.astype(jnp.bfloat16) @ w.astype(jnp.bfloat16), 0)
+        return jnp.sum(h.astype(np.float32) ** 2)
+
+    grad = ember.grad(loss)
+    assert_matches_reference(grad, w, tolerance=(3e-2, 3e-2))
+    kernels = compiled(grad, w).kernels
+    casts = [k for k in kernels if k.kind != "library" and k.ops == ["convert_element_type"]]
+    assert not casts, [k.source for k in casts]
+    sources = [k.source for k in kernels if k.kind == "library"]
+    assert any("_cast_" in source for source in sources), sources

@@ -126,10 +126,12 @@ EMBER_DEFINE_GEMM_FINISH(double)
 
 /* The functions' signature, for operands A and B stored as S, results (C, D, the row)
  * as T and the scales as R. */
-#define EMBER_GEMM_SIGNATURE_OF(NAME, S, T, R)                                              \
+#define EMBER_GEMM_SIGNATURE_OF(NAME, S, T, R) EMBER_GEMM_MIXED_SIGNATURE(NAME, S, S, T, R)
+/* (A stored as SA, B as SB: a float32 operand of a 16-bit product, rounded as packed) */
+#define EMBER_GEMM_MIXED_SIGNATURE(NAME, SA, SB, T, R)                                      \
   void NAME(int split, int parts, int64_t count, const ember_batch *batch, int ta, int tb, \
-            int64_t m, int64_t n, int64_t k, const S *A, int64_t lda, int64_t a_row_step,  \
-            const S *B, int64_t ldb, int64_t b_col_step, T *C, int64_t ldc, R alpha,       \
+            int64_t m, int64_t n, int64_t k, const SA *A, int64_t lda, int64_t a_row_step, \
+            const SB *B, int64_t ldb, int64_t b_col_step, T *C, int64_t ldc, R alpha,      \
             const T *D, R d_scale, const T *row, R row_scale, int activation, T *E)
 #define EMBER_GEMM_SIGNATURE(NAME, T) EMBER_GEMM_SIGNATURE_OF(NAME, T, T, T)
 #define EMBER_GEMM_ARGUMENTS                                                               \
@@ -158,9 +160,9 @@ EMBER_DEFINE_GEMM_FINISH(double)
 /* The split of ember_gemm_f32/f64 over the OpenMP team, shared by the BLAS path below
  * and Ember's own GEMM (ember_gemm_lib.c): split 0 divides the batch items, 1 the rows of
  * C, 2 its columns, into `parts` static blocks. BLOCK runs once per item of a thread's
- * block with a, b (of S), c (of T: that item's operands, moved to the block), rows, cols
- * and lo (the block's first row or column) in scope. */
-#define EMBER_GEMM_PARTS(S, T, BLOCK)                                                         \
+ * block with a, b (of SA, SB), c (of T: that item's operands, moved to the block), rows,
+ * cols and lo (the block's first row or column) in scope. */
+#define EMBER_GEMM_PARTS(SA, SB, T, BLOCK)                                                    \
   _Pragma("omp parallel for num_threads(parts) schedule(static) if(parts > 1)")            \
   for (int64_t part = 0; part < parts; part++) {                                           \
     const int64_t size = split == 1 ? m : n;                                               \
@@ -169,8 +171,8 @@ EMBER_DEFINE_GEMM_FINISH(double)
     const int64_t lo = split == 0 ? 0 : part * size / parts;                               \
     const int64_t hi = split == 0 ? size : (part + 1) * size / parts;                      \
     for (int64_t item = first; item < last; item++) {                                      \
-      const S *a = A + ember_item_offset(batch, batch->a_strides, item);                   \
-      const S *b = B + ember_item_offset(batch, batch->b_strides, item);                   \
+      const SA *a = A + ember_item_offset(batch, batch->a_strides, item);                  \
+      const SB *b = B + ember_item_offset(batch, batch->b_strides, item);                  \
       T *c = C + ember_item_offset(batch, batch->c_strides, item);                         \
       int64_t rows = m, cols = n;                                                          \
       if (split == 1) { a += lo * a_row_step; c += lo * ldc; rows = hi - lo; }             \
@@ -195,7 +197,7 @@ EMBER_DEFINE_GEMM_FINISH(double)
   static __attribute__((noinline, unused)) EMBER_GEMM_SIGNATURE(NAME, T) {                 \
     EMBER_GEMM_OWN_CALL(OWN)                                                               \
     const int saved_threads = ember_blas_single_threaded();                                \
-    EMBER_GEMM_PARTS(T, T, {                                                               \
+    EMBER_GEMM_PARTS(T, T, T, {                                                            \
       const T *d = D ? D + (c - C) : NULL; /* (no commas: a macro argument) */           \
       const T *r = row ? row + (split == 2 ? lo : 0) : NULL;                               \
       const int start = E == NULL && (d != NULL || r != NULL);                             \
@@ -232,6 +234,28 @@ EMBER_DEFINE_OWN_CALL(ember_gemm_bf16, ember_own_gemm_bf16, uint16_t, float, flo
 EMBER_DEFINE_OWN_CALL(ember_gemm_f16, ember_own_gemm_f16, uint16_t, float, float)
 EMBER_DEFINE_OWN_CALL(ember_gemm_bf16_bf16, ember_own_gemm_bf16_bf16, uint16_t, uint16_t, float)
 EMBER_DEFINE_OWN_CALL(ember_gemm_f16_f16, ember_own_gemm_f16_f16, uint16_t, uint16_t, float)
+/* (the same with float32 A, B or both, rounded to 16 bits as they are packed: a cast
+ * fused into the product: NAME##_cast_a, _cast_b, _cast_ab) */
+#define EMBER_DECLARE_CASTS(NAME, T)                                                       \
+  EMBER_GEMM_MIXED_SIGNATURE(ember_own_##NAME##_cast_a, float, uint16_t, T, float);        \
+  EMBER_GEMM_MIXED_SIGNATURE(ember_own_##NAME##_cast_b, uint16_t, float, T, float);        \
+  EMBER_GEMM_MIXED_SIGNATURE(ember_own_##NAME##_cast_ab, float, float, T, float);          \
+  static inline __attribute__((unused))                                                    \
+  EMBER_GEMM_MIXED_SIGNATURE(ember_##NAME##_cast_a, float, uint16_t, T, float) {           \
+    ember_own_##NAME##_cast_a(EMBER_GEMM_ARGUMENTS);                                       \
+  }                                                                                        \
+  static inline __attribute__((unused))                                                    \
+  EMBER_GEMM_MIXED_SIGNATURE(ember_##NAME##_cast_b, uint16_t, float, T, float) {           \
+    ember_own_##NAME##_cast_b(EMBER_GEMM_ARGUMENTS);                                       \
+  }                                                                                        \
+  static inline __attribute__((unused))                                                    \
+  EMBER_GEMM_MIXED_SIGNATURE(ember_##NAME##_cast_ab, float, float, T, float) {             \
+    ember_own_##NAME##_cast_ab(EMBER_GEMM_ARGUMENTS);                                      \
+  }
+EMBER_DECLARE_CASTS(gemm_bf16, float)
+EMBER_DECLARE_CASTS(gemm_f16, float)
+EMBER_DECLARE_CASTS(gemm_bf16_bf16, uint16_t)
+EMBER_DECLARE_CASTS(gemm_f16_f16, uint16_t)
 #endif
 #if EMBER_GEMM_OWN_CLASSES == EMBER_GEMM_ALL_CLASSES
 EMBER_DEFINE_OWN_CALL(ember_gemm_f32, ember_own_gemm_f32, float, float, float)

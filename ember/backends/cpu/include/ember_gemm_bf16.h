@@ -14,43 +14,50 @@
 EMBER_DEFINE_TILE_SIZES(ember_f32, ember_bf16_wide, EMBER_MR, EMBER_NV, 2)
 EMBER_DEFINE_TILE_STORE(ember_f32, ember_bf16_wide, float, EMBER_NV)
 
-/* rows x depth of op(A) (element (i, p) at a[i * rs + p * cs]) as pair micropanels. */
-static void ember_bf16_wide_pack_a(const uint16_t *a, int64_t rs, int64_t cs, int64_t rows,
-                                   int64_t depth, uint16_t *restrict out) {
-  const int64_t pairs = (depth + 1) / 2;
-  for (int64_t i0 = 0; i0 < rows; i0 += ember_bf16_wide_mr) {
-    const int64_t mr = ember_min(ember_bf16_wide_mr, rows - i0);
-    const uint16_t *panel = a + i0 * rs;
-    for (int64_t q = 0; q < pairs; q++)
-      for (int i = 0; i < ember_bf16_wide_mr; i++)
-        for (int h = 0; h < 2; h++) {
-          const int64_t p = 2 * q + h;
-          out[(q * ember_bf16_wide_mr + i) * 2 + h] =
-              i < mr && p < depth ? panel[i * rs + p * cs] : 0;
-        }
-    out += 2 * pairs * ember_bf16_wide_mr;
+/* NAME##_pack_a and _pack_b: pair micropanels from elements stored as S (converted to
+ * bfloat16 by LOAD: as they are, or float32 rounded, a cast fused into the product). */
+#define EMBER_DEFINE_BF16_PAIR_PACKS(NAME, S, LOAD)                                        \
+  /* rows x depth of op(A) (element (i, p) at a[i * rs + p * cs]) as pair micropanels. */  \
+  static void NAME##_pack_a(const S *a, int64_t rs, int64_t cs, int64_t rows,              \
+                            int64_t depth, uint16_t *restrict out) {                       \
+    const int64_t pairs = (depth + 1) / 2;                                                 \
+    for (int64_t i0 = 0; i0 < rows; i0 += ember_bf16_wide_mr) {                            \
+      const int64_t mr = ember_min(ember_bf16_wide_mr, rows - i0);                         \
+      const S *panel = a + i0 * rs;                                                        \
+      for (int64_t q = 0; q < pairs; q++)                                                  \
+        for (int i = 0; i < ember_bf16_wide_mr; i++)                                       \
+          for (int h = 0; h < 2; h++) {                                                    \
+            const int64_t p = 2 * q + h;                                                   \
+            out[(q * ember_bf16_wide_mr + i) * 2 + h] =                                    \
+                i < mr && p < depth ? LOAD(panel[i * rs + p * cs]) : 0;                    \
+          }                                                                                \
+      out += 2 * pairs * ember_bf16_wide_mr;                                               \
+    }                                                                                      \
+  }                                                                                        \
+                                                                                           \
+  /* depth x cols of op(B) (element (p, j) at b[p * rs + j * cs]) as pair micropanels. */  \
+  static void NAME##_pack_b(const S *b, int64_t rs, int64_t cs, int64_t depth,             \
+                            int64_t cols, uint16_t *restrict out) {                        \
+    const int64_t pairs = (depth + 1) / 2;                                                 \
+    for (int64_t j0 = 0; j0 < cols; j0 += ember_bf16_wide_nr) {                            \
+      const int64_t nr = ember_min(ember_bf16_wide_nr, cols - j0);                         \
+      const S *panel = b + j0 * cs;                                                        \
+      for (int64_t q = 0; q < pairs; q++) {                                                \
+        uint16_t *to = out + q * ember_bf16_wide_nr * 2;                                   \
+        const int whole = 2 * q + 1 < depth && nr == ember_bf16_wide_nr;                   \
+        for (int j = 0; j < ember_bf16_wide_nr; j++)                                       \
+          for (int h = 0; h < 2; h++) {                                                    \
+            const int64_t p = 2 * q + h;                                                   \
+            to[j * 2 + h] =                                                                \
+                whole || (j < nr && p < depth) ? LOAD(panel[p * rs + j * cs]) : 0;         \
+          }                                                                                \
+      }                                                                                    \
+      out += 2 * pairs * ember_bf16_wide_nr;                                               \
+    }                                                                                      \
   }
-}
 
-/* depth x cols of op(B) (element (p, j) at b[p * rs + j * cs]) as pair micropanels. */
-static void ember_bf16_wide_pack_b(const uint16_t *b, int64_t rs, int64_t cs, int64_t depth,
-                                   int64_t cols, uint16_t *restrict out) {
-  const int64_t pairs = (depth + 1) / 2;
-  for (int64_t j0 = 0; j0 < cols; j0 += ember_bf16_wide_nr) {
-    const int64_t nr = ember_min(ember_bf16_wide_nr, cols - j0);
-    const uint16_t *panel = b + j0 * cs;
-    for (int64_t q = 0; q < pairs; q++) {
-      uint16_t *to = out + q * ember_bf16_wide_nr * 2;
-      const int whole = 2 * q + 1 < depth && nr == ember_bf16_wide_nr;
-      for (int j = 0; j < ember_bf16_wide_nr; j++)
-        for (int h = 0; h < 2; h++) {
-          const int64_t p = 2 * q + h;
-          to[j * 2 + h] = whole || (j < nr && p < depth) ? panel[p * rs + j * cs] : 0;
-        }
-    }
-    out += 2 * pairs * ember_bf16_wide_nr;
-  }
-}
+EMBER_DEFINE_BF16_PAIR_PACKS(ember_bf16_wide, uint16_t, EMBER_LOAD_AS_IS)
+EMBER_DEFINE_BF16_PAIR_PACKS(ember_bf16_wide_cast, float, ember_f32_to_bf16)
 
 /* The MR x NR tile of C at c (mr x nr of it inside C) from pair micropanels a and b of
  * `depth` (even) elements of the sum. */

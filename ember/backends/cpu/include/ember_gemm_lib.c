@@ -32,6 +32,9 @@
  * float16), so the float32 microkernels run on them; with AVX512_BF16 the wide tile of
  * bfloat16 keeps them 16-bit instead, packed in pairs along the sum, and multiplies a
  * pair per lane with vdpbf16ps (ember_gemm_bf16.h): twice the products per instruction.
+ * A float32 operand of a 16-bit product (`x.astype(bfloat16) @ w`) is rounded to the
+ * 16-bit format as it is packed (EMBER_DEFINE_CASTS: the _cast_a, _cast_b and _cast_ab
+ * entry points), so that no 16-bit copy of it is written first.
  *
  * The vector width follows the target: GCC vector extensions, 64-byte vectors where
  * the compiler targets AVX-512, 32 with AVX2, else 16 (SSE2, NEON, or scalar code the
@@ -194,11 +197,12 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
       for (int64_t i = 0; i < mr; i++) ember_activate_##T(c + i * ldc, nr, e->activation); \
   }
 
-/* op(B)'s packing into micropanels of NR columns (converted by LOAD). */
-#define EMBER_DEFINE_PACK_B(TILE, S, T, LOAD)                                              \
+/* op(B)'s packing into TILE's micropanels of NR columns, from elements stored as S
+ * (converted by LOAD): the function NAME##_pack_b. */
+#define EMBER_DEFINE_PACK_B(TILE, NAME, S, T, LOAD)                                        \
   /* depth x cols of op(B) (element (p, j) at b[p * rs + j * cs]) as micropanels of NR     \
    * columns: panel-major, then p, then the NR columns; columns past the end are zeros. */ \
-  static void TILE##_pack_b(const S *b, int64_t rs, int64_t cs, int64_t depth,             \
+  static void NAME##_pack_b(const S *b, int64_t rs, int64_t cs, int64_t depth,             \
                             int64_t cols, T *restrict out) {                               \
     for (int64_t j0 = 0; j0 < cols; j0 += TILE##_nr) {                                     \
       const int64_t nr = ember_min(TILE##_nr, cols - j0);                                  \
@@ -235,13 +239,14 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
 #define EMBER_DEFINE_TILE(TYPE, TILE, S, T, LOAD, MR, NV)                                  \
   EMBER_DEFINE_TILE_SIZES(TYPE, TILE, MR, NV, 1)                                           \
   EMBER_DEFINE_TILE_STORE(TYPE, TILE, T, NV)                                               \
-  EMBER_DEFINE_PACK_B(TILE, S, T, LOAD)
+  EMBER_DEFINE_PACK_B(TILE, TILE, S, T, LOAD)
 
-/* The packed tile: A packed too, its microkernel, and the blocked product on one thread. */
-#define EMBER_DEFINE_PACKED(TYPE, TILE, S, T, LOAD)                                         \
+/* op(A)'s packing into TILE's micropanels of MR rows, from elements stored as S
+ * (converted by LOAD): the function NAME##_pack_a. */
+#define EMBER_DEFINE_PACK_A(TILE, NAME, S, T, LOAD)                                        \
   /* rows x depth of op(A) (element (i, p) at a[i * rs + p * cs]) as micropanels of MR     \
    * rows: panel-major, then p, then the MR rows; rows past the end are zeros. */          \
-  static void TILE##_pack_a(const S *a, int64_t rs, int64_t cs, int64_t rows,              \
+  static void NAME##_pack_a(const S *a, int64_t rs, int64_t cs, int64_t rows,              \
                             int64_t depth, T *restrict out) {                              \
     for (int64_t i0 = 0; i0 < rows; i0 += TILE##_mr) {                                     \
       const int64_t mr = ember_min(TILE##_mr, rows - i0);                                  \
@@ -260,9 +265,13 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
       }                                                                                    \
       out += depth * TILE##_mr;                                                            \
     }                                                                                      \
-  }                                                                                        \
+  }
+
+/* The packed tile: A packed too, its microkernel, and the blocked product on one thread. */
+#define EMBER_DEFINE_PACKED(TYPE, TILE, S, T, LOAD)                                         \
+  EMBER_DEFINE_PACK_A(TILE, TILE, S, T, LOAD)                                              \
                                                                                            \
-  /* The MR x NR tile of C at c (mr x nr of it inside C) from packed micropanels a         \
+/* The MR x NR tile of C at c (mr x nr of it inside C) from packed micropanels a         \
    * (depth x MR) and b (depth x NR). */                                                   \
   static void TILE##_microkernel(int64_t depth, const T *restrict a, const T *restrict b,  \
                                  T *restrict c, int64_t ldc, int64_t mr, int64_t nr,       \
@@ -292,6 +301,12 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
 /* The loops of a tile around its packing and microkernel (TILE##_pack_a, _pack_b and
  * _microkernel, packed into elements of P, depth rounded up to TILE##_kstep). */
 #define EMBER_DEFINE_TILE_LOOPS(TYPE, TILE, S, P, T)                                       \
+  EMBER_DEFINE_TILES(TYPE, TILE, P, T)                                                     \
+  EMBER_DEFINE_BLOCKED(TYPE, TILE, TILE, S, S, TILE##_pack_a, TILE##_pack_b, P, T)
+
+/* The tiles of C from packed panels of P (TILE##_microkernel's), for every blocked
+ * product of TILE (EMBER_DEFINE_BLOCKED). */
+#define EMBER_DEFINE_TILES(TYPE, TILE, P, T)                                               \
   /* The tiles of C (mc x nc at c) from packed A (mc x kc) and packed B (kc x nc): the     \
    * first block of the sum writes the addends (d laid out as C, row one per column). */   \
   static void TILE##_tiles(int64_t mc, int64_t nc, int64_t kc, const P *packed_a,          \
@@ -308,13 +323,17 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
                            ember_min(TILE##_mr, mc - i), ember_min(TILE##_nr, nc - j), &e); \
       }                                                                                    \
     }                                                                                      \
-  }                                                                                        \
-                                                                                           \
+  }
+
+/* NAME##_blocked: TILE's product with op(A) stored as SA and packed by PACK_A, op(B)
+ * stored as SB and packed by PACK_B (a float32 operand rounded to 16 bits as it is
+ * packed: a cast fused into the product, no 16-bit copy written first). */
+#define EMBER_DEFINE_BLOCKED(TYPE, TILE, NAME, SA, SB, PACK_A, PACK_B, P, T)               \
   /* C (rows x cols, leading dimension ldc) = activation(alpha op(A) op(B) + the        \
    * addends), on one thread: op(A)(i, p) at a[i * a_rs + p * a_cs], op(B)(p, j) at       \
    * b[p * b_rs + j * b_cs]; d laid out as C (may be C), row one value per column. */      \
-  static void TILE##_blocked(int64_t rows, int64_t cols, int64_t k, const S *a,            \
-                             int64_t a_rs, int64_t a_cs, const S *b, int64_t b_rs,         \
+  static void NAME##_blocked(int64_t rows, int64_t cols, int64_t k, const SA *a,           \
+                             int64_t a_rs, int64_t a_cs, const SB *b, int64_t b_rs,        \
                              int64_t b_cs, T *c, int64_t ldc, T alpha, const T *d,         \
                              T d_scale, const T *row, T row_scale, int activation) {       \
     /* Blocks of equal size (a sum of 784 in blocks of 262, not 384 + 384 + 16: a thin     \
@@ -332,10 +351,10 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
       int64_t p0 = 0;                                                                      \
       do { /* (once when k == 0: the addends alone) */                                     \
         const int64_t kc = ember_min(kc_step, k - p0);                                     \
-        TILE##_pack_a(a + i0 * a_rs + p0 * a_cs, a_rs, a_cs, mc, kc, packed_a);            \
+        PACK_A(a + i0 * a_rs + p0 * a_cs, a_rs, a_cs, mc, kc, packed_a);                   \
         for (int64_t j0 = 0; j0 < cols; j0 += nc_step) {                                   \
           const int64_t nc = ember_min(nc_step, cols - j0);                                \
-          TILE##_pack_b(b + p0 * b_rs + j0 * b_cs, b_rs, b_cs, kc, nc, packed_b);          \
+          PACK_B(b + p0 * b_rs + j0 * b_cs, b_rs, b_cs, kc, nc, packed_b);                 \
           const int64_t at = i0 * ldc + j0;                                                \
           TILE##_tiles(mc, nc, kc, packed_a, packed_b, c + at, ldc, alpha,                 \
                        d ? d + at : NULL, d_scale, row ? row + j0 : NULL, row_scale, p0 == 0, \
@@ -351,9 +370,14 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
  * product itself. Each row of the tile broadcasts its own row of A from memory; B is
  * packed as for the packed tile (TILE##_pack_b), and the sums stored as it stores them. */
 #define EMBER_DEFINE_IN_PLACE(TYPE, TILE, S, T, LOAD)                                      \
+  EMBER_DEFINE_IN_PLACE_KERNEL(TYPE, TILE, TILE, S, T, LOAD)                               \
+  EMBER_DEFINE_IN_PLACE_LOOPS(TYPE, TILE, TILE, S, S, TILE##_in_place_kernel, TILE##_pack_b, T)
+
+/* NAME##_in_place_kernel: TILE's kernel on op(A) stored as S, converted by LOAD. */
+#define EMBER_DEFINE_IN_PLACE_KERNEL(TYPE, TILE, NAME, S, T, LOAD)                         \
   /* The MR x NR tile of C at c (mr x nr of it inside C) from op(A)'s mr rows at a         \
    * (element (i, p) at a[i * rs + p * cs]) and a packed micropanel b (depth x NR). */     \
-  static void TILE##_in_place_kernel(int64_t depth, const S *a, int64_t rs, int64_t cs,    \
+  static void NAME##_in_place_kernel(int64_t depth, const S *a, int64_t rs, int64_t cs,    \
                                      const T *restrict b, T *restrict c, int64_t ldc,      \
                                      int64_t mr, int64_t nr, const TYPE##_epilogue *e) {   \
     enum { NV = TILE##_nr / TYPE##_lanes };                                                \
@@ -384,11 +408,14 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
       }                                                                                    \
     }                                                                                      \
     TILE##_store(acc, c, ldc, mr, nr, e);                                                  \
-  }                                                                                        \
-                                                                                           \
+  }
+
+/* NAME##_in_place: TILE's product with op(A) (stored as SA) read in place by KERNEL and
+ * op(B) (stored as SB) packed by PACK_B. */
+#define EMBER_DEFINE_IN_PLACE_LOOPS(TYPE, TILE, NAME, SA, SB, KERNEL, PACK_B, T)           \
   /* TILE##_blocked's product with op(A) read in place: blocks of the sum only. */         \
-  static void TILE##_in_place(int64_t rows, int64_t cols, int64_t k, const S *a,           \
-                              int64_t a_rs, int64_t a_cs, const S *b, int64_t b_rs,        \
+  static void NAME##_in_place(int64_t rows, int64_t cols, int64_t k, const SA *a,          \
+                              int64_t a_rs, int64_t a_cs, const SB *b, int64_t b_rs,       \
                               int64_t b_cs, T *c, int64_t ldc, T alpha, const T *d,        \
                               T d_scale, const T *row, T row_scale, int activation) {      \
     const int64_t kc_step = ember_block(k, TYPE##_kc, 1);                                  \
@@ -398,35 +425,35 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
     int64_t p0 = 0;                                                                        \
     do { /* (once when k == 0: the addends alone) */                                       \
       const int64_t kc = ember_min(kc_step, k - p0);                                       \
-      TILE##_pack_b(b + p0 * b_rs, b_rs, b_cs, kc, cols, packed_b);                        \
+      PACK_B(b + p0 * b_rs, b_rs, b_cs, kc, cols, packed_b);                               \
       for (int64_t i = 0; i < rows; i += TILE##_mr) {                                      \
         for (int64_t j = 0; j < cols; j += TILE##_nr) {                                    \
           const int64_t at = i * ldc + j;                                                  \
           const TYPE##_epilogue e = {alpha, d_scale, row_scale, d ? d + at : NULL,         \
                                      row ? row + j : NULL, p0 == 0, p0 + kc >= k,          \
                                      activation};                                          \
-          TILE##_in_place_kernel(kc, a + i * a_rs + p0 * a_cs, a_rs, a_cs, packed_b + j * kc, \
-                                 c + at, ldc, ember_min(TILE##_mr, rows - i),              \
-                                 ember_min(TILE##_nr, cols - j), &e);                      \
+          KERNEL(kc, a + i * a_rs + p0 * a_cs, a_rs, a_cs, packed_b + j * kc, c + at, ldc, \
+                 ember_min(TILE##_mr, rows - i), ember_min(TILE##_nr, cols - j), &e);      \
         }                                                                                  \
       }                                                                                    \
       p0 += kc;                                                                            \
     } while (p0 < k);                                                                      \
   }
 
-/* One element type's parallel entry point of ember_gemm.h (operands stored as S,
- * results as T), with its two tiles. */
-#define EMBER_DEFINE_OWN_GEMM(NAME, S, T, WIDE, NARROW)                                    \
-  EMBER_GEMM_SIGNATURE_OF(NAME, S, T, T) {                                                 \
+/* One element type's parallel entry point of ember_gemm.h (A stored as SA, B as SB,
+ * results as T), with its two tiles' products WIDE##CAST##_blocked and
+ * NARROW##CAST##_in_place (CAST: empty, or the operands cast as packed: _cast_a, ...). */
+#define EMBER_DEFINE_OWN_GEMM(NAME, SA, SB, T, WIDE, NARROW, CAST)                         \
+  EMBER_GEMM_MIXED_SIGNATURE(NAME, SA, SB, T, T) {                                         \
     const int64_t a_col_step = ta == EMBER_TRANS ? lda : 1;                                \
     const int64_t b_row_step = tb == EMBER_TRANS ? 1 : ldb;                                \
     /* (a product as thin as one narrow tile: the wide one would compute 64 columns) */    \
     const int narrow = n <= NARROW##_nr;                                                   \
-    EMBER_GEMM_PARTS(S, T, {                                                               \
+    EMBER_GEMM_PARTS(SA, SB, T, {                                                          \
       const T *d = D ? D + (c - C) : NULL; /* (no commas: a macro argument) */           \
       const T *r = row ? row + (split == 2 ? lo : 0) : NULL;                               \
       /* (with E: C the plain product, then E from each thread's block of it) */           \
-      (narrow ? NARROW##_in_place : WIDE##_blocked)(                                       \
+      (narrow ? NARROW##CAST##_in_place : WIDE##CAST##_blocked)(                           \
           rows, cols, k, a, a_row_step, a_col_step, b, b_row_step, b_col_step, c, ldc,     \
           E ? 1 : alpha, E ? NULL : d, d_scale, E ? NULL : r, row_scale,                   \
           E ? EMBER_ACTIVATION_NONE : activation);                                         \
@@ -441,17 +468,17 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
  * into a buffer of its own (ember_sums), then finished as it is written: the addends
  * (16-bit, converted by LOAD), the activation, and one rounding (STORE: to nearest,
  * ties to even), so that C holds the float32 result rounded once. */
-#define EMBER_DEFINE_OWN_GEMM_16_BIT_RESULTS(NAME, WIDE, NARROW, LOAD, STORE)              \
-  EMBER_GEMM_SIGNATURE_OF(NAME, uint16_t, uint16_t, float) {                               \
+#define EMBER_DEFINE_OWN_GEMM_16_BIT_RESULTS(NAME, SA, SB, WIDE, NARROW, CAST, LOAD, STORE) \
+  EMBER_GEMM_MIXED_SIGNATURE(NAME, SA, SB, uint16_t, float) {                              \
     const int64_t a_col_step = ta == EMBER_TRANS ? lda : 1;                                \
     const int64_t b_row_step = tb == EMBER_TRANS ? 1 : ldb;                                \
     const int narrow = n <= NARROW##_nr;                                                   \
-    EMBER_GEMM_PARTS(uint16_t, uint16_t, {                                                 \
+    EMBER_GEMM_PARTS(SA, SB, uint16_t, {                                                   \
       const size_t sum_bytes = sizeof(float) * (size_t)(rows * cols);                      \
       float *sums = sum_bytes ? ember_space_of(&ember_sums, sum_bytes) : NULL;             \
       if (sum_bytes && sums == NULL) abort(); /* out of memory */                          \
       if (sums != NULL) {                                                                  \
-        (narrow ? NARROW##_in_place : WIDE##_blocked)(                                     \
+        (narrow ? NARROW##CAST##_in_place : WIDE##CAST##_blocked)(                       \
             rows, cols, k, a, a_row_step, a_col_step, b, b_row_step, b_col_step, sums,     \
             cols, E ? 1 : alpha, NULL, 0, NULL, 0, EMBER_ACTIVATION_NONE);                 \
         const uint16_t *d = D ? D + (c - C) : NULL;                                        \
@@ -475,11 +502,51 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
     })                                                                                     \
   }
 
+/* A 16-bit FORMAT's products with float32 operands cast to it as they are packed
+ * (`x.astype(bfloat16) @ w`, as mixed-precision code writes it: no 16-bit copy of x is
+ * written first): ember_own_gemm_FORMAT_cast_a (A stored as float32), _cast_b, _cast_ab,
+ * each also with FORMAT results (_FORMAT_FORMAT_cast_a, ...). Rounded to nearest, ties
+ * to even, as the cast would store it (the narrow tile's NARROW_CAST: rounded and back
+ * to float32); the wide tile's packers from float32 (WIDE##_cast_pack_a, _b) are
+ * defined before. */
+#define EMBER_DEFINE_CASTS(FORMAT, WIDE, NARROW, P, NARROW_CAST, LOAD, STORE)              \
+  EMBER_DEFINE_BLOCKED(ember_f32, WIDE, WIDE##_cast_a, float, uint16_t, WIDE##_cast_pack_a, \
+                       WIDE##_pack_b, P, float)                                            \
+  EMBER_DEFINE_BLOCKED(ember_f32, WIDE, WIDE##_cast_b, uint16_t, float, WIDE##_pack_a,      \
+                       WIDE##_cast_pack_b, P, float)                                       \
+  EMBER_DEFINE_BLOCKED(ember_f32, WIDE, WIDE##_cast_ab, float, float, WIDE##_cast_pack_a,   \
+                       WIDE##_cast_pack_b, P, float)                                       \
+  EMBER_DEFINE_PACK_B(NARROW, NARROW##_cast, float, float, NARROW_CAST)                    \
+  EMBER_DEFINE_IN_PLACE_KERNEL(ember_f32, NARROW, NARROW##_cast, float, float, NARROW_CAST) \
+  EMBER_DEFINE_IN_PLACE_LOOPS(ember_f32, NARROW, NARROW##_cast_a, float, uint16_t,         \
+                              NARROW##_cast_in_place_kernel, NARROW##_pack_b, float)       \
+  EMBER_DEFINE_IN_PLACE_LOOPS(ember_f32, NARROW, NARROW##_cast_b, uint16_t, float,         \
+                              NARROW##_in_place_kernel, NARROW##_cast_pack_b, float)       \
+  EMBER_DEFINE_IN_PLACE_LOOPS(ember_f32, NARROW, NARROW##_cast_ab, float, float,           \
+                              NARROW##_cast_in_place_kernel, NARROW##_cast_pack_b, float)  \
+  EMBER_DEFINE_OWN_GEMM(ember_own_gemm_##FORMAT##_cast_a, float, uint16_t, float, WIDE,     \
+                        NARROW, _cast_a)                                                   \
+  EMBER_DEFINE_OWN_GEMM(ember_own_gemm_##FORMAT##_cast_b, uint16_t, float, float, WIDE,     \
+                        NARROW, _cast_b)                                                   \
+  EMBER_DEFINE_OWN_GEMM(ember_own_gemm_##FORMAT##_cast_ab, float, float, float, WIDE,       \
+                        NARROW, _cast_ab)                                                  \
+  EMBER_DEFINE_OWN_GEMM_16_BIT_RESULTS(ember_own_gemm_##FORMAT##_##FORMAT##_cast_a, float, \
+                                       uint16_t, WIDE, NARROW, _cast_a, LOAD, STORE)       \
+  EMBER_DEFINE_OWN_GEMM_16_BIT_RESULTS(ember_own_gemm_##FORMAT##_##FORMAT##_cast_b,        \
+                                       uint16_t, float, WIDE, NARROW, _cast_b, LOAD, STORE) \
+  EMBER_DEFINE_OWN_GEMM_16_BIT_RESULTS(ember_own_gemm_##FORMAT##_##FORMAT##_cast_ab, float, \
+                                       float, WIDE, NARROW, _cast_ab, LOAD, STORE)
+
 #define EMBER_TRANS 112 /* CblasTrans */
 #define EMBER_LOAD_AS_IS(x) (x)
+/* A float32 rounded to a 16-bit format and back (a cast's value, for float32 tiles) */
+#define EMBER_BF16_ROUNDED(x) ember_bf16_to_f32(ember_f32_to_bf16(x))
+#define EMBER_F16_ROUNDED(x) ember_f16_to_f32(ember_f32_to_f16(x))
 
-/* One type per unit, EMBER_GEMM_TYPE: 32, 64, or 16 for both 16-bit formats
- * (ember_gemm.py compiles the units in parallel); all of them without it. */
+/* One type per unit, EMBER_GEMM_TYPE: 32, 64, 16 for both 16-bit formats, or 17 for
+ * their products with float32 operands cast as packed (ember_gemm.py compiles the units
+ * in parallel: the casts' 12 entry points took 3 times the 16-bit unit's time); all of
+ * them without it. */
 #if !defined(EMBER_GEMM_TYPE) || EMBER_GEMM_TYPE != 64
 EMBER_DEFINE_TYPE(ember_f32, float)
 #endif
@@ -488,7 +555,8 @@ EMBER_DEFINE_TILE(ember_f32, ember_f32_narrow, float, float, EMBER_LOAD_AS_IS, E
 EMBER_DEFINE_IN_PLACE(ember_f32, ember_f32_narrow, float, float, EMBER_LOAD_AS_IS)
 EMBER_DEFINE_TILE(ember_f32, ember_f32_wide, float, float, EMBER_LOAD_AS_IS, EMBER_MR, EMBER_NV)
 EMBER_DEFINE_PACKED(ember_f32, ember_f32_wide, float, float, EMBER_LOAD_AS_IS)
-EMBER_DEFINE_OWN_GEMM(ember_own_gemm_f32, float, float, ember_f32_wide, ember_f32_narrow)
+EMBER_DEFINE_OWN_GEMM(ember_own_gemm_f32, float, float, float, ember_f32_wide,
+                      ember_f32_narrow, )
 #endif
 #if !defined(EMBER_GEMM_TYPE) || EMBER_GEMM_TYPE == 64
 EMBER_DEFINE_TYPE(ember_f64, double)
@@ -497,32 +565,51 @@ EMBER_DEFINE_PACKED(ember_f64, ember_f64_wide, double, double, EMBER_LOAD_AS_IS)
 EMBER_DEFINE_TILE(ember_f64, ember_f64_narrow, double, double, EMBER_LOAD_AS_IS,
                   EMBER_NARROW_MR, 1)
 EMBER_DEFINE_IN_PLACE(ember_f64, ember_f64_narrow, double, double, EMBER_LOAD_AS_IS)
-EMBER_DEFINE_OWN_GEMM(ember_own_gemm_f64, double, double, ember_f64_wide, ember_f64_narrow)
+EMBER_DEFINE_OWN_GEMM(ember_own_gemm_f64, double, double, double, ember_f64_wide,
+                      ember_f64_narrow, )
 #endif
-#if !defined(EMBER_GEMM_TYPE) || EMBER_GEMM_TYPE == 16
+#if !defined(EMBER_GEMM_TYPE) || EMBER_GEMM_TYPE == 16 || EMBER_GEMM_TYPE == 17
 EMBER_DEFINE_TILE(ember_f32, ember_f16_narrow, uint16_t, float, ember_f16_to_f32,
                   EMBER_NARROW_MR, 1)
 EMBER_DEFINE_IN_PLACE(ember_f32, ember_f16_narrow, uint16_t, float, ember_f16_to_f32)
 EMBER_DEFINE_TILE(ember_f32, ember_f16_wide, uint16_t, float, ember_f16_to_f32, EMBER_MR,
                   EMBER_NV)
 EMBER_DEFINE_PACKED(ember_f32, ember_f16_wide, uint16_t, float, ember_f16_to_f32)
-EMBER_DEFINE_OWN_GEMM(ember_own_gemm_f16, uint16_t, float, ember_f16_wide, ember_f16_narrow)
+EMBER_DEFINE_PACK_A(ember_f16_wide, ember_f16_wide_cast, float, float, EMBER_F16_ROUNDED)
+EMBER_DEFINE_PACK_B(ember_f16_wide, ember_f16_wide_cast, float, float, EMBER_F16_ROUNDED)
 EMBER_DEFINE_TILE(ember_f32, ember_bf16_narrow, uint16_t, float, ember_bf16_to_f32,
                   EMBER_NARROW_MR, 1)
 EMBER_DEFINE_IN_PLACE(ember_f32, ember_bf16_narrow, uint16_t, float, ember_bf16_to_f32)
-/* Whether bfloat16's wide tile multiplies pairs with vdpbf16ps (for the tests). */
 #if defined(__AVX512BF16__)
-const int ember_own_gemm_bf16_pairs = 1;
+#define EMBER_BF16_PAIRS 1
+#define EMBER_BF16_PACKED uint16_t /* (the wide tile's packed elements) */
 #include "ember_gemm_bf16.h"
 #else
-const int ember_own_gemm_bf16_pairs = 0;
+#define EMBER_BF16_PAIRS 0
+#define EMBER_BF16_PACKED float
 EMBER_DEFINE_TILE(ember_f32, ember_bf16_wide, uint16_t, float, ember_bf16_to_f32, EMBER_MR,
                   EMBER_NV)
 EMBER_DEFINE_PACKED(ember_f32, ember_bf16_wide, uint16_t, float, ember_bf16_to_f32)
+EMBER_DEFINE_PACK_A(ember_bf16_wide, ember_bf16_wide_cast, float, float, EMBER_BF16_ROUNDED)
+EMBER_DEFINE_PACK_B(ember_bf16_wide, ember_bf16_wide_cast, float, float, EMBER_BF16_ROUNDED)
 #endif
-EMBER_DEFINE_OWN_GEMM(ember_own_gemm_bf16, uint16_t, float, ember_bf16_wide, ember_bf16_narrow)
-EMBER_DEFINE_OWN_GEMM_16_BIT_RESULTS(ember_own_gemm_bf16_bf16, ember_bf16_wide, ember_bf16_narrow,
-                                     ember_bf16_to_f32, ember_f32_to_bf16)
-EMBER_DEFINE_OWN_GEMM_16_BIT_RESULTS(ember_own_gemm_f16_f16, ember_f16_wide, ember_f16_narrow,
-                                     ember_f16_to_f32, ember_f32_to_f16)
+#endif
+#if !defined(EMBER_GEMM_TYPE) || EMBER_GEMM_TYPE == 16
+/* Whether bfloat16's wide tile multiplies pairs with vdpbf16ps (for the tests). */
+const int ember_own_gemm_bf16_pairs = EMBER_BF16_PAIRS;
+EMBER_DEFINE_OWN_GEMM(ember_own_gemm_f16, uint16_t, uint16_t, float, ember_f16_wide,
+                      ember_f16_narrow, )
+EMBER_DEFINE_OWN_GEMM(ember_own_gemm_bf16, uint16_t, uint16_t, float, ember_bf16_wide,
+                      ember_bf16_narrow, )
+EMBER_DEFINE_OWN_GEMM_16_BIT_RESULTS(ember_own_gemm_bf16_bf16, uint16_t, uint16_t,
+                                     ember_bf16_wide, ember_bf16_narrow, , ember_bf16_to_f32,
+                                     ember_f32_to_bf16)
+EMBER_DEFINE_OWN_GEMM_16_BIT_RESULTS(ember_own_gemm_f16_f16, uint16_t, uint16_t, ember_f16_wide,
+                                     ember_f16_narrow, , ember_f16_to_f32, ember_f32_to_f16)
+#endif
+#if !defined(EMBER_GEMM_TYPE) || EMBER_GEMM_TYPE == 17
+EMBER_DEFINE_CASTS(bf16, ember_bf16_wide, ember_bf16_narrow, EMBER_BF16_PACKED,
+                   EMBER_BF16_ROUNDED, ember_bf16_to_f32, ember_f32_to_bf16)
+EMBER_DEFINE_CASTS(f16, ember_f16_wide, ember_f16_narrow, float, EMBER_F16_ROUNDED,
+                   ember_f16_to_f32, ember_f32_to_f16)
 #endif
