@@ -22,8 +22,8 @@ it runs (``_functionalize``): checks inside ``lax.cond`` branches and ``scan`` /
 ``fori_loop`` / ``while_loop`` bodies, in an inner ``jit``, under ``vmap`` or ``grad``
 inside ``f`` are checked where they run, and ``get()`` reports the first check that
 failed, in the order the program ran them (as JAX); a ``while_loop``'s ``cond_fun`` is
-checked too, and a ``checkpoint`` body is run in line. Not checked: ``custom_jvp`` /
-``custom_vjp`` functions (a ``check`` there is an error).
+checked too, a ``checkpoint`` body is run in line, and ``custom_jvp`` / ``custom_vjp``
+functions are checked as they run (differentiated inside ``f``: their rules' checks).
 """
 from __future__ import annotations
 
