@@ -27,7 +27,7 @@ from ember.transforms.jvp import has_tangent
 from ember.transforms.partial_eval import PartialEvalTrace
 from ember.transforms.vmap import batch_graph, vmap_flat
 
-__all__ = ["custom_jvp", "custom_vjp"]
+__all__ = ["custom_jvp", "custom_vjp", "linear_map", "linearizing"]
 
 
 class _CustomFunction:
@@ -355,3 +355,25 @@ def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, diff, name):
 custom_lin_p.waive("jvp", "it is only transposed (reverse mode), never differentiated")
 custom_lin_p.waive("batch", "it is only transposed (reverse mode), never evaluated")
 custom_lin_p.waive("sharding", "only transposed (reverse mode), never in a program to partition")
+
+
+def linearizing(tangents: Sequence[Any]) -> bool:
+    """Whether ``tangents`` are being linearized (reverse mode), not evaluated."""
+    live = [t for t in tangents if not isinstance(t, Zero)]
+    return bool(live) and isinstance(find_top_trace(live), PartialEvalTrace)
+
+
+def linear_map(res: Sequence[Any], tangent: Any, transpose: Callable, like: Any,
+               name: str) -> Any:
+    """A linear map of ``tangent`` (shaped as ``like``) known only by its ``transpose(res,
+    cts) -> cotangent leaves``: the linear part of a custom rule in reverse mode (what
+    ``lax.custom_linear_solve``'s ``transpose_solve`` gives)."""
+    leaves, _ = tree_flatten(tangent)
+    like_leaves, like_tree = tree_flatten(like)
+    out_avals = tuple(aval_of(x) for x in like_leaves)
+    res = list(res)
+    outs = custom_lin_p.bind(*res, *leaves, num_res=len(res),
+                             bwd=lambda r, cts: [*[None] * len(r), *transpose(r, cts)],
+                             out_avals=out_avals, diff=(False,) * len(res) + (True,) * len(leaves),
+                             name=name)
+    return tree_unflatten(like_tree, outs)
