@@ -6,7 +6,7 @@ its transpose ``transpose_solve``).
 The solver itself is never differentiated: derivatives come from ``f`` or ``matvec``
 at the solution, with respect to the values they close over (made explicit arguments
 by ``closure_convert``) and to ``b``. Reverse mode transposes the tangent solve
-through ``transpose_solve`` (``custom_linear_solve``; not yet under an inner ``vmap``)
+through ``transpose_solve`` (``custom_linear_solve``)
 or by linearizing ``tangent_solve`` (``custom_root``, whose ``tangent_solve`` must be
 written with transposable operations, e.g. a division or ``linalg.solve``).
 """

@@ -92,6 +92,18 @@ def test_implicit_derivative_is_the_closed_form(x64):
                                -np.linalg.solve(A + scale * SKEW, SKEW @ x), rtol=1e-10)
 
 
+def test_a_vmap_inside_the_derivative(x64):
+    for name in ("symmetric solve", "general solve"):
+        fun, (scale, b) = PROGRAMS[name]
+        rows = np.stack([b, 2 * b[::-1]])
+        mapped = ember.grad(lambda s: ember.vmap(lambda r: fun(s, r))(rows).sum())(scale)
+        looped = ember.grad(lambda s: sum(fun(s, r).sum() for r in rows))(scale)
+        np.testing.assert_allclose(mapped, looped, rtol=1e-12)
+        np.testing.assert_allclose(
+            ember.jacrev(lambda r: ember.vmap(lambda x: fun(scale, x))(r))(rows),
+            ember.jacrev(lambda r: jnp.stack([fun(scale, x) for x in r]))(rows), rtol=1e-12)
+
+
 def test_answers_as_jax(x64):
     jax = pytest.importorskip("jax")
     with jax.enable_x64(True):

@@ -58,6 +58,8 @@ def test_its_tangent_and_cotangent_are_rounded_too():
     np.testing.assert_array_equal(np.asarray(second), 0.0)
     mapped = ember.vmap(ember.grad(lambda v: lax.reduce_precision(v, 5, 2) * 1.3))(ones)
     np.testing.assert_array_equal(np.asarray(mapped), 1.25)
+    inside = ember.grad(lambda v: ember.vmap(f)(v).sum())(np.ones((2, 3), np.float32))
+    np.testing.assert_array_equal(np.asarray(inside), 1.25)  # (a vmap inside the grad)
     with pytest.raises(TypeError, match="floats"):
         lax.reduce_precision(np.ones(2, np.int32), 5, 10)
 
