@@ -3,9 +3,9 @@ Student's t and F.
 
 Gamma samples follow JAX's construction step by step (Marsaglia and Tsang's rejection
 method, one key per element split from the key, each element's loop drawing from its
-own key), so a seed gives JAX's samples up to floating-point rounding. Their derivative
-with respect to the shape parameter (JAX's implicit reparameterization) is not
-implemented: differentiating one is an error, never a silent zero.
+own key), so a seed gives JAX's samples up to floating-point rounding. They are
+differentiable in the shape parameter by implicit reparameterization, as JAX's (through
+the derivative of ``gammainc``), so beta, dirichlet, chisquare, t and F samples are too.
 """
 from __future__ import annotations
 
@@ -15,11 +15,12 @@ import numpy as np
 
 from ember import lax
 from ember import numpy as enp
-from ember.errors import EmberTypeError, EmberValueError
+from ember.core import dtypes
+from ember.errors import EmberValueError
 from ember.numpy._promotion import broadcast_shapes, broadcast_to_shape, ensure_array
 from ember.random._distributions import _float_dtype, exponential, normal, uniform
 from ember.random._keys import check_key, shape_arg, split
-from ember.transforms.api import stop_gradient
+from ember.transforms.api import jvp, stop_gradient
 from ember.transforms.custom import custom_jvp
 from ember.transforms.vmap import vmap
 
@@ -82,7 +83,7 @@ def _gamma_one(key: Any, alpha: Any, log_space: bool) -> Any:
     return lax.mul(lax.mul(d, v), lax.select(boost, one, lax.pow(u, lax.div(one, alpha_orig))))
 
 
-def _not_differentiable(log_space: bool) -> custom_jvp:
+def _sampler(log_space: bool) -> custom_jvp:
     def sample(key: Any, a: Any) -> Any:
         keys = split(key, max(a.size, 1))[:a.size]
         flat = vmap(lambda k, x: _gamma_one(k, x, log_space))(keys, enp.ravel(a))
@@ -92,15 +93,23 @@ def _not_differentiable(log_space: bool) -> custom_jvp:
 
     @sampler.defjvp
     def _jvp(primals: tuple, tangents: tuple) -> tuple:
-        raise EmberTypeError("the derivative of gamma samples with respect to their shape "
-                             "parameter (implicit reparameterization) is not implemented; "
-                             "wrap the parameter in lax.stop_gradient if its gradient is "
-                             "not needed")
+        """Implicit reparameterization: x moves with a so that P(a, x), its CDF, stays
+        put, ``dx/da = -(dP/da) / p(x)``."""
+        from ember.scipy._incomplete import gammainc  # (ember.scipy loads ember.nn)
+
+        key, a = primals
+        out = sampler(key, a)
+        x = lax.exp(out) if log_space else out
+        x = enp.maximum(x, float(dtypes.finfo(a.dtype).tiny))
+        _, moved = jvp(lambda shape: gammainc(shape, x), (a,), (tangents[1],))
+        density = enp.exp((a - 1) * enp.log(x) - x - lax.lgamma(a))
+        dx = enp.where(density > 0, -moved / enp.where(density > 0, density, 1.0), 0.0)
+        return out, dx / x if log_space else dx
 
     return sampler
 
 
-_GAMMA = {False: _not_differentiable(False), True: _not_differentiable(True)}
+_GAMMA = {False: _sampler(False), True: _sampler(True)}
 
 
 def _gamma(key: Any, a: Any, shape: Sequence[int] | None, dtype: Any, log_space: bool,
