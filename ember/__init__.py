@@ -75,6 +75,7 @@ _LAZY = {
     "stop_gradient": "ember.transforms.api",
     "custom_jvp": "ember.transforms.custom",
     "custom_vjp": "ember.transforms.custom",
+    "closure_convert": "ember.transforms.closure_convert",
     "checkpoint": "ember.transforms.remat",
     "remat": "ember.transforms.remat",
 }

@@ -29,9 +29,10 @@ def test_dlpack_round_trip_and_supported_dtypes():
     x = ember.dlpack.from_dlpack(np.arange(4.0))
     assert isinstance(x, ember.Array)
     np.testing.assert_array_equal(np.from_dlpack(x), np.arange(4.0))
-    supported = [np.int8, np.uint64, np.float16, np.float64, np.complex64, np.bool_]
+    supported = [np.int8, np.uint64, np.float16, np.float64, np.complex64, np.bool_,
+                 dtypes.bfloat16]
     assert all(ember.dlpack.is_supported_dtype(d) for d in supported)
-    assert not any(ember.dlpack.is_supported_dtype(d) for d in (dtypes.bfloat16, object, "U2"))
+    assert not any(ember.dlpack.is_supported_dtype(d) for d in (object, "U2"))
 
 
 def test_aliases():
@@ -47,9 +48,8 @@ def test_as_jax():
     pytest.importorskip("jax.dlpack")
     pytest.importorskip("jax.typing")
 
-    # (not bfloat16: JAX's buffers export it, Ember's host buffers are NumPy's, which
-    # do not)
-    for d in (np.int8, np.uint64, np.float16, np.float64, np.complex128, np.bool_):
+    for d in (np.int8, np.uint64, np.float16, np.float64, np.complex128, np.bool_,
+              dtypes.bfloat16):
         assert ember.dlpack.is_supported_dtype(d) == jax.dlpack.is_supported_dtype(d), d
     assert ember.float0 == jax.float0
     assert set(dir(ember.checkpoint_policies)) >= {

@@ -12,8 +12,11 @@ first run through this interpreter on its own (which finds its checks and the sh
 their values), then the control flow is staged again with the error state as extra
 results (``cond``) or as part of the carry (loops), so a check fails in the iteration,
 or the branch taken, where it fails (a ``while_loop``'s ``cond_fun`` too). A ``checkpoint``
-body is run in line. Not checked: ``custom_jvp`` / ``custom_vjp`` functions (a user
-check there is an error).
+body is run in line. A ``custom_jvp`` / ``custom_vjp`` function is checked as its body
+runs, its error state extra results of the call; when the call is differentiated later
+(``grad(checkify(f))``), the error is still the body's (recomputed from the primal
+values, the custom rule's own checks ignored), so differentiating a checkified function
+does not change its error.
 """
 from __future__ import annotations
 
@@ -26,10 +29,10 @@ import numpy as np
 import ember.numpy as jnp
 from ember.core.pytree import register_pytree_node, tree_flatten
 from ember.core.source_info import source_override
-from ember.core.staging import trace_to_graph
+from ember.core.staging import hoist_consts, trace_to_graph
 from ember.errors import EmberValueError
 from ember.experimental import _automatic_checks as automatic
-from ember.experimental._user_check import CheckSite, check_p
+from ember.experimental._user_check import CheckSite, check_p, checks_ignored
 from ember.ir.graph import Eqn, Graph, Literal, subgraphs
 from ember.ir.interpreter import bind_equation, eval_graph
 
@@ -79,7 +82,10 @@ class _Body:
     sizes: list[int]
 
     def replay(self, args: Sequence[Any]) -> tuple[list[Any], State]:
-        outs = eval_graph(self.graph, list(args), bind_equation)
+        return self.split(eval_graph(self.graph, list(args), bind_equation))
+
+    def split(self, outs: Sequence[Any]) -> tuple[list[Any], State]:
+        """The graph's results: the body's, and its error state."""
         body, (err, code), rest = outs[:self.n_out], outs[self.n_out:self.n_out + 2], \
             iter(outs[self.n_out + 2:])
         return body, State(err, code, {s: [next(rest) for _ in range(n)]
@@ -139,13 +145,14 @@ class Checker:
         control = _CONTROL_FLOW.get(eqn.prim.name)
         if control is not None and (self.automatic or any(
                 holds_user_checks(g) for g in subgraphs(eqn.params))):
-            outs, inner = control(self, eqn, inputs)
-            return outs, merge(state, inner)
+            found = control(self, eqn, inputs)
+            if found is not None:
+                return found[0], merge(state, found[1])
         if any(holds_user_checks(g) for g in subgraphs(eqn.params)):
             raise EmberValueError(f"checkify.check inside {eqn.prim.name}: checkify checks "
-                                  f"inside lax.cond, scan, while_loop, fori_loop and "
-                                  f"checkpoint only (not inside custom_jvp / custom_vjp "
-                                  f"functions: check before calling them)")
+                                  f"inside lax.cond, scan, while_loop, fori_loop, "
+                                  f"checkpoint, custom_jvp and custom_vjp only; check "
+                                  f"before calling it")
         outs = _bind(eqn, inputs)
         for found in automatic.checks_of(eqn, inputs, outs, self.enabled):
             site = CheckSite(found.msg, tree_flatten((tuple(found.payload), {}))[1], True,
@@ -269,4 +276,53 @@ def _checkpoint(checker: Checker, eqn: Eqn, inputs: list[Any]) -> tuple[list[Any
     return checker.run(eqn.params["call"], inputs)
 
 
-_CONTROL_FLOW = {"cond": _cond, "scan": _scan, "while": _while, "checkpoint": _checkpoint}
+def _custom_call(checker: Checker, eqn: Eqn, inputs: list[Any],
+                 ) -> tuple[list[Any], State] | None:
+    """The checked body as the call, its error state as extra results; the rules see
+    the closure constants twice: as constants (so differentiating them stays an error)
+    and again as arguments, the primal values the body's checks are recomputed from."""
+    params = eqn.params
+    body = checker.body(params["call"])
+    if body is None:
+        return None
+    n_consts, n_out = params["num_consts"], body.n_out
+
+    def checked_call(*xs: Any) -> list[Any]:
+        return eval_graph(body.graph, list(xs[n_consts:]), bind_equation)
+
+    avals = params["call"].in_avals
+    call, hoisted = hoist_consts(trace_to_graph(checked_call, [*avals[:n_consts], *avals]))
+
+    def errors_of(primals: Sequence[Any]) -> list[Any]:
+        return eval_graph(body.graph, list(primals), bind_equation)[n_out:]
+
+    if eqn.prim.name == "custom_jvp_call":
+        rule = params["jvp"]
+
+        def jvp(primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[list, list]:
+            with checks_ignored():
+                outs, t_outs = rule(primals[n_consts:], tangents[n_consts:])
+            errors = errors_of(primals)
+            return [*outs, *errors], [*t_outs, *(jnp.zeros_like(e) for e in errors)]
+
+        rules = {"jvp": jvp}
+    else:
+        fwd_rule, bwd_rule = params["fwd"], params["bwd"]
+
+        def fwd(*primals: Any) -> tuple[list, list]:
+            with checks_ignored():
+                outs, res = fwd_rule(*primals[n_consts:])
+            return [*outs, *errors_of(primals)], res
+
+        def bwd(res: Sequence[Any], cts: Sequence[Any]) -> list[Any]:
+            return [None] * n_consts + list(bwd_rule(res, cts[:n_out]))
+
+        rules = {"fwd": fwd, "bwd": bwd}
+    consts = inputs[:n_consts]
+    outs = eqn.prim.bind(*hoisted, *consts, *inputs, call=call,
+                         num_consts=len(hoisted) + n_consts, name=params["name"], **rules)
+    return body.split(outs)
+
+
+_CONTROL_FLOW = {"cond": _cond, "scan": _scan, "while": _while, "checkpoint": _checkpoint,
+                 "custom_jvp_call": _custom_call, "custom_vjp_call": _custom_call}

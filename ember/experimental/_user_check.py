@@ -8,8 +8,9 @@ a check holds when it holds for every element, and reports the last element that
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -18,6 +19,24 @@ from ember.core.pytree import PyTreeDef, tree_unflatten
 from ember.core.source_info import SourceInfo
 from ember.errors import EmberError
 from ember.ops.rules import batch_size, move_batch_axis
+
+
+_ignored = [0]  # how many calls of custom derivative rules are open whose checks are ignored
+
+
+@contextmanager
+def checks_ignored() -> Iterator[None]:
+    """``check`` does nothing inside: a custom rule's checks, when the checks reported
+    are those of the function it differentiates (``_functionalize``)."""
+    _ignored[0] += 1
+    try:
+        yield
+    finally:
+        _ignored[0] -= 1
+
+
+def ignoring_checks() -> bool:
+    return bool(_ignored[0])
 
 
 class JaxRuntimeError(EmberError, ValueError):

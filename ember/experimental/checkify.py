@@ -22,8 +22,8 @@ it runs (``_functionalize``): checks inside ``lax.cond`` branches and ``scan`` /
 ``fori_loop`` / ``while_loop`` bodies, in an inner ``jit``, under ``vmap`` or ``grad``
 inside ``f`` are checked where they run, and ``get()`` reports the first check that
 failed, in the order the program ran them (as JAX); a ``while_loop``'s ``cond_fun`` is
-checked too, and a ``checkpoint`` body is run in line. Not checked: ``custom_jvp`` /
-``custom_vjp`` functions (a ``check`` there is an error).
+checked too, a ``checkpoint`` body is run in line, and ``custom_jvp`` / ``custom_vjp``
+functions are checked as they run (differentiated inside ``f``: their rules' checks).
 """
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ from ember.core.trace import Tracer
 from ember.errors import EmberValueError
 from ember.experimental._automatic_checks import DivisionByZeroError, NaNError, OOBError
 from ember.experimental._functionalize import Checker, FailedCheckError
-from ember.experimental._user_check import CheckSite, JaxRuntimeError, check_p
+from ember.experimental._user_check import CheckSite, JaxRuntimeError, check_p, ignoring_checks
 
 __all__ = ["DivisionByZeroError", "Error", "FailedCheckError", "JaxRuntimeError", "NaNError",
            "OOBError", "all_checks", "automatic_checks", "check", "check_error", "checkify",
@@ -107,6 +107,8 @@ def check(pred: Any, msg: str, *fmt_args: Any, debug: bool = False, **fmt_kwargs
     check raises now; a traced one is an error (``debug=True``: ignored), as in JAX."""
     import ember.numpy as jnp
 
+    if ignoring_checks():
+        return
     if np.shape(pred) != ():
         raise TypeError(f"check takes a scalar pred as argument, got one of shape "
                         f"{np.shape(pred)}; reduce it first (e.g. jnp.all(x > 0))")

@@ -19,6 +19,8 @@ from ember.lax.approx_top_k import *  # noqa: F401,F403
 from ember.lax.integer_bits import *  # noqa: F401,F403
 from ember.lax.reduce_precision import *  # noqa: F401,F403
 from ember.lax.shorthands import *  # noqa: F401,F403,E402
+from ember.lax.implicit import *  # noqa: F401,F403,E402
+from ember.lax.platform import *  # noqa: F401,F403,E402
 
 
 def stop_gradient(x):

@@ -15,15 +15,15 @@ from ember.errors import EmberTypeError, EmberValueError
 from ember.ops import elementwise as ew
 from ember.ops.bitcast import bitcast_convert_type
 from ember.ops.structural import broadcast_in_dim
-from ember.transforms.custom import custom_vjp
+from ember.transforms.custom import custom_jvp, linear_map, linearizing
 
 __all__ = ["reduce_precision"]
 
 
 def reduce_precision(operand: Any, exponent_bits: int, mantissa_bits: int) -> Any:
     """``operand`` rounded to ``exponent_bits`` / ``mantissa_bits`` (float16 is 5 / 10,
-    bfloat16 8 / 7), as ``jax.lax.reduce_precision``. Its cotangent is rounded the same
-    way (as JAX's); it has no forward-mode derivative (a ``custom_vjp``)."""
+    bfloat16 8 / 7), as ``jax.lax.reduce_precision``. It is linear in its derivatives, as
+    JAX's: tangents and cotangents are rounded the same way."""
     dtype = np.dtype(aval_of(operand).dtype)
     if not dtypes.is_floating(dtype):
         raise EmberTypeError(f"reduce_precision takes floats, got {dtype}")
@@ -32,17 +32,22 @@ def reduce_precision(operand: Any, exponent_bits: int, mantissa_bits: int) -> An
         raise EmberValueError(f"reduce_precision needs exponent_bits >= 1 and "
                               f"mantissa_bits >= 0, got {exponent_bits} and {mantissa_bits}")
 
-    @custom_vjp
-    def rounded(x: Any) -> Any:
+    def rounding(x: Any) -> Any:
         return _rounded(x, dtype, exponent_bits, mantissa_bits)
 
-    def forward(x: Any) -> tuple[Any, None]:
-        return rounded(x), None
+    @custom_jvp
+    def rounded(x: Any) -> Any:
+        return rounding(x)
 
-    def backward(_: None, cotangent: Any) -> tuple[Any]:  # rounded too, as JAX's transpose
-        return (_rounded(cotangent, dtype, exponent_bits, mantissa_bits),)
+    @rounded.defjvp
+    def _rounded_jvp(primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+        # Linear, as JAX's: the tangent rounded, and in reverse mode the cotangent.
+        (x,), (t,) = primals, tangents
+        if not linearizing([t]):
+            return rounded(x), rounding(t)
+        return rounded(x), linear_map((), t, lambda _, cts: [rounding(cts[0])], x,
+                                      "reduce_precision")
 
-    rounded.defvjp(forward, backward)
     return rounded(operand)
 
 

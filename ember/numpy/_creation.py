@@ -8,6 +8,8 @@ may be traced.
 """
 from __future__ import annotations
 
+import ctypes
+
 import operator
 from typing import Any, Sequence
 
@@ -335,6 +337,20 @@ def meshgrid(*xi: Any, copy: bool = True, sparse: bool = False, indexing: str = 
     return outs
 
 
+def _bfloat16_from_dlpack(x: Any) -> np.ndarray:
+    """A host copy of a producer's bfloat16 tensor, read from its capsule (NumPy has no
+    DLPack code for bfloat16)."""
+    from ember.backends.cuda.dlpack import KDL_CPU, import_capsule
+
+    if x.__dlpack_device__()[0] != KDL_CPU:
+        raise BufferError("a bfloat16 tensor on a device: move it to the host first")
+    tensor = import_capsule(x.__dlpack__())
+    count = int(np.prod(tensor.shape))
+    words = np.ctypeslib.as_array((ctypes.c_uint16 * max(count, 1)).from_address(
+        tensor.pointer)) if count else np.zeros(0, np.uint16)
+    return words[:count].copy().view(tensor.dtype).reshape(tensor.shape)
+
+
 def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None):
     """An Ember array from any object that implements the DLPack protocol."""
     if is_array(x):
@@ -343,7 +359,8 @@ def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None):
         raise EmberTypeError(f"from_dlpack needs an object with __dlpack__, got "
                              f"{type(x).__name__}")
     try:
-        host = np.from_dlpack(x)
+        host = np.from_dlpack(x) if "bfloat16" not in str(getattr(x, "dtype", "")) else \
+            _bfloat16_from_dlpack(x)
     except (BufferError, TypeError, ValueError) as error:
         raise EmberTypeError(f"from_dlpack cannot import {type(x).__name__} of dtype "
                              f"{getattr(x, 'dtype', '?')}: {error}") from None

@@ -6,6 +6,9 @@ and match JAX's for the same seed.
 """
 from ember.random._distributions import *  # noqa: F401,F403
 from ember.random._keys import *  # noqa: F401,F403
+from ember.random._gamma_family import *  # noqa: F401,F403
+from ember.random._counts import *  # noqa: F401,F403
+from ember.random._transformed import *  # noqa: F401,F403
 
 # Errors raised anywhere below a public function name the user's line.
 from ember.errors import wrap_public_functions as _wrap  # noqa: E402

@@ -100,6 +100,11 @@ class Array(ArrayOps):
         if export is not None and dl_device is None:  # device memory, without a copy
             return export(self._buffer, stream)
         host = self._host()
+        if host.dtype.name == "bfloat16":  # NumPy exports no bfloat16: Ember's own capsule
+            from ember.backends.cuda.dlpack import KDL_CPU, export_capsule
+
+            own = np.array(host, order="C")  # (a copy: consumers may write to it)
+            return export_capsule(own.ctypes.data, own.shape, own.dtype, KDL_CPU, 0, own)
         if max_version is None or max_version[0] < 1:
             # Consumers of DLPack before 1.0 cannot be told that the memory is read-only
             # (Ember's buffers are): they get a copy, unless they forbid one.

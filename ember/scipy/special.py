@@ -17,6 +17,8 @@ from ember import lax
 from ember import numpy as jnp
 from ember.nn import activations as _nn
 from ember.numpy._promotion import promote_args_inexact
+from ember.scipy._gamma_zeta_bessel import *  # noqa: F401,F403
+from ember.scipy._gamma_zeta_bessel import __all__ as _gamma_zeta_bessel_names
 from ember.scipy._incomplete import betainc, gammainc, gammaincc
 from ember.transforms.custom import custom_jvp
 
@@ -41,6 +43,7 @@ __all__ = [
     "softmax",
     "xlog1py",
     "xlogy",
+    *_gamma_zeta_bessel_names,
 ]
 
 logsumexp = _nn.logsumexp

@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ember.core.abstract import aval_of
+from ember.core.abstract import ShapedArray, aval_of
 from ember.core.primitive import Primitive
 from ember.core.pytree import PyTreeDef, tree_flatten, tree_unflatten
 from ember.core.trace import find_top_trace, is_tracing
@@ -24,10 +24,10 @@ from ember.ops import rules
 from ember.ops.rules import Zero, float0, instantiate
 from ember.transforms.calls import call_primitive, stage_call
 from ember.transforms.jvp import has_tangent
-from ember.transforms.partial_eval import PartialEvalTrace
-from ember.transforms.vmap import batch_graph, vmap_flat
+from ember.transforms.partial_eval import PartialEvalTrace, PETracer
+from ember.transforms.vmap import BatchTracer, batch_graph, vmap_flat
 
-__all__ = ["custom_jvp", "custom_vjp"]
+__all__ = ["custom_jvp", "custom_vjp", "linear_map", "linearizing"]
 
 
 class _CustomFunction:
@@ -353,5 +353,55 @@ def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, diff, name):
 
 
 custom_lin_p.waive("jvp", "it is only transposed (reverse mode), never differentiated")
-custom_lin_p.waive("batch", "it is only transposed (reverse mode), never evaluated")
+
+
+@custom_lin_p.def_batch
+def _custom_lin_batch(values, dims, *, num_res, bwd, out_avals, diff, name):
+    """Mapped inside a linearization (``grad`` of a ``vmap``): every operand mapped at
+    axis 0, and the transpose ``bwd`` mapped over the residuals and cotangents."""
+    size = rules.batch_size(values, dims)
+    moved = [rules.move_batch_axis(v, d, 0, size) for v, d in zip(values, dims)]
+    lin_avals = [aval_of(v) for v in values[num_res:]]
+    wanted = [i for i, d in enumerate(diff) if d]
+
+    def batched_bwd(res: Sequence[Any], cts: Sequence[Any]) -> list[Any]:
+        def one(*xs: Any) -> list[Any]:
+            got = bwd(xs[:num_res], xs[num_res:])
+            return [rules.zeros_like_aval(a) if got[i] is None else got[i]
+                    for i, a in zip(wanted, lin_avals)]
+
+        mapped = iter(vmap_flat(one, size, [*res, *cts], [0] * (len(res) + len(cts)), 0)[0])
+        return [next(mapped) if d else None for d in diff]
+
+    batched_avals = tuple(ShapedArray((size, *a.shape), a.dtype) for a in out_avals)
+    outs = custom_lin_p.bind(*moved, num_res=num_res, bwd=batched_bwd, out_avals=batched_avals,
+                             diff=diff, name=name)
+    return outs, [0] * len(outs)
 custom_lin_p.waive("sharding", "only transposed (reverse mode), never in a program to partition")
+
+
+def linearizing(tangents: Sequence[Any]) -> bool:
+    """Whether ``tangents`` are being linearized (reverse mode), not evaluated: unknown
+    values of a partial evaluation, possibly mapped by a ``vmap`` inside it."""
+    def unknown(value: Any) -> bool:
+        while isinstance(value, BatchTracer):
+            value = value.value
+        return isinstance(value, PETracer) and not value.is_known
+
+    return any(unknown(t) for t in tangents if not isinstance(t, Zero))
+
+
+def linear_map(res: Sequence[Any], tangent: Any, transpose: Callable, like: Any,
+               name: str) -> Any:
+    """A linear map of ``tangent`` (shaped as ``like``) known only by its ``transpose(res,
+    cts) -> cotangent leaves``: the linear part of a custom rule in reverse mode (what
+    ``lax.custom_linear_solve``'s ``transpose_solve`` gives)."""
+    leaves, _ = tree_flatten(tangent)
+    like_leaves, like_tree = tree_flatten(like)
+    out_avals = tuple(aval_of(x) for x in like_leaves)
+    res = list(res)
+    outs = custom_lin_p.bind(*res, *leaves, num_res=len(res),
+                             bwd=lambda r, cts: [*[None] * len(r), *transpose(r, cts)],
+                             out_avals=out_avals, diff=(False,) * len(res) + (True,) * len(leaves),
+                             name=name)
+    return tree_unflatten(like_tree, outs)

@@ -42,9 +42,24 @@ def test_the_formats_of_float16_and_bfloat16_are_their_casts(narrow, bits):
     assert _bits_equal(lax.reduce_precision(x, 8, 23), x)  # float32's own: unchanged
 
 
-def test_its_cotangent_is_rounded_too():
-    grad = ember.grad(lambda v: (lax.reduce_precision(v, 5, 2) * 1.3).sum())(np.ones(3, np.float32))
-    np.testing.assert_array_equal(np.asarray(grad), 1.25)  # 1.3 with 2 mantissa bits
+def test_its_tangent_and_cotangent_are_rounded_too():
+    """Linear, as JAX's: forward and reverse mode round the derivative the same way."""
+    def f(v):
+        return (lax.reduce_precision(v, 5, 2) * 1.3).sum()
+
+    ones = np.ones(3, np.float32)
+    np.testing.assert_array_equal(np.asarray(ember.grad(f)(ones)), 1.25)  # 1.3, 2 bits
+    np.testing.assert_array_equal(np.asarray(ember.jit(ember.grad(f))(ones)), 1.25)
+    _, tangent = ember.jvp(lambda v: lax.reduce_precision(v, 5, 2),
+                           (ones,), (np.full(3, 1.3, np.float32),))
+    np.testing.assert_array_equal(np.asarray(tangent), 1.25)
+    np.testing.assert_array_equal(np.asarray(ember.jacfwd(f)(ones)), [np.float32(1.3)] * 3)
+    second = ember.grad(lambda v: ember.grad(f)(v).sum())(ones)  # a constant derivative
+    np.testing.assert_array_equal(np.asarray(second), 0.0)
+    mapped = ember.vmap(ember.grad(lambda v: lax.reduce_precision(v, 5, 2) * 1.3))(ones)
+    np.testing.assert_array_equal(np.asarray(mapped), 1.25)
+    inside = ember.grad(lambda v: ember.vmap(f)(v).sum())(np.ones((2, 3), np.float32))
+    np.testing.assert_array_equal(np.asarray(inside), 1.25)  # (a vmap inside the grad)
     with pytest.raises(TypeError, match="floats"):
         lax.reduce_precision(np.ones(2, np.int32), 5, 10)
 
@@ -78,3 +93,14 @@ def test_as_jax(exponent_bits, mantissa_bits):
     np.testing.assert_array_equal(np.asarray(ours).astype(np.float32),
                                   np.asarray(theirs).astype(np.float32))
     assert [m.name for m in lax.RoundingMethod] == [m.name for m in jax.lax.RoundingMethod]
+
+
+def test_derivatives_as_jax():
+    jax = pytest.importorskip("jax")
+    x, t = np.linspace(-3, 3, 7, dtype=np.float32), np.full(7, 1.3, np.float32)
+    ours = ember.jvp(lambda v: lax.reduce_precision(v, 5, 2), (x,), (t,))[1]
+    theirs = jax.jvp(lambda v: jax.lax.reduce_precision(v, 5, 2), (x,), (t,))[1]
+    np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
+    ours = ember.grad(lambda v: (lax.reduce_precision(v, 5, 2) * t).sum())(x)
+    theirs = jax.grad(lambda v: (jax.lax.reduce_precision(v, 5, 2) * t).sum())(x)
+    np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
