@@ -340,7 +340,7 @@ def meshgrid(*xi: Any, copy: bool = True, sparse: bool = False, indexing: str = 
 def _bfloat16_from_dlpack(x: Any) -> np.ndarray:
     """A host copy of a producer's bfloat16 tensor, read from its capsule (NumPy has no
     DLPack code for bfloat16)."""
-    from ember.backends.cuda.dlpack import KDL_CPU, import_capsule
+    from ember.backends.dlpack_capsule import KDL_CPU, import_capsule
 
     if x.__dlpack_device__()[0] != KDL_CPU:
         raise BufferError("a bfloat16 tensor on a device: move it to the host first")

@@ -101,7 +101,7 @@ class Array(ArrayOps):
             return export(self._buffer, stream)
         host = self._host()
         if host.dtype.name == "bfloat16":  # NumPy exports no bfloat16: Ember's own capsule
-            from ember.backends.cuda.dlpack import KDL_CPU, export_capsule
+            from ember.backends.dlpack_capsule import KDL_CPU, export_capsule
 
             own = np.array(host, order="C")  # (a copy: consumers may write to it)
             return export_capsule(own.ctypes.data, own.shape, own.dtype, KDL_CPU, 0, own)

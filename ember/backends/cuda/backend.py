@@ -21,8 +21,9 @@ import functools
 import importlib.util
 from typing import Any
 
+from ember.backends import dlpack_capsule as dlpack
 from ember.backends.base import Device
-from ember.backends.cuda import dlpack, nvrtc
+from ember.backends.cuda import nvrtc
 from ember.backends.cuda.driver import (Borrowed, CompileOnlyModule, CudaModule, CudaRuntime,
                                         gpus, no_device_message)
 from ember.backends.gpu.buffers import DeviceBuffer

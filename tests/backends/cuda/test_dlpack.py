@@ -8,7 +8,7 @@ import gc
 import numpy as np
 import pytest
 
-from ember.backends.cuda import dlpack
+from ember.backends import dlpack_capsule as dlpack
 from ember.errors import EmberTypeError
 
 

@@ -1,5 +1,6 @@
-"""DLPack capsules over raw device pointers (the classic, unversioned ABI), so CUDA
-buffers can be shared with PyTorch and CuPy without a copy.
+"""DLPack capsules over raw pointers (the classic, unversioned ABI), so CUDA buffers can
+be shared with PyTorch and CuPy without a copy, and host bfloat16 arrays, which NumPy's
+own DLPack cannot carry, can too.
 
 ``export_capsule`` wraps memory Ember owns (``owner`` is kept alive until the consumer
 calls the deleter, or until the capsule dies unconsumed); ``import_capsule`` reads a
