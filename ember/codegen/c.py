@@ -15,7 +15,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from ember.codegen.kernel_ir import Accumulator, Buffer, Kernel, Loop
-from ember.codegen.render import OpTemplates, Renderer, dtype_class
+from ember.codegen.render import C_OPERATORS, OpTemplates, Renderer
 
 _INT_TYPES = {f"{p}int{b}": f"{p}int{b}_t" for p in ("", "u") for b in (8, 16, 32, 64)}
 STORAGE_TYPES = {**_INT_TYPES, "bool": "uint8_t", "float32": "float", "float64": "double",
@@ -51,8 +51,7 @@ FLOAT_BITS = {
                 "((union {{ uint64_t u; double f; }}){{ .u = {0} }}).f"),
 }
 
-_REDUCTION_CLAUSE = {"sum": "+", "prod": "*", "max": "max", "min": "min", "and": "&",
-                     "or": "|", "xor": "^"}
+_REDUCTION_CLAUSE = {**C_OPERATORS, "max": "max", "min": "min"}
 
 
 class CRenderer(Renderer):
@@ -176,21 +175,3 @@ class CRenderer(Renderer):
             text = "INFINITY" if suffix else "((double)INFINITY)"
             return text if value > 0 else f"(-{text})"
         return f"{value!r}{suffix}"  # the shortest repr parses back to the same value
-
-    def reduction_identity(self, acc: Accumulator) -> str:
-        dtype = acc.dtype
-        kind = acc.kind
-        if kind in ("sum", "or", "xor"):
-            return self.constant(0, dtype)
-        if kind == "prod":
-            return self.constant(1, dtype)
-        if kind == "and":
-            return self.constant(True, dtype) if dtype_class(dtype) == "bool" \
-                else f"(({self.ctype(dtype)})~({self.ctype(dtype)})0)"
-        lowest = kind in ("max", "argmax")
-        if dtype_class(dtype) == "float":
-            return self.float_literal(-math.inf if lowest else math.inf, dtype)
-        if dtype_class(dtype) == "bool":
-            return "0" if lowest else "1"
-        info = np.iinfo(dtype)
-        return self.constant(info.min if lowest else info.max, dtype)

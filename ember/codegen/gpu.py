@@ -35,6 +35,7 @@ import numpy as np
 from ember.codegen import indexing as ix
 from ember.codegen.c import CRenderer
 from ember.codegen.gemm import GemmPlan, Matrix
+from ember.codegen.render import C_OPERATORS
 from ember.codegen.kernel_ir import (Accumulator, AccUpdate, Buffer, Kernel, Load, Loop, Node,
                                      Op, Stmt, Store, walk)
 
@@ -254,8 +255,7 @@ class GpuRenderer(CRenderer):
             if len(mine) > 1:
                 lines.append(f"{mine[1]} |= {other[1]};")
             return lines
-        symbol = {"sum": "+", "prod": "*", "and": "&", "or": "|", "xor": "^"}[kind]
-        return [f"{mine[0]} {symbol}= {other[0]};"]
+        return [f"{mine[0]} {C_OPERATORS[kind]}= {other[0]};"]
 
     def block_reduction(self, acc: Accumulator) -> list[str]:
         """Combine every thread's partial ``acc``; all threads end with the result."""

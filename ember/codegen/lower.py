@@ -38,14 +38,6 @@ from ember.ops.reductions import accumulator_dtype
 
 MIN_PARALLEL_WORK = 1 << 18  # elements (times phases): below, waking a second thread costs more
 
-# reduction primitive -> accumulator kind
-_ACC_KIND = {
-    "reduce_sum": "sum", "reduce_prod": "prod", "reduce_max": "max", "reduce_min": "min",
-    "reduce_and": "and", "reduce_or": "or", "reduce_xor": "xor", "argmax": "argmax",
-    "argmin": "argmin", "dot_general": "sum",
-}
-
-
 @dataclass
 class LoopGroup:
     """What a loop kernel computes: member equations, roots with their store indices."""
@@ -311,18 +303,25 @@ class _Builder:
                 if guard is not None else value
         return result
 
-    def _rsyms(self, syms: tuple[Sym, ...]) -> tuple[Index, tuple[Sym, ...]]:
-        """Reduction variables after loop merging, and the index forms replacing them."""
-        forms = tuple(ix.substitute(ix.var(s), self.subst) for s in syms)
+    def _reduction_loops(self, raw_syms: tuple[Sym, ...], indices: list[Index],
+                         shared: tuple[Sym, ...] = ()) -> tuple[list[Index], Index,
+                                                                 tuple[Sym, ...]]:
+        """``indices`` with the reduction variables ``raw_syms`` replaced by their forms
+        after loop merging (the forms of ``shared``, variables of the same extents, where
+        given), those forms, and the loop variables they use."""
+        forms = tuple(ix.substitute(ix.var(s), self.subst) for s in shared or raw_syms)
         loop_syms: dict[Sym, None] = {}
         for form in forms:  # each form uses one loop; runs keep the axes' order
             for sym in ix.free_syms(form):
                 loop_syms.setdefault(sym)
-        return forms, tuple(loop_syms)
+        mapping = dict(zip(raw_syms, forms))
+        return ([tuple(ix.substitute(i, mapping) for i in index) for index in indices], forms,
+                tuple(loop_syms))
 
     def reduction(self, eqn: Eqn, index: Index) -> Node:
         out = eqn.outputs[0]
-        kind = _ACC_KIND[eqn.prim.name]
+        # (reduce_sum: sum, argmax: argmax, a contraction sums)
+        kind = "sum" if eqn.prim.name == "dot_general" else eqn.prim.name.removeprefix("reduce_")
         source = eqn.source.short() if eqn.source is not None else ""
         if eqn.prim.name == "dot_general":
             body, syms, acc_dtype = self._dot_body(eqn, index, source)
@@ -331,15 +330,13 @@ class _Builder:
                 return self.convert(body, out.aval.dtype, source)
         else:
             operand_index, raw_syms = access.reduction_operand_index(eqn, index)
-            if self.inner and tuple(s.extent for s in raw_syms) == tuple(
-                    s.extent for s in self.inner):
-                forms, syms = self._rsyms(self.inner)
-            else:
-                forms, syms = self._rsyms(raw_syms)
-            mapping = dict(zip(raw_syms, forms))
-            operand_index = tuple(ix.substitute(i, mapping) for i in operand_index)
+            extents = tuple(s.extent for s in raw_syms)
+            shared = self.inner if extents == tuple(s.extent for s in self.inner) else ()
+            (operand_index,), forms, syms = self._reduction_loops(raw_syms, [operand_index],
+                                                                  shared)
             body = self.value(eqn.inputs[0], operand_index)
-            acc_dtype = _accumulator_dtype(kind, eqn.inputs[0].aval.dtype)
+            dtype = eqn.inputs[0].aval.dtype
+            acc_dtype = accumulator_dtype(dtype) if kind in ("sum", "prod") else dtype
             position = forms[0] if kind in ("argmax", "argmin") else None
             if kind in ("sum", "prod"):
                 body = self.convert(body, acc_dtype, source)
@@ -361,11 +358,9 @@ class _Builder:
 
     def _dot_body(self, eqn: Eqn, index: Index, source: str):
         lhs_index, rhs_index, raw_syms = access.dot_operand_indices(eqn, index)
-        forms, syms = self._rsyms(raw_syms)
-        mapping = dict(zip(raw_syms, forms))
-        lhs_index = tuple(ix.substitute(i, mapping) for i in lhs_index)
-        rhs_index = tuple(ix.substitute(i, mapping) for i in rhs_index)
-        acc_dtype = _accumulator_dtype("sum", eqn.outputs[0].aval.dtype)
+        (lhs_index, rhs_index), _, syms = self._reduction_loops(raw_syms,
+                                                                [lhs_index, rhs_index])
+        acc_dtype = accumulator_dtype(eqn.outputs[0].aval.dtype)
         lhs = self.convert(self.value(eqn.inputs[0], lhs_index), acc_dtype, source)
         rhs = self.convert(self.value(eqn.inputs[1], rhs_index), acc_dtype, source)
         return self.op("mul", (lhs, rhs), acc_dtype, None, source), syms, acc_dtype
@@ -395,24 +390,6 @@ def _op_param(eqn: Eqn) -> Any:
 def _hashable(param: Any) -> Any:
     return param.str if isinstance(param, np.dtype) else param
 
-
-def _identity(acc: Accumulator) -> Any:
-    """The starting value of a sum, product, max or min."""
-    if acc.kind in ("sum", "prod"):
-        return int(acc.kind == "prod")
-    lowest = acc.kind == "max"
-    if acc.dtype.kind == "f" or acc.dtype.name == "bfloat16":
-        return -np.inf if lowest else np.inf
-    if acc.dtype.kind == "b":
-        return not lowest
-    info = np.iinfo(acc.dtype)
-    return info.min if lowest else info.max
-
-
-def _accumulator_dtype(kind: str, dtype: np.dtype) -> np.dtype:
-    if kind in ("sum", "prod"):
-        return accumulator_dtype(dtype)
-    return dtype
 
 
 # --- choosing loops -------------------------------------------------------------------
@@ -506,7 +483,6 @@ def _plan_loops(group: LoopGroup, first: _Builder) -> tuple[dict[Sym, Affine], _
 
 COLUMN_SCRATCH_BYTES = 1 << 14  # running values of one column block: stays in L1
 MIN_COLUMNS = 8
-_COMBINE = {"sum": "add", "prod": "mul", "max": "max", "min": "min"}
 
 
 def _column_split(builder: _Builder, plan: _LoopPlan,
@@ -524,7 +500,7 @@ def _column_split(builder: _Builder, plan: _LoopPlan,
         return None
     reductions = list(builder.reductions.values())
     rows = reductions[0].syms
-    if (len(rows) != 1 or any(r.syms != rows or r.phase or r.acc.kind not in _COMBINE
+    if (len(rows) != 1 or any(r.syms != rows or r.phase or r.acc.kind not in dynamic.COMBINE
                               for r in reductions)):
         return None
     column, row = plan.outer[0], rows[0]
@@ -794,7 +770,7 @@ class _Emitter:
 
         def start() -> None:
             for red, buffer in partial.items():
-                identity = self.b.const(_identity(red.acc), red.acc.dtype)
+                identity = self.b.const(red.acc.identity(), red.acc.dtype)
                 self.scopes[-1].stmts.append(Store(buffer, lane, identity))
 
         def update() -> None:
@@ -803,7 +779,7 @@ class _Emitter:
                 old = self.b.make(("partial", buffer.name),
                                   lambda: Load(buffer, lane, red.acc.dtype),
                                   free=(self.plan.lanes,))
-                new = self.b.op(_COMBINE[red.acc.kind], (old, red.body), red.acc.dtype)
+                new = self.b.op(dynamic.COMBINE[red.acc.kind], (old, red.body), red.acc.dtype)
                 self.scopes[-1].stmts += [Let(old), Let(new), Store(buffer, lane, new)]
 
         def finish() -> None:

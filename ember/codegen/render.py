@@ -66,6 +66,8 @@ class _Fields(dict):
 
 
 _FORMATTER = string.Formatter()
+# accumulator kind -> the C operator that combines two values (max and min compare)
+C_OPERATORS = {"sum": "+", "prod": "*", "and": "&", "or": "|", "xor": "^"}
 
 
 def dtype_class(dtype: np.dtype) -> str:
@@ -109,9 +111,6 @@ class Renderer:
         raise NotImplementedError
 
     def float_literal(self, value: float, dtype: np.dtype) -> str:
-        raise NotImplementedError
-
-    def reduction_identity(self, acc: Accumulator) -> str:
         raise NotImplementedError
 
     # --- rendering ----------------------------------------------------------------------
@@ -378,6 +377,9 @@ class Renderer:
             lines.append(f"int {acc.name}_nan = 0;")
         return lines
 
+    def reduction_identity(self, acc: Accumulator) -> str:
+        return self.constant(acc.identity(), acc.dtype)
+
     def value_suffix(self, acc: Accumulator) -> str:
         return "_v" if acc.kind in ("argmax", "argmin") else ""
 
@@ -386,13 +388,8 @@ class Renderer:
 
     def acc_update(self, acc: Accumulator, value: str, position: Affine | None) -> list[str]:
         name = acc.name
-        if acc.kind == "sum":
-            return [f"{name} += {value};"]
-        if acc.kind == "prod":
-            return [f"{name} *= {value};"]
-        if acc.kind in ("and", "or", "xor"):
-            op = {"and": "&", "or": "|", "xor": "^"}[acc.kind]
-            return [f"{name} {op}= {value};"]
+        if acc.kind in C_OPERATORS:
+            return [f"{name} {C_OPERATORS[acc.kind]}= {value};"]
         if acc.kind in ("max", "min"):
             better = ">" if acc.kind == "max" else "<"
             lines = [f"{name} = {value} {better} {name} ? {value} : {name};"]
