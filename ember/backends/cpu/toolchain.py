@@ -116,7 +116,8 @@ def _locate_compiler(cc_env: str | None) -> str | None:
 
 @dataclass
 class ProbeStats:
-    """What ``_probe`` did in this process: compiler probes run, and disk entries used."""
+    """What a probe whose answers the compile cache keeps (the compiler's, the BLAS
+    choice's) did in this process: probes run, and disk entries used."""
 
     runs: int = 0
     disk_hits: int = 0
