@@ -45,10 +45,12 @@ class LoopFrame:
         self.pointers = np.array([0 if a is None else a.ctypes.data for a in arrays],
                                  np.uintp)
 
-    def set_argument(self, index: int, array: np.ndarray) -> None:
-        """Argument ``index`` is ``array`` for every call of the loop."""
-        self.arrays[1 + index] = array
-        self.pointers[1 + index] = array.ctypes.data
+    def set_arguments(self, values: Sequence[Any]) -> None:
+        """The first arguments are ``values`` for every call of the loop."""
+        for index, value in enumerate(values, start=1):
+            array = contiguous(value)
+            self.arrays[index] = array
+            self.pointers[index] = array.ctypes.data
 
 
 class _Call:
