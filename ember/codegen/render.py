@@ -175,7 +175,7 @@ class Renderer:
         raise TypeError(f"unknown statement {stmt!r}")
 
     def store(self, stmt: Store) -> str:
-        target = f"{stmt.buffer.name}[{self.position(stmt.index, stmt.offset)}]"
+        target = self.element(stmt.buffer, stmt.index, stmt.offset)
         if stmt.buffer.scratch:
             text = f"{target} = {self.ref(stmt.value)};"
         elif stmt.combine is None:
@@ -188,6 +188,10 @@ class Renderer:
         if stmt.guard is not None:
             text = f"if ({self.ref(stmt.guard)}) {text}"
         return text
+
+    def element(self, buffer: Buffer, index: Affine, offset: Node | None) -> str:
+        """The element of ``buffer`` at ``index + offset``."""
+        return f"{buffer.name}[{self.position(index, offset)}]"
 
     def position(self, index: Affine, offset: Node | None) -> str:
         """A buffer position: the affine index plus a data-dependent offset, if any."""
@@ -219,7 +223,7 @@ class Renderer:
 
     def expression(self, node: Node) -> str:
         if isinstance(node, Load):
-            ref = f"{node.buffer.name}[{self.position(node.index, node.offset)}]"
+            ref = self.element(node.buffer, node.index, node.offset)
             if node.buffer.scratch:
                 return ref
             value = self.load_templates.get(node.dtype.name, "{0}").format(ref)
@@ -369,13 +373,18 @@ class Renderer:
 
     # accumulators
     def acc_init(self, acc: Accumulator) -> list[str]:
-        lines = [(f"{self.ctype(acc.dtype)} {acc.name}{self.value_suffix(acc)} = "
-                  f"{self.reduction_identity(acc)};")]
+        return [f"{ctype} {name} = {identity};" for name, ctype, identity in self.components(acc)]
+
+    def components(self, acc: Accumulator) -> list[tuple[str, str, str]]:
+        """(variable, type, identity) of each part of an accumulator's state: the value,
+        argmax's index, whether a NaN was seen."""
+        parts = [(acc.name + self.value_suffix(acc), self.ctype(acc.dtype),
+                  self.reduction_identity(acc))]
         if acc.kind in ("argmax", "argmin"):
-            lines.append(f"{self.ctype(acc.index_dtype)} {acc.name} = 0;")
+            parts.append((acc.name, self.ctype(acc.index_dtype), "0"))
         if self.tracks_nan(acc):
-            lines.append(f"int {acc.name}_nan = 0;")
-        return lines
+            parts.append((f"{acc.name}_nan", "int", "0"))
+        return parts
 
     def reduction_identity(self, acc: Accumulator) -> str:
         return self.constant(acc.identity(), acc.dtype)
