@@ -22,6 +22,7 @@ result first receives its operand, stored by the group's loops, then a ``Barrier
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -219,13 +220,10 @@ class _Builder:
                          free=ix.free_syms(form))
 
     def all_of(self, conds: list[Node | None]) -> Node | None:
+        """The conjunction of the conditions given (None: always true)."""
         present = [c for c in conds if c is not None]
-        if not present:
-            return None
-        result = present[0]
-        for cond in present[1:]:
-            result = self.op("and", (result, cond), np.dtype(np.bool_))
-        return result
+        both = lambda a, b: self.op("and", (a, b), np.dtype(np.bool_))
+        return functools.reduce(both, present) if present else None
 
     def op(self, name: str, args: tuple[Node, ...], dtype: np.dtype, param: Any = None,
            source: str = "") -> Node:
