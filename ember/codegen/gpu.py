@@ -237,13 +237,12 @@ class GpuRenderer(CRenderer):
     def block_reduction(self, acc: Accumulator) -> list[str]:
         """Combine every thread's partial ``acc``; all threads end with the result."""
         names = [name for name, _, _ in self.components(acc)]
-        thread = THREAD
-        lines = [f"{name}_s[{thread}] = {name};" for name in names]
+        lines = [f"{name}_s[{THREAD}] = {name};" for name in names]
         lines.append(self.barrier())
         lines.append(f"for (int s = {BLOCK // 2}; s > 0; s >>= 1) {{")
-        mine = [f"{name}_s[{thread}]" for name in names]
-        other = [f"{name}_s[{thread} + s]" for name in names]
-        lines.append(f"  if ({thread} < s) {{ {' '.join(self.combine(acc, mine, other))} }}")
+        mine = [f"{name}_s[{THREAD}]" for name in names]
+        other = [f"{name}_s[{THREAD} + s]" for name in names]
+        lines.append(f"  if ({THREAD} < s) {{ {' '.join(self.combine(acc, mine, other))} }}")
         lines += [f"  {self.barrier()}", "}"]
         lines += [f"{name} = {name}_s[0];" for name in names]
         lines.append(self.barrier())  # the scratch may be reused by the next reduction

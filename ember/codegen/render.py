@@ -72,13 +72,7 @@ C_OPERATORS = {"sum": "+", "prod": "*", "and": "&", "or": "|", "xor": "^"}
 
 def dtype_class(dtype: np.dtype) -> str:
     """'float', 'int' (signed), 'uint' or 'bool': which template row applies."""
-    if dtype == np.bool_:
-        return "bool"
-    if dtype.kind == "i":
-        return "int"
-    if dtype.kind == "u":
-        return "uint"
-    return "float"
+    return "bool" if dtype == np.bool_ else {"i": "int", "u": "uint"}.get(dtype.kind, "float")
 
 
 class Renderer:
@@ -316,9 +310,8 @@ class Renderer:
                   "integer_pow"):
             return True
         entry = self.op_templates.get(op)
-        if entry is None:
-            return False
-        return isinstance(entry, str) or any(k in entry for k in (dtype.name, dtype_class(dtype), "any"))
+        return entry is not None and (isinstance(entry, str) or any(
+            k in entry for k in (dtype.name, dtype_class(dtype), "any")))
 
     def conversion(self, value: str, source: np.dtype, target: np.dtype) -> str:
         key = (dtype_class(source), dtype_class(target))

@@ -305,8 +305,7 @@ def _gemm_call(step: LoweredStep, plan: BufferPlan, layout: Layout,
     gemm = step.gemm
     ctype = renderer.storage_types[gemm.dtype.name]
     operand_ctype = renderer.storage_types[gemm.operand_dtype.name]
-    a = _pointer(step.gemm_operands[0], plan, layout, operand_ctype)
-    b = _pointer(step.gemm_operands[1], plan, layout, operand_ctype)
+    a, b = (_pointer(operand, plan, layout, operand_ctype) for operand in step.gemm_operands)
     c = _pointer(step.product, plan, layout, ctype)
     affine = step.affine
     if affine is None:
