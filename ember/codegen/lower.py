@@ -578,12 +578,8 @@ class _Emitter:
     def kernel(self, name: str) -> Kernel:
         top = _Scope(frozenset(), [])
         self.scopes = [top]
-        if self.plan.lanes is not None:
-            top.stmts.extend(self._nest(self.plan.outer, self._column_phases,
-                                        self._parallel_blocks()))
-        else:
-            top.stmts.extend(self._nest(self.plan.outer, self._phases,
-                                        self._parallel_outer()))
+        phases = self._phases if self.plan.lanes is None else self._column_phases
+        top.stmts.extend(self._nest(self.plan.outer, phases, self._parallel_rows()))
         for nest, loops in zip(self.b.ordered, self.plan.ordered):
             if top.stmts:
                 top.stmts.append(Barrier())
@@ -600,18 +596,18 @@ class _Emitter:
             total += int(np.prod([s.extent for s in rows + list(syms)], dtype=np.int64))
         return total
 
-    def _parallel_blocks(self) -> bool:
-        blocks = self.plan.outer[0].extent
-        return (self.threads > 1 and blocks >= self.threads and blocks % self.threads == 0
-                and self._work() >= MIN_PARALLEL_WORK)
-
-    def _parallel_outer(self) -> bool:
-        outer = int(np.prod([s.extent for s in self.plan.outer], dtype=np.int64))
-        return (self.threads > 1 and bool(self.plan.outer) and outer >= 4 * self.threads
-                and self._work() >= MIN_PARALLEL_WORK)
+    def _parallel_rows(self) -> bool:
+        """Whether the outer loops run in parallel: enough work, and rows enough for the
+        threads (the column form: blocks of columns the threads share evenly)."""
+        if self.threads < 2 or not self.plan.outer or self._work() < MIN_PARALLEL_WORK:
+            return False
+        if self.plan.lanes is not None:
+            blocks = self.plan.outer[0].extent
+            return blocks >= self.threads and blocks % self.threads == 0
+        return int(np.prod([s.extent for s in self.plan.outer], dtype=np.int64)) >= 4 * self.threads
 
     def _parallel_inner(self) -> bool:
-        return (self.threads > 1 and not self._parallel_outer()
+        return (self.threads > 1 and not self._parallel_rows()
                 and self._work() >= MIN_PARALLEL_WORK)
 
     # loops
