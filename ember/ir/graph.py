@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
@@ -88,6 +88,11 @@ class Graph:
         from ember.ir.printer import print_graph
 
         return print_graph(self, source=source)
+
+
+def substitute(atom: Atom, env: Mapping[Var, Atom]) -> Atom:
+    """``atom`` read through a renaming ``env`` (literals and unrenamed variables stay)."""
+    return env.get(atom, atom) if isinstance(atom, Var) else atom
 
 
 def subgraphs(params: dict[str, Any]) -> Iterable[Graph]:
