@@ -151,8 +151,7 @@ def _probe(cc: str) -> tuple[str, str, bool]:
                                             _is_probe_answer)
     if stored:
         probe_stats.disk_hits += 1
-    version, target_isa, openmp = answer
-    return version, target_isa, openmp
+    return tuple(answer)  # (a stored answer is a JSON list)
 
 
 def _is_probe_answer(stored: Any) -> bool:
