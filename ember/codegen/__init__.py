@@ -42,7 +42,7 @@ A target is a ``Renderer`` subclass that fills in:
   ``extern "C" __global__ void k(T *__restrict__ b0, ...)``, OpenCL ``__kernel void
   k(__global T *restrict b0, ...)``), ``loop_header`` (C: OpenMP pragmas + ``for``; a
   GPU target maps ``Loop.parallel`` loops to thread indices and keeps the rest as
-  ``for``), ``math_function``, ``float_literal``, ``reduction_identity``.
+  ``for``), ``math_function``, ``float_literal``.
 
 ``Renderer.supports(op, dtype)`` tells fusion which equations the target can compute;
 everything else runs as a host call. The lowering, the kernel IR and the fusion

@@ -233,12 +233,8 @@ def operand_demands(eqn: Eqn, out: Index) -> list[tuple[object, Index]]:
         return [(eqn.inputs[0], lhs), (eqn.inputs[1], rhs)]
     if eqn.prim.name in REDUCTION_PRIMITIVES:
         return [(eqn.inputs[0], reduction_operand_index(eqn, out)[0])]
-    found = []
-    for atom in eqn.inputs:
-        index = elementwise_operand_index(atom, out)
-        if index is not None:
-            found.append((atom, index))
-    return found
+    return [(atom, elementwise_operand_index(atom, out)) for atom in eqn.inputs
+            if not isinstance(atom, Literal)]  # (a literal is no array)
 
 
 def _indexed_demands(eqn: Eqn, out: Index) -> list[tuple[object, Index]]:

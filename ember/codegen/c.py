@@ -15,7 +15,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from ember.codegen.kernel_ir import Accumulator, Buffer, Kernel, Loop
-from ember.codegen.render import OpTemplates, Renderer, dtype_class
+from ember.codegen.render import C_OPERATORS, OpTemplates, Renderer
 
 _INT_TYPES = {f"{p}int{b}": f"{p}int{b}_t" for p in ("", "u") for b in (8, 16, 32, 64)}
 STORAGE_TYPES = {**_INT_TYPES, "bool": "uint8_t", "float32": "float", "float64": "double",
@@ -51,8 +51,7 @@ FLOAT_BITS = {
                 "((union {{ uint64_t u; double f; }}){{ .u = {0} }}).f"),
 }
 
-_REDUCTION_CLAUSE = {"sum": "+", "prod": "*", "max": "max", "min": "min", "and": "&",
-                     "or": "|", "xor": "^"}
+_REDUCTION_CLAUSE = {**C_OPERATORS, "max": "max", "min": "min"}
 
 
 class CRenderer(Renderer):
@@ -88,13 +87,9 @@ class CRenderer(Renderer):
             clauses.append(f"num_threads({self.threads}) schedule({schedule})")
         for acc in loop.accumulators if (loop.parallel or loop.vector) else ():
             clauses += self.reduction_clauses(acc)
-        pragma = []
-        if loop.parallel and loop.vector:
-            pragma = ["#pragma omp parallel for simd " + " ".join(clauses)]
-        elif loop.parallel:
-            pragma = ["#pragma omp parallel for " + " ".join(clauses)]
-        elif loop.vector:
-            pragma = [("#pragma omp simd " + " ".join(clauses)).rstrip()]
+        directive = " ".join(word for word, on in (("parallel for", loop.parallel),
+                                                   ("simd", loop.vector)) if on)
+        pragma = [f"#pragma omp {directive} {' '.join(clauses)}".rstrip()] if directive else []
         header = f"for ({self.index_type} {sym.name} = 0; {sym.name} < {sym.extent}; " \
                  f"{sym.name}++) {{"
         return [*pragma, header]
@@ -112,17 +107,11 @@ class CRenderer(Renderer):
         copy of each accumulator; the copies are then combined in thread order."""
         pad, inner = self.indent_unit * depth, self.indent_unit * (depth + 1)
         sym, count = loop.sym, self.threads
-        parts = [(acc, f"{acc.name}_part") for acc in loop.accumulators]
-        lines = [pad + "{"]
-        for acc, part in parts:
-            lines.append(f"{inner}{self.ctype(acc.dtype)} {part}[{count}];")
-            if self.tracks_nan(acc):
-                lines.append(f"{inner}int {part}_nan[{count}];")
+        # each part of each accumulator's state, one copy per thread in <part>_part
+        states = [state for acc in loop.accumulators for state in self.components(acc)]
+        lines = [pad + "{", *(f"{inner}{ctype} {name}_part[{count}];" for name, ctype, _ in states)]
         lines.append(f"{inner}for (int ember_t = 0; ember_t < {count}; ember_t++) {{")
-        for acc, part in parts:
-            lines.append(f"{inner}  {part}[ember_t] = {self.reduction_identity(acc)};")
-            if self.tracks_nan(acc):
-                lines.append(f"{inner}  {part}_nan[ember_t] = 0;")
+        lines += [f"{inner}  {name}_part[ember_t] = {identity};" for name, _, identity in states]
         lines += [f"{inner}}}", f"{inner}#pragma omp parallel num_threads({count})",
                   f"{inner}{{"]
         body = self.indent_unit * (depth + 2)
@@ -130,7 +119,7 @@ class CRenderer(Renderer):
                   "ember_nt = omp_get_num_threads();",
                   f"{body}const {self.index_type} ember_lo = {sym.extent} * ember_t / ember_nt,"
                   f" ember_hi = {sym.extent} * (ember_t + 1) / ember_nt;"]
-        for acc, _ in parts:
+        for acc in loop.accumulators:
             lines += [body + text for text in self.acc_init(acc)]  # this thread's copy
         if loop.vector:
             clauses = [c for acc in loop.accumulators for c in self.reduction_clauses(acc)]
@@ -139,16 +128,13 @@ class CRenderer(Renderer):
                      f"ember_hi; {sym.name}++) {{")
         lines += self.block(loop.body, depth + 3)
         lines.append(body + "}")
-        for acc, part in parts:
-            lines.append(f"{body}{part}[ember_t] = {acc.name};")
-            if self.tracks_nan(acc):
-                lines.append(f"{body}{part}_nan[ember_t] = {acc.name}_nan;")
+        lines += [f"{body}{name}_part[ember_t] = {name};" for name, _, _ in states]
         lines += [f"{inner}}}", f"{inner}for (int ember_t = 0; ember_t < {count}; ember_t++) {{"]
-        for acc, part in parts:
-            lines += [f"{inner}  {text}" for text in self.acc_update(acc, f"{part}[ember_t]",
-                                                                     None)]
+        for acc in loop.accumulators:
+            part = f"{acc.name}_part[ember_t]"
+            lines += [f"{inner}  {text}" for text in self.acc_update(acc, part, None)]
             if self.tracks_nan(acc):
-                lines.append(f"{inner}  {acc.name}_nan |= {part}_nan[ember_t];")
+                lines.append(f"{inner}  {acc.name}_nan |= {acc.name}_nan_part[ember_t];")
         lines += [f"{inner}}}", pad + "}"]
         return lines
 
@@ -176,21 +162,3 @@ class CRenderer(Renderer):
             text = "INFINITY" if suffix else "((double)INFINITY)"
             return text if value > 0 else f"(-{text})"
         return f"{value!r}{suffix}"  # the shortest repr parses back to the same value
-
-    def reduction_identity(self, acc: Accumulator) -> str:
-        dtype = acc.dtype
-        kind = acc.kind
-        if kind in ("sum", "or", "xor"):
-            return self.constant(0, dtype)
-        if kind == "prod":
-            return self.constant(1, dtype)
-        if kind == "and":
-            return self.constant(True, dtype) if dtype_class(dtype) == "bool" \
-                else f"(({self.ctype(dtype)})~({self.ctype(dtype)})0)"
-        lowest = kind in ("max", "argmax")
-        if dtype_class(dtype) == "float":
-            return self.float_literal(-math.inf if lowest else math.inf, dtype)
-        if dtype_class(dtype) == "bool":
-            return "0" if lowest else "1"
-        info = np.iinfo(dtype)
-        return self.constant(info.min if lowest else info.max, dtype)

@@ -44,8 +44,7 @@ def render_gemm(plan: GemmPlan, a: str, b: str, c: str, ctype: str, threads: int
             raise AssertionError("internal error: an empty product with a layout or scale")
         return [f"memset({c}, 0, sizeof({ctype}) * {count * plan.m * plan.n});"]
     axis, parts = _split(plan, count, threads)
-    extents = [e for e in plan.batch]
-    batch = (f"&(ember_batch){{{len(extents)}, {_int64s(extents)}, "
+    batch = (f"&(ember_batch){{{len(plan.batch)}, {_int64s(plan.batch)}, "
              f"{_int64s(plan.a.batch_strides)}, {_int64s(plan.b.batch_strides)}, "
              f"{_int64s(out.batch_strides)}}}")
     a_row_step = 1 if plan.a.transposed else plan.a.ld

@@ -87,17 +87,16 @@ class CudaRenderer(GpuRenderer):
         shuffles within the first warp; every thread ends with the result."""
         parts = self.components(acc)
         names = [name for name, _, _ in parts]
-        thread = THREAD
         warps = BLOCK // WARP
         lines = self._warp_reduce(acc, parts, WARP // 2)
-        lines.append(f"if (({thread} & {WARP - 1}) == 0) {{ "
-                     + " ".join(f"{n}_s[{thread} / {WARP}] = {n};" for n in names) + " }")
+        lines.append(f"if (({THREAD} & {WARP - 1}) == 0) {{ "
+                     + " ".join(f"{n}_s[{THREAD} / {WARP}] = {n};" for n in names) + " }")
         lines.append(self.barrier())
-        lines.append(f"if ({thread} < {WARP}) {{")
-        lines += [f"  {n} = {thread} < {warps} ? {n}_s[{thread}] : {identity};"
+        lines.append(f"if ({THREAD} < {WARP}) {{")
+        lines += [f"  {n} = {THREAD} < {warps} ? {n}_s[{THREAD}] : {identity};"
                   for n, _, identity in parts]
         lines += ["  " + line for line in self._warp_reduce(acc, parts, warps // 2)]
-        lines.append(f"  if ({thread} == 0) {{ " + " ".join(f"{n}_s[0] = {n};" for n in names)
+        lines.append(f"  if ({THREAD} == 0) {{ " + " ".join(f"{n}_s[0] = {n};" for n in names)
                      + " }")
         lines.append("}")
         lines.append(self.barrier())

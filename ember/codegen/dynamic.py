@@ -25,6 +25,8 @@ from ember.ops.reductions import accumulator_dtype
 
 INT64, UINT64, BOOL = np.dtype(np.int64), np.dtype(np.uint64), np.dtype(np.bool_)
 _INT64_MAX = np.iinfo(np.int64).max
+# accumulator kind -> the op that combines two values (a scan's, a column reduction's)
+COMBINE = {"sum": "add", "prod": "mul", "max": "max", "min": "min"}
 
 
 @dataclass
@@ -271,7 +273,7 @@ def scan_step(b, eqn: Eqn, index: Index, name: str) -> OrderedStep:
         if first is None:  # always the first element (a scanned axis of extent 1)
             return OrderedStep(where, b.value(operand, index))
         previous = b.load(out, before, b.op("not", (first,), BOOL))
-        combined = b.op(_SCAN_COMBINE[kind], (previous, b.value(operand, index)), dtype)
+        combined = b.op(COMBINE[kind], (previous, b.value(operand, index)), dtype)
         return OrderedStep(where, b.op("select_n", (first, combined, b.value(operand, index)),
                                        dtype))
     update = b.convert(b.value(operand, index), acc_dtype)
@@ -279,5 +281,3 @@ def scan_step(b, eqn: Eqn, index: Index, name: str) -> OrderedStep:
     running = b.make(("running", name), lambda: RunningValue(acc), free=ix.index_syms(index))
     return OrderedStep(where, b.convert(running, out.aval.dtype), acc=acc, update=update)
 
-
-_SCAN_COMBINE = {"sum": "add", "prod": "mul", "max": "max", "min": "min"}

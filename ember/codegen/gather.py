@@ -57,28 +57,31 @@ def _dnums(eqn: Eqn) -> tuple:
     return tuple(tuple(int(d) for d in field) for field in eqn.params["dimension_numbers"])
 
 
+def _windowed(eqn: Eqn) -> list[tuple[int, int]]:
+    """(operand axis, window axis of the result or updates) of each axis with a window."""
+    window, dropped, _, operand_batch, _ = _dnums(eqn)
+    return list(zip([d for d in range(eqn.inputs[0].aval.ndim)
+                     if d not in dropped and d not in operand_batch], window))
+
+
 def window_sizes(eqn: Eqn) -> tuple[int, ...]:
     """The window size along each operand axis."""
     if eqn.prim.name == "gather":
         return tuple(eqn.params["slice_sizes"])
-    window, dropped, _, operand_batch, _ = _dnums(eqn)
-    operand, updates = eqn.inputs[0].aval, eqn.inputs[2].aval
-    sizes = [1] * operand.ndim
-    dims = [d for d in range(operand.ndim) if d not in dropped and d not in operand_batch]
-    for dim, position in zip(dims, window):
-        sizes[dim] = updates.shape[position]
+    sizes = [1] * eqn.inputs[0].aval.ndim
+    for dim, position in _windowed(eqn):
+        sizes[dim] = eqn.inputs[2].aval.shape[position]
     return tuple(sizes)
 
 
 def indexed_positions(eqn: Eqn, result: Index) -> Positions:
     """The operand position of gather's output (or scatter's update) element at
     ``result``."""
-    window, dropped, index_map, operand_batch, indices_batch = _dnums(eqn)
+    window, _, index_map, operand_batch, indices_batch = _dnums(eqn)
     operand = eqn.inputs[0].aval
     batch = [form for p, form in enumerate(result) if p not in window]
     affine = [ZERO] * operand.ndim
-    dims = [d for d in range(operand.ndim) if d not in dropped and d not in operand_batch]
-    for dim, position in zip(dims, window):
+    for dim, position in _windowed(eqn):
         affine[dim] = result[position]
     for dim, axis in zip(operand_batch, indices_batch):
         affine[dim] = batch[axis]
@@ -119,17 +122,14 @@ def lands_apart(eqn: Eqn) -> bool:
 
 def windows_span_axes(eqn: Eqn) -> bool:
     """Whether a scatter's windows span the whole of each operand axis they have."""
-    _, dropped, _, operand_batch, _ = _dnums(eqn)
-    operand = eqn.inputs[0].aval
-    dims = [d for d in range(operand.ndim) if d not in dropped and d not in operand_batch]
     sizes = window_sizes(eqn)
-    return all(sizes[d] == operand.shape[d] for d in dims)
+    return all(sizes[d] == eqn.inputs[0].aval.shape[d] for d, _ in _windowed(eqn))
 
 
 def scatter_landing(eqn: Eqn, out: Index) -> Landing:
     """For a scatter whose updates land apart: which one may land at operand position
     ``out``, and where."""
-    window, dropped, index_map, operand_batch, indices_batch = _dnums(eqn)
+    window, _, index_map, operand_batch, indices_batch = _dnums(eqn)
     operand, updates = eqn.inputs[0].aval, eqn.inputs[2].aval
     batch_axes = [p for p in range(updates.ndim) if p not in window]
     coords = [ix.const(0)] * len(batch_axes)  # the update's position along the batch axes
@@ -137,8 +137,7 @@ def scatter_landing(eqn: Eqn, out: Index) -> Landing:
     sizes = list(window_sizes(eqn))
     for dim, axis in zip(operand_batch, indices_batch):
         coords[axis], update_axes[dim], sizes[dim] = out[dim], batch_axes[axis], operand.shape[dim]
-    dims = [d for d in range(operand.ndim) if d not in dropped and d not in operand_batch]
-    for dim, position in zip(dims, window):
+    for dim, position in _windowed(eqn):
         update_axes[dim] = position
     starts = tuple(Start(dim, 1, (*coords, ix.const(k)), operand.shape[dim] - sizes[dim])
                    for k, dim in enumerate(index_map))
@@ -176,10 +175,9 @@ def scatter_loop_axes(eqn: Eqn) -> tuple[list[int], list[int]]:
     that are not indexed or that the window spans whole) and the rest, which must run in
     order: two updates that differ only along those may land on one position (repeated
     indices, overlapping windows), and combine in row-major order, as the reference."""
-    window, dropped, index_map, operand_batch, indices_batch = _dnums(eqn)
+    window, _, index_map, _, indices_batch = _dnums(eqn)
     operand = eqn.inputs[0].aval
-    dims = [d for d in range(operand.ndim) if d not in dropped and d not in operand_batch]
-    window_dim = dict(zip(window, dims))
+    window_dim = {position: dim for dim, position in _windowed(eqn)}
     sizes = window_sizes(eqn)
     batch_axes = [p for p in range(eqn.inputs[2].aval.ndim) if p not in window]
     independent, ordered = [], []

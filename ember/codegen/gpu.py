@@ -35,6 +35,7 @@ import numpy as np
 from ember.codegen import indexing as ix
 from ember.codegen.c import CRenderer
 from ember.codegen.gemm import GemmPlan, Matrix
+from ember.codegen.render import C_OPERATORS
 from ember.codegen.kernel_ir import (Accumulator, AccUpdate, Buffer, Kernel, Load, Loop, Node,
                                      Op, Stmt, Store, walk)
 
@@ -126,10 +127,7 @@ class GpuRenderer(CRenderer):
     def launch_shape(self, kernel: Kernel) -> LaunchShape:
         """How to launch ``kernel`` (rendered or not: the mapping only reads the IR)."""
         mapping = _map_loops(kernel)
-        if mapping.rows:
-            blocks = mapping.iterations
-        else:
-            blocks = -(-mapping.iterations // BLOCK)
+        blocks = mapping.iterations if mapping.rows else -(-mapping.iterations // BLOCK)
         return LaunchShape((max(1, min(blocks, self.max_blocks)), 1, 1), (BLOCK, 1, 1))
 
     def kernel_header(self, kernel: Kernel, params: list[tuple[Buffer, bool]]) -> str:
@@ -154,14 +152,10 @@ class GpuRenderer(CRenderer):
         pad = self.indent_unit * depth
         inner = pad + self.indent_unit
         it = self.index_type
-        if len(nest) == 1:
-            name = loop.sym.name
-            lines = [f"{pad}for ({it} {name} = {start}; {name} < {loop.sym.extent}; "
-                     f"{name} += {step}) {{"]
-        else:
-            name = f"f_{loop.sym.name}"
-            total = math.prod(n.sym.extent for n in nest)
-            lines = [f"{pad}for ({it} {name} = {start}; {name} < {total}; {name} += {step}) {{"]
+        name = loop.sym.name if len(nest) == 1 else f"f_{loop.sym.name}"  # (a flat nest)
+        total = math.prod(n.sym.extent for n in nest)
+        lines = [f"{pad}for ({it} {name} = {start}; {name} < {total}; {name} += {step}) {{"]
+        if len(nest) > 1:
             stride = total
             for position, member in enumerate(nest):
                 stride //= max(member.sym.extent, 1)
@@ -188,9 +182,6 @@ class GpuRenderer(CRenderer):
             a, b = (self.ref(arg) for arg in stmt.value.args)
             fma = self.library_function("fma", stmt.acc.dtype)
             return [f"{stmt.acc.name} = {fma}({a}, {b}, {stmt.acc.name});"]
-        if isinstance(stmt, Store) and stmt.buffer.scratch:
-            return [f"{stmt.buffer.name}[{self.scratch_slot(stmt.index)}] = "
-                    f"{self.ref(stmt.value)};"]
         lines = super().statement(stmt)
         if id(stmt) in self.mapping.guarded:
             return [f"if ({self.first_thread()}) {{ {' '.join(lines)} }}"]
@@ -202,13 +193,10 @@ class GpuRenderer(CRenderer):
     def scratch_declaration(self, buffer: Buffer) -> str:
         return f"{self.ctype(buffer.dtype)} {buffer.name}[{max(-(-buffer.size // BLOCK), 1)}];"
 
-    def scratch_slot(self, index) -> str:
-        return f"({self.index(index)}) / {BLOCK}"
-
-    def expression(self, node: Node) -> str:
-        if isinstance(node, Load) and node.buffer.scratch:
-            return f"{node.buffer.name}[{self.scratch_slot(node.index)}]"
-        return super().expression(node)
+    def element(self, buffer: Buffer, index, offset: Node | None) -> str:
+        if buffer.scratch:
+            return f"{buffer.name}[({self.index(index)}) / {BLOCK}]"
+        return super().element(buffer, index, offset)
 
     def first_thread(self) -> str:
         if self.mapping.rows:
@@ -219,16 +207,6 @@ class GpuRenderer(CRenderer):
     def acc_finish(self, acc: Accumulator) -> list[str]:
         combine = self.block_reduction(acc) if acc in self.mapping.accumulators else []
         return combine + super().acc_finish(acc)
-
-    def components(self, acc: Accumulator) -> list[tuple[str, str, str]]:
-        """(variable, type, identity) of each part of an accumulator's state."""
-        parts = [(acc.name + self.value_suffix(acc), self.ctype(acc.dtype),
-                  self.reduction_identity(acc))]
-        if acc.kind in ("argmax", "argmin"):
-            parts.append((acc.name, self.ctype(acc.index_dtype), "0"))
-        if self.tracks_nan(acc):
-            parts.append((f"{acc.name}_nan", "int", "0"))
-        return parts
 
     def combine_slots(self) -> int:
         """Entries of a block reduction's shared arrays: one per thread, or per warp."""
@@ -254,19 +232,17 @@ class GpuRenderer(CRenderer):
             if len(mine) > 1:
                 lines.append(f"{mine[1]} |= {other[1]};")
             return lines
-        symbol = {"sum": "+", "prod": "*", "and": "&", "or": "|", "xor": "^"}[kind]
-        return [f"{mine[0]} {symbol}= {other[0]};"]
+        return [f"{mine[0]} {C_OPERATORS[kind]}= {other[0]};"]
 
     def block_reduction(self, acc: Accumulator) -> list[str]:
         """Combine every thread's partial ``acc``; all threads end with the result."""
         names = [name for name, _, _ in self.components(acc)]
-        thread = THREAD
-        lines = [f"{name}_s[{thread}] = {name};" for name in names]
+        lines = [f"{name}_s[{THREAD}] = {name};" for name in names]
         lines.append(self.barrier())
         lines.append(f"for (int s = {BLOCK // 2}; s > 0; s >>= 1) {{")
-        mine = [f"{name}_s[{thread}]" for name in names]
-        other = [f"{name}_s[{thread} + s]" for name in names]
-        lines.append(f"  if ({thread} < s) {{ {' '.join(self.combine(acc, mine, other))} }}")
+        mine = [f"{name}_s[{THREAD}]" for name in names]
+        other = [f"{name}_s[{THREAD} + s]" for name in names]
+        lines.append(f"  if ({THREAD} < s) {{ {' '.join(self.combine(acc, mine, other))} }}")
         lines += [f"  {self.barrier()}", "}"]
         lines += [f"{name} = {name}_s[0];" for name in names]
         lines.append(self.barrier())  # the scratch may be reused by the next reduction
@@ -402,24 +378,19 @@ def _map_loops(kernel: Kernel) -> _Mapping:
         return mapping
     mapping = _Mapping(rows=True)
     body = kernel.body
-    first_row = True
     while True:
         loops = [s for s in body if isinstance(s, Loop)]
         if len(loops) != 1 or loops[0].accumulators or not _has_reduction(loops[0].body):
-            break
-        if first_row:  # block-strided; a perfect nest of row loops collapses into it
+            break  # (``loops``: the loops inside a row, spread over the block's threads)
+        if not mapping.roles:  # block-strided; a perfect nest of row loops collapses into it
             mapping.roles[id(loops[0])] = "block"
             mapping.iterations = _nest_size(loops[0])
-            first_row = False
             body = _perfect_nest(loops[0])[-1].body
         else:  # rows of rows that are not a perfect nest: the block walks them in turn
             body = loops[0].body
-    for stmt in body:
-        if isinstance(stmt, Loop):
-            mapping.roles[id(stmt)] = "thread"
+    mapping.roles.update((id(loop), "thread") for loop in loops)
     _check_scratch(kernel, body)
-    spread = [s for s in body if isinstance(s, Loop)]
-    mapping.accumulators = list({s.acc.name: s.acc for s in walk(spread)
+    mapping.accumulators = list({s.acc.name: s.acc for s in walk(loops)
                                  if isinstance(s, AccUpdate)}.values())
     _guard_stores(kernel.body, mapping)
     return mapping
@@ -433,18 +404,15 @@ def _is_float_product_sum(update: AccUpdate) -> bool:
 
 def _check_scratch(kernel: Kernel, row: list[Stmt]) -> None:
     """Scratch rows are read and written only at a thread-strided loop's own position
-    (what ``GpuRenderer.scratch_slot`` relies on)."""
-    spread = {loop.sym for loop in row if isinstance(loop, Loop) and len(_perfect_nest(loop)) == 1}
+    (what ``GpuRenderer.element`` relies on)."""
+    spread = {ix.var(loop.sym) for loop in row
+              if isinstance(loop, Loop) and len(_perfect_nest(loop)) == 1}
     for stmt in walk(kernel.body):
-        index = None
-        if isinstance(stmt, Store) and stmt.buffer.scratch:
-            index = stmt.index
-        elif getattr(stmt, "value", None) is not None and isinstance(stmt.value, Load) \
-                and stmt.value.buffer.scratch:
-            index = stmt.value.index
-        if index is not None and not any(index == ix.var(sym) for sym in spread):
-            raise AssertionError(f"internal error: scratch row {index!r} of {kernel.name} is "
-                                 "not indexed by a thread-strided row loop")
+        for access in (stmt, getattr(stmt, "value", None)):  # a store, a kept value's load
+            if (isinstance(access, (Store, Load)) and access.buffer.scratch
+                    and access.index not in spread):
+                raise AssertionError(f"internal error: scratch row {access.index!r} of "
+                                     f"{kernel.name} is not indexed by a thread-strided row loop")
 
 
 def _nest_size(loop: Loop) -> int:

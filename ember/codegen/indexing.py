@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 
@@ -83,8 +83,9 @@ def const(value: int) -> Affine:
     return Affine((), int(value))
 
 
-def var(sym: Sym) -> Affine:
-    return Affine(((sym, 1),), 0)
+def var(atom: Atom) -> Affine:
+    """The form of one loop variable (or of one division or modulo)."""
+    return Affine(((atom, 1),), 0)
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -242,7 +243,7 @@ def floordiv(form: Affine, divisor: int) -> Affine:
     if isinstance(inner, FloorDiv):
         return add(quotient, floordiv(inner.arg, inner.divisor * divisor))
     _check_non_negative(rest, "division")
-    return add(quotient, var_atom(FloorDiv(rest, divisor)))
+    return add(quotient, var(FloorDiv(rest, divisor)))
 
 
 def mod(form: Affine, divisor: int) -> Affine:
@@ -264,11 +265,7 @@ def mod(form: Affine, divisor: int) -> Affine:
     if isinstance(inner, Mod) and inner.divisor % divisor == 0:
         return mod(inner.arg, divisor)
     _check_non_negative(rest, "modulo")
-    return var_atom(Mod(rest, divisor))
-
-
-def var_atom(atom: Atom) -> Affine:
-    return Affine(((atom, 1),), 0)
+    return var(Mod(rest, divisor))
 
 
 def row_major_strides(shape: Sequence[int]) -> tuple[int, ...]:
@@ -297,14 +294,9 @@ def identity(syms: Sequence[Sym]) -> Index:
     return tuple(var(s) for s in syms)
 
 
-def atoms(form: Affine) -> Iterable[Atom]:
-    for atom, _ in form.terms:
-        yield atom
-
-
 def free_syms(form: Affine) -> frozenset[Sym]:
     found: set[Sym] = set()
-    for atom in atoms(form):
+    for atom, _ in form.terms:
         if isinstance(atom, Sym):
             found.add(atom)
         else:
@@ -313,15 +305,12 @@ def free_syms(form: Affine) -> frozenset[Sym]:
 
 
 def index_syms(index: Sequence[Affine]) -> frozenset[Sym]:
-    found: frozenset[Sym] = frozenset()
-    for form in index:
-        found |= free_syms(form)
-    return found
+    return frozenset().union(*map(free_syms, index))
 
 
 def is_affine(form: Affine) -> bool:
     """True when no division or modulo remains (every atom is a loop variable)."""
-    return all(isinstance(atom, Sym) for atom in atoms(form))
+    return all(isinstance(atom, Sym) for atom, _ in form.terms)
 
 
 def coefficient(form: Affine, sym: Sym) -> int:

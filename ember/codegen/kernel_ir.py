@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from ember.codegen.indexing import Affine, Sym
+from ember.ops.reductions import MONOIDS
 
 
 class Buffer:
@@ -151,6 +152,12 @@ class Accumulator:
     dtype: np.dtype
     value_dtype: np.dtype
     index_dtype: np.dtype | None = None  # argmax / argmin result
+
+    def identity(self) -> Any:
+        """The starting value: the identity of the reduction's monoid (argmax starts as
+        max does)."""
+        kind = {"argmax": "max", "argmin": "min"}.get(self.kind, self.kind)
+        return MONOIDS[f"reduce_{kind}"].identity(self.dtype)
 
 
 class AccValue(Node):

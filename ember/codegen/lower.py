@@ -22,6 +22,7 @@ result first receives its operand, stored by the group's loops, then a ``Barrier
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,14 +38,6 @@ from ember.ir.graph import Eqn, Literal, Var
 from ember.ops.reductions import accumulator_dtype
 
 MIN_PARALLEL_WORK = 1 << 18  # elements (times phases): below, waking a second thread costs more
-
-# reduction primitive -> accumulator kind
-_ACC_KIND = {
-    "reduce_sum": "sum", "reduce_prod": "prod", "reduce_max": "max", "reduce_min": "min",
-    "reduce_and": "and", "reduce_or": "or", "reduce_xor": "xor", "argmax": "argmax",
-    "argmin": "argmin", "dot_general": "sum",
-}
-
 
 @dataclass
 class LoopGroup:
@@ -227,13 +220,10 @@ class _Builder:
                          free=ix.free_syms(form))
 
     def all_of(self, conds: list[Node | None]) -> Node | None:
+        """The conjunction of the conditions given (None: always true)."""
         present = [c for c in conds if c is not None]
-        if not present:
-            return None
-        result = present[0]
-        for cond in present[1:]:
-            result = self.op("and", (result, cond), np.dtype(np.bool_))
-        return result
+        both = lambda a, b: self.op("and", (a, b), np.dtype(np.bool_))
+        return functools.reduce(both, present) if present else None
 
     def op(self, name: str, args: tuple[Node, ...], dtype: np.dtype, param: Any = None,
            source: str = "") -> Node:
@@ -311,18 +301,25 @@ class _Builder:
                 if guard is not None else value
         return result
 
-    def _rsyms(self, syms: tuple[Sym, ...]) -> tuple[Index, tuple[Sym, ...]]:
-        """Reduction variables after loop merging, and the index forms replacing them."""
-        forms = tuple(ix.substitute(ix.var(s), self.subst) for s in syms)
+    def _reduction_loops(self, raw_syms: tuple[Sym, ...], indices: list[Index],
+                         shared: tuple[Sym, ...] = ()) -> tuple[list[Index], Index,
+                                                                 tuple[Sym, ...]]:
+        """``indices`` with the reduction variables ``raw_syms`` replaced by their forms
+        after loop merging (the forms of ``shared``, variables of the same extents, where
+        given), those forms, and the loop variables they use."""
+        forms = tuple(ix.substitute(ix.var(s), self.subst) for s in shared or raw_syms)
         loop_syms: dict[Sym, None] = {}
         for form in forms:  # each form uses one loop; runs keep the axes' order
             for sym in ix.free_syms(form):
                 loop_syms.setdefault(sym)
-        return forms, tuple(loop_syms)
+        mapping = dict(zip(raw_syms, forms))
+        return ([tuple(ix.substitute(i, mapping) for i in index) for index in indices], forms,
+                tuple(loop_syms))
 
     def reduction(self, eqn: Eqn, index: Index) -> Node:
         out = eqn.outputs[0]
-        kind = _ACC_KIND[eqn.prim.name]
+        # (reduce_sum: sum, argmax: argmax, a contraction sums)
+        kind = "sum" if eqn.prim.name == "dot_general" else eqn.prim.name.removeprefix("reduce_")
         source = eqn.source.short() if eqn.source is not None else ""
         if eqn.prim.name == "dot_general":
             body, syms, acc_dtype = self._dot_body(eqn, index, source)
@@ -331,15 +328,13 @@ class _Builder:
                 return self.convert(body, out.aval.dtype, source)
         else:
             operand_index, raw_syms = access.reduction_operand_index(eqn, index)
-            if self.inner and tuple(s.extent for s in raw_syms) == tuple(
-                    s.extent for s in self.inner):
-                forms, syms = self._rsyms(self.inner)
-            else:
-                forms, syms = self._rsyms(raw_syms)
-            mapping = dict(zip(raw_syms, forms))
-            operand_index = tuple(ix.substitute(i, mapping) for i in operand_index)
+            extents = tuple(s.extent for s in raw_syms)
+            shared = self.inner if extents == tuple(s.extent for s in self.inner) else ()
+            (operand_index,), forms, syms = self._reduction_loops(raw_syms, [operand_index],
+                                                                  shared)
             body = self.value(eqn.inputs[0], operand_index)
-            acc_dtype = _accumulator_dtype(kind, eqn.inputs[0].aval.dtype)
+            dtype = eqn.inputs[0].aval.dtype
+            acc_dtype = accumulator_dtype(dtype) if kind in ("sum", "prod") else dtype
             position = forms[0] if kind in ("argmax", "argmin") else None
             if kind in ("sum", "prod"):
                 body = self.convert(body, acc_dtype, source)
@@ -361,11 +356,9 @@ class _Builder:
 
     def _dot_body(self, eqn: Eqn, index: Index, source: str):
         lhs_index, rhs_index, raw_syms = access.dot_operand_indices(eqn, index)
-        forms, syms = self._rsyms(raw_syms)
-        mapping = dict(zip(raw_syms, forms))
-        lhs_index = tuple(ix.substitute(i, mapping) for i in lhs_index)
-        rhs_index = tuple(ix.substitute(i, mapping) for i in rhs_index)
-        acc_dtype = _accumulator_dtype("sum", eqn.outputs[0].aval.dtype)
+        (lhs_index, rhs_index), _, syms = self._reduction_loops(raw_syms,
+                                                                [lhs_index, rhs_index])
+        acc_dtype = accumulator_dtype(eqn.outputs[0].aval.dtype)
         lhs = self.convert(self.value(eqn.inputs[0], lhs_index), acc_dtype, source)
         rhs = self.convert(self.value(eqn.inputs[1], rhs_index), acc_dtype, source)
         return self.op("mul", (lhs, rhs), acc_dtype, None, source), syms, acc_dtype
@@ -395,24 +388,6 @@ def _op_param(eqn: Eqn) -> Any:
 def _hashable(param: Any) -> Any:
     return param.str if isinstance(param, np.dtype) else param
 
-
-def _identity(acc: Accumulator) -> Any:
-    """The starting value of a sum, product, max or min."""
-    if acc.kind in ("sum", "prod"):
-        return int(acc.kind == "prod")
-    lowest = acc.kind == "max"
-    if acc.dtype.kind == "f" or acc.dtype.name == "bfloat16":
-        return -np.inf if lowest else np.inf
-    if acc.dtype.kind == "b":
-        return not lowest
-    info = np.iinfo(acc.dtype)
-    return info.min if lowest else info.max
-
-
-def _accumulator_dtype(kind: str, dtype: np.dtype) -> np.dtype:
-    if kind in ("sum", "prod"):
-        return accumulator_dtype(dtype)
-    return dtype
 
 
 # --- choosing loops -------------------------------------------------------------------
@@ -506,7 +481,6 @@ def _plan_loops(group: LoopGroup, first: _Builder) -> tuple[dict[Sym, Affine], _
 
 COLUMN_SCRATCH_BYTES = 1 << 14  # running values of one column block: stays in L1
 MIN_COLUMNS = 8
-_COMBINE = {"sum": "add", "prod": "mul", "max": "max", "min": "min"}
 
 
 def _column_split(builder: _Builder, plan: _LoopPlan,
@@ -524,7 +498,7 @@ def _column_split(builder: _Builder, plan: _LoopPlan,
         return None
     reductions = list(builder.reductions.values())
     rows = reductions[0].syms
-    if (len(rows) != 1 or any(r.syms != rows or r.phase or r.acc.kind not in _COMBINE
+    if (len(rows) != 1 or any(r.syms != rows or r.phase or r.acc.kind not in dynamic.COMBINE
                               for r in reductions)):
         return None
     column, row = plan.outer[0], rows[0]
@@ -604,12 +578,8 @@ class _Emitter:
     def kernel(self, name: str) -> Kernel:
         top = _Scope(frozenset(), [])
         self.scopes = [top]
-        if self.plan.lanes is not None:
-            top.stmts.extend(self._nest(self.plan.outer, self._column_phases,
-                                        self._parallel_blocks()))
-        else:
-            top.stmts.extend(self._nest(self.plan.outer, self._phases,
-                                        self._parallel_outer()))
+        phases = self._phases if self.plan.lanes is None else self._column_phases
+        top.stmts.extend(self._nest(self.plan.outer, phases, self._parallel_rows()))
         for nest, loops in zip(self.b.ordered, self.plan.ordered):
             if top.stmts:
                 top.stmts.append(Barrier())
@@ -626,18 +596,18 @@ class _Emitter:
             total += int(np.prod([s.extent for s in rows + list(syms)], dtype=np.int64))
         return total
 
-    def _parallel_blocks(self) -> bool:
-        blocks = self.plan.outer[0].extent
-        return (self.threads > 1 and blocks >= self.threads and blocks % self.threads == 0
-                and self._work() >= MIN_PARALLEL_WORK)
-
-    def _parallel_outer(self) -> bool:
-        outer = int(np.prod([s.extent for s in self.plan.outer], dtype=np.int64))
-        return (self.threads > 1 and bool(self.plan.outer) and outer >= 4 * self.threads
-                and self._work() >= MIN_PARALLEL_WORK)
+    def _parallel_rows(self) -> bool:
+        """Whether the outer loops run in parallel: enough work, and rows enough for the
+        threads (the column form: blocks of columns the threads share evenly)."""
+        if self.threads < 2 or not self.plan.outer or self._work() < MIN_PARALLEL_WORK:
+            return False
+        if self.plan.lanes is not None:
+            blocks = self.plan.outer[0].extent
+            return blocks >= self.threads and blocks % self.threads == 0
+        return int(np.prod([s.extent for s in self.plan.outer], dtype=np.int64)) >= 4 * self.threads
 
     def _parallel_inner(self) -> bool:
-        return (self.threads > 1 and not self._parallel_outer()
+        return (self.threads > 1 and not self._parallel_rows()
                 and self._work() >= MIN_PARALLEL_WORK)
 
     # loops
@@ -794,7 +764,7 @@ class _Emitter:
 
         def start() -> None:
             for red, buffer in partial.items():
-                identity = self.b.const(_identity(red.acc), red.acc.dtype)
+                identity = self.b.const(red.acc.identity(), red.acc.dtype)
                 self.scopes[-1].stmts.append(Store(buffer, lane, identity))
 
         def update() -> None:
@@ -803,7 +773,7 @@ class _Emitter:
                 old = self.b.make(("partial", buffer.name),
                                   lambda: Load(buffer, lane, red.acc.dtype),
                                   free=(self.plan.lanes,))
-                new = self.b.op(_COMBINE[red.acc.kind], (old, red.body), red.acc.dtype)
+                new = self.b.op(dynamic.COMBINE[red.acc.kind], (old, red.body), red.acc.dtype)
                 self.scopes[-1].stmts += [Let(old), Let(new), Store(buffer, lane, new)]
 
         def finish() -> None:

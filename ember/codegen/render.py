@@ -66,17 +66,13 @@ class _Fields(dict):
 
 
 _FORMATTER = string.Formatter()
+# accumulator kind -> the C operator that combines two values (max and min compare)
+C_OPERATORS = {"sum": "+", "prod": "*", "and": "&", "or": "|", "xor": "^"}
 
 
 def dtype_class(dtype: np.dtype) -> str:
     """'float', 'int' (signed), 'uint' or 'bool': which template row applies."""
-    if dtype == np.bool_:
-        return "bool"
-    if dtype.kind == "i":
-        return "int"
-    if dtype.kind == "u":
-        return "uint"
-    return "float"
+    return "bool" if dtype == np.bool_ else {"i": "int", "u": "uint"}.get(dtype.kind, "float")
 
 
 class Renderer:
@@ -109,9 +105,6 @@ class Renderer:
         raise NotImplementedError
 
     def float_literal(self, value: float, dtype: np.dtype) -> str:
-        raise NotImplementedError
-
-    def reduction_identity(self, acc: Accumulator) -> str:
         raise NotImplementedError
 
     # --- rendering ----------------------------------------------------------------------
@@ -176,7 +169,7 @@ class Renderer:
         raise TypeError(f"unknown statement {stmt!r}")
 
     def store(self, stmt: Store) -> str:
-        target = f"{stmt.buffer.name}[{self.position(stmt.index, stmt.offset)}]"
+        target = self.element(stmt.buffer, stmt.index, stmt.offset)
         if stmt.buffer.scratch:
             text = f"{target} = {self.ref(stmt.value)};"
         elif stmt.combine is None:
@@ -189,6 +182,10 @@ class Renderer:
         if stmt.guard is not None:
             text = f"if ({self.ref(stmt.guard)}) {text}"
         return text
+
+    def element(self, buffer: Buffer, index: Affine, offset: Node | None) -> str:
+        """The element of ``buffer`` at ``index + offset``."""
+        return f"{buffer.name}[{self.position(index, offset)}]"
 
     def position(self, index: Affine, offset: Node | None) -> str:
         """A buffer position: the affine index plus a data-dependent offset, if any."""
@@ -220,7 +217,7 @@ class Renderer:
 
     def expression(self, node: Node) -> str:
         if isinstance(node, Load):
-            ref = f"{node.buffer.name}[{self.position(node.index, node.offset)}]"
+            ref = self.element(node.buffer, node.index, node.offset)
             if node.buffer.scratch:
                 return ref
             value = self.load_templates.get(node.dtype.name, "{0}").format(ref)
@@ -313,9 +310,8 @@ class Renderer:
                   "integer_pow"):
             return True
         entry = self.op_templates.get(op)
-        if entry is None:
-            return False
-        return isinstance(entry, str) or any(k in entry for k in (dtype.name, dtype_class(dtype), "any"))
+        return entry is not None and (isinstance(entry, str) or any(
+            k in entry for k in (dtype.name, dtype_class(dtype), "any")))
 
     def conversion(self, value: str, source: np.dtype, target: np.dtype) -> str:
         key = (dtype_class(source), dtype_class(target))
@@ -370,13 +366,21 @@ class Renderer:
 
     # accumulators
     def acc_init(self, acc: Accumulator) -> list[str]:
-        lines = [(f"{self.ctype(acc.dtype)} {acc.name}{self.value_suffix(acc)} = "
-                  f"{self.reduction_identity(acc)};")]
+        return [f"{ctype} {name} = {identity};" for name, ctype, identity in self.components(acc)]
+
+    def components(self, acc: Accumulator) -> list[tuple[str, str, str]]:
+        """(variable, type, identity) of each part of an accumulator's state: the value,
+        argmax's index, whether a NaN was seen."""
+        parts = [(acc.name + self.value_suffix(acc), self.ctype(acc.dtype),
+                  self.reduction_identity(acc))]
         if acc.kind in ("argmax", "argmin"):
-            lines.append(f"{self.ctype(acc.index_dtype)} {acc.name} = 0;")
+            parts.append((acc.name, self.ctype(acc.index_dtype), "0"))
         if self.tracks_nan(acc):
-            lines.append(f"int {acc.name}_nan = 0;")
-        return lines
+            parts.append((f"{acc.name}_nan", "int", "0"))
+        return parts
+
+    def reduction_identity(self, acc: Accumulator) -> str:
+        return self.constant(acc.identity(), acc.dtype)
 
     def value_suffix(self, acc: Accumulator) -> str:
         return "_v" if acc.kind in ("argmax", "argmin") else ""
@@ -386,13 +390,8 @@ class Renderer:
 
     def acc_update(self, acc: Accumulator, value: str, position: Affine | None) -> list[str]:
         name = acc.name
-        if acc.kind == "sum":
-            return [f"{name} += {value};"]
-        if acc.kind == "prod":
-            return [f"{name} *= {value};"]
-        if acc.kind in ("and", "or", "xor"):
-            op = {"and": "&", "or": "|", "xor": "^"}[acc.kind]
-            return [f"{name} {op}= {value};"]
+        if acc.kind in C_OPERATORS:
+            return [f"{name} {C_OPERATORS[acc.kind]}= {value};"]
         if acc.kind in ("max", "min"):
             better = ">" if acc.kind == "max" else "<"
             lines = [f"{name} = {value} {better} {name} ? {value} : {name};"]

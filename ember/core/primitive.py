@@ -24,6 +24,16 @@ from typing import Any, Callable
 REGISTRY: dict[str, "Primitive"] = {}
 
 
+def _rule_setter(attribute: str) -> Callable[["Primitive", Callable], Callable]:
+    """A method that keeps its argument, a rule, as ``attribute`` and returns it."""
+    def define(self: "Primitive", fn: Callable) -> Callable:
+        setattr(self, attribute, fn)
+        return fn
+
+    define.__name__ = "def_" + attribute.removesuffix("_rule")
+    return define
+
+
 class Primitive:
     def __init__(self, name: str, *, multiple_results: bool = False,
                  effectful: bool = False) -> None:
@@ -56,29 +66,12 @@ class Primitive:
         return bind(self, args, params)
 
     # Decorators that attach rules; each returns the function unchanged.
-    def def_abstract_eval(self, fn: Callable) -> Callable:
-        self.abstract_eval_rule = fn
-        return fn
-
-    def def_impl(self, fn: Callable) -> Callable:
-        self.impl_rule = fn
-        return fn
-
-    def def_jvp(self, fn: Callable) -> Callable:
-        self.jvp_rule = fn
-        return fn
-
-    def def_transpose(self, fn: Callable) -> Callable:
-        self.transpose_rule = fn
-        return fn
-
-    def def_batch(self, fn: Callable) -> Callable:
-        self.batch_rule = fn
-        return fn
-
-    def def_sharding(self, fn: Callable) -> Callable:
-        self.sharding_rule = fn
-        return fn
+    def_abstract_eval = _rule_setter("abstract_eval_rule")
+    def_impl = _rule_setter("impl_rule")
+    def_jvp = _rule_setter("jvp_rule")
+    def_transpose = _rule_setter("transpose_rule")
+    def_batch = _rule_setter("batch_rule")
+    def_sharding = _rule_setter("sharding_rule")
 
     def def_bucketing(self, shared_params: tuple[str, ...], merge: Callable) -> None:
         """Let independent equations of this primitive that agree on ``shared_params``

@@ -224,11 +224,6 @@ def bind_with_trace(prim: Primitive, trace: Trace, args: Sequence[Any], params: 
     return full_lower(outs)
 
 
-def current_level() -> int:
-    """The level of the innermost active interpreter (0: none, eager evaluation)."""
-    return _trace_stack[-1].level
-
-
 def is_tracing() -> bool:
     """True while any transformation (jit staging, grad, vmap) is active."""
     return len(_trace_stack) > 1

@@ -10,8 +10,9 @@ operands.
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
@@ -89,15 +90,17 @@ class Graph:
         return print_graph(self, source=source)
 
 
+def substitute(atom: Atom, env: Mapping[Var, Atom]) -> Atom:
+    """``atom`` read through a renaming ``env`` (literals and unrenamed variables stay)."""
+    return env.get(atom, atom) if isinstance(atom, Var) else atom
+
+
 def subgraphs(params: dict[str, Any]) -> Iterable[Graph]:
     """The graphs nested in an equation's params (control-flow bodies, branches)."""
     for value in params.values():
-        if isinstance(value, Graph):
-            yield value
-        elif isinstance(value, (tuple, list)):
-            for item in value:
-                if isinstance(item, Graph):
-                    yield item
+        for item in value if isinstance(value, (tuple, list)) else (value,):
+            if isinstance(item, Graph):
+                yield item
 
 
 def map_subgraphs(params: dict[str, Any],
@@ -129,12 +132,5 @@ def all_eqns(graph: Graph) -> Iterator[Eqn]:
 
 def uses(graph: Graph) -> dict[Var, int]:
     """How many times each variable is read (by equations or as an output)."""
-    counts: dict[Var, int] = {}
-    for eqn in graph.eqns:
-        for atom in eqn.inputs:
-            if isinstance(atom, Var):
-                counts[atom] = counts.get(atom, 0) + 1
-    for atom in graph.outputs:
-        if isinstance(atom, Var):
-            counts[atom] = counts.get(atom, 0) + 1
-    return counts
+    read = [*(atom for eqn in graph.eqns for atom in eqn.inputs), *graph.outputs]
+    return dict(Counter(atom for atom in read if isinstance(atom, Var)))

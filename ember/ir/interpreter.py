@@ -22,6 +22,12 @@ def reference_apply(prim: Primitive, values: list, params: dict) -> Any:
     return prim.impl_rule(*values, **params)
 
 
+def reference_results(prim: Primitive, values: list, params: dict) -> list:
+    """``reference_apply``'s results as a list (of one, for a single-result primitive)."""
+    outs = reference_apply(prim, values, params)
+    return outs if prim.multiple_results else [outs]
+
+
 def bind_equation(prim: Primitive, values: list, params: dict) -> Any:
     return prim.bind(*values, **params)
 

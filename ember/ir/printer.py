@@ -204,12 +204,9 @@ def _print_graph(graph: Graph, indent: int, source: bool) -> str:
         values = graph.constvals or [None] * len(graph.constvars)
         header += " consts(" + ", ".join(
             _const_decl(v, c, namer) for v, c in zip(graph.constvars, values)) + ")"
-    lines = [header + " {"]
-    for eqn in graph.eqns:
-        lines.append(_eqn_text(eqn, namer, indent + 2, source))
+    lines = [header + " {", *(_eqn_text(eqn, namer, indent + 2, source) for eqn in graph.eqns)]
     outs = ", ".join(_atom(a, namer) for a in graph.outputs)
-    lines.append(f"{pad}  return ({outs})")
-    lines.append(pad + "}")
+    lines += [f"{pad}  return ({outs})", pad + "}"]
     return "\n".join(lines)
 
 

@@ -12,7 +12,7 @@ from typing import Any, Callable, Mapping, Sequence
 from ember.core.primitive import Primitive
 from ember.core.source_info import SourceInfo
 from ember.core.staging import trace_to_graph
-from ember.ir.graph import Atom, Eqn, Graph, Var, map_subgraphs
+from ember.ir.graph import Atom, Eqn, Graph, Var, map_subgraphs, substitute
 
 GraphPass = Callable[[Graph], Graph]
 
@@ -23,10 +23,6 @@ def new_eqn(prim: Primitive, inputs: Sequence[Atom], params: Mapping[str, Any],
     avals = prim.abstract_eval(*(atom.aval for atom in inputs), **params)
     avals = avals if prim.multiple_results else [avals]
     return Eqn(prim, list(inputs), [Var(aval) for aval in avals], dict(params), source)
-
-
-def substitute(atom: Atom, env: Mapping[Var, Atom]) -> Atom:
-    return env.get(atom, atom) if isinstance(atom, Var) else atom
 
 
 def substitute_inputs(eqn: Eqn, env: Mapping[Var, Atom]) -> Eqn:

@@ -17,8 +17,7 @@ from ember.core.abstract import ShapedArray, aval_of
 from ember.core.pytree import tree_flatten, tree_unflatten
 from ember.errors import EmberTypeError
 from ember.sharding.vma import sum_cotangents
-from ember.transforms.arguments import (argnums_tuple, as_value, check_grad_inputs, flat_fun,
-                                        split_args, split_outputs)
+from ember.transforms.arguments import as_value, flat_fun, split_args, split_outputs
 from ember.transforms.jacobians import hessian, jacfwd, jacobian, jacrev
 from ember.transforms.jvp import has_tangent, jvp_flat, stop_gradient, zero_tangent_value
 from ember.ops.rules import Zero, float0, instantiate
@@ -141,10 +140,8 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0,
 
     @functools.wraps(fun)
     def value_and_grad_fun(*args: Any, **kwargs: Any):
-        nums = argnums_tuple(argnums, len(args), "grad")
         bound = functools.partial(fun, **kwargs) if kwargs else fun
-        partial_fun, dyn = split_args(bound, args, nums)
-        check_grad_inputs(dyn, nums)
+        partial_fun, dyn = split_args(bound, args, argnums, "grad")
         out, vjp_fn, *aux = vjp(partial_fun, *dyn, has_aux=has_aux)
         _check_scalar_output(out, name)
         grads = vjp_fn(np.ones((), aval_of(out).dtype))

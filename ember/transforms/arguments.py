@@ -77,8 +77,10 @@ def argnums_tuple(argnums: int | Sequence[int], nargs: int, name: str) -> tuple[
     return tuple(n % nargs for n in nums)
 
 
-def split_args(fun: Callable, args: tuple, argnums: tuple[int, ...]):
-    """``fun`` as a function of the arguments at ``argnums`` only (the rest fixed)."""
+def split_args(fun: Callable, args: tuple, argnums: int | Sequence[int], name: str):
+    """``fun`` as a function of the arguments at ``argnums`` only (the rest fixed), and
+    those arguments, which must be floating-point (they are differentiated by ``name``)."""
+    argnums = argnums_tuple(argnums, len(args), name)
 
     def partial_fun(*dyn: Any) -> Any:
         full = list(args)
@@ -86,7 +88,9 @@ def split_args(fun: Callable, args: tuple, argnums: tuple[int, ...]):
             full[n] = value
         return fun(*full)
 
-    return partial_fun, tuple(args[n] for n in argnums)
+    dyn = tuple(args[n] for n in argnums)
+    check_grad_inputs(dyn, argnums)
+    return partial_fun, dyn
 
 
 def check_grad_inputs(dyn: tuple, argnums: tuple[int, ...]) -> None:

@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence
 from ember.core.abstract import ShapedArray
 from ember.core.staging import hoist_consts, trace_to_graph
 from ember.core.primitive import Primitive
-from ember.ir.graph import Atom, Eqn, Graph, Var, map_subgraphs
+from ember.ir.graph import Atom, Eqn, Graph, Var, map_subgraphs, substitute
 from ember.ir.interpreter import as_numpy, eval_graph, reference_apply
 
 __all__ = ["CALL_PRIMITIVES", "IDENTITY_PRIMITIVES", "call_primitive", "stage_call",
@@ -55,12 +55,8 @@ def inline_calls(graph: Graph) -> Graph:
     marker removed (recursively, including nested graphs' own calls)."""
     rename: dict[Var, Atom] = {}
     eqns: list[Eqn] = []
-
-    def read(atom: Atom) -> Atom:
-        return rename.get(atom, atom) if isinstance(atom, Var) else atom
-
     for eqn in graph.eqns:
-        inputs = [read(a) for a in eqn.inputs]
+        inputs = [substitute(a, rename) for a in eqn.inputs]
         if eqn.prim in IDENTITY_PRIMITIVES:
             rename.update(zip(eqn.outputs, inputs))
         elif eqn.prim in CALL_PRIMITIVES:
@@ -70,11 +66,10 @@ def inline_calls(graph: Graph) -> Graph:
                 outs = [Var(v.aval, v.hint) for v in sub.outputs]
                 inner.update(zip(sub.outputs, outs))
                 eqns.append(sub.replace(
-                    inputs=[inner.get(a, a) if isinstance(a, Var) else a for a in sub.inputs],
+                    inputs=[substitute(a, inner) for a in sub.inputs],
                     outputs=outs, source=sub.source or eqn.source))
-            rename.update(zip(eqn.outputs, [inner.get(a, a) if isinstance(a, Var) else a
-                                            for a in body.outputs]))
+            rename.update(zip(eqn.outputs, [substitute(a, inner) for a in body.outputs]))
         else:
             eqns.append(eqn.replace(inputs=inputs, params=map_subgraphs(eqn.params, inline_calls)))
-    return graph.replace(eqns=eqns, outputs=[read(a) for a in graph.outputs])
+    return graph.replace(eqns=eqns, outputs=[substitute(a, rename) for a in graph.outputs])
 

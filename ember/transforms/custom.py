@@ -43,6 +43,22 @@ class _CustomFunction:
         self._nondiff_argnums = tuple(nondiff_argnums)
         self.__name__ = getattr(fun, "__name__", "custom function")
 
+    def _bind(self, prim: Primitive, args: tuple, kwargs: dict,
+              rules_of: Callable[[tuple, PyTreeDef, dict], dict[str, Any]]) -> Any:
+        """The function's result: run as it is outside every transformation, else ``prim``
+        bound on its staged body with the rule params ``rules_of(nondiff, in_tree,
+        store)`` gives (``store`` gets the output tree when the body is staged)."""
+        args = self._positional(args, kwargs)
+        if not is_tracing():
+            return self._fun(*args)
+        nondiff, leaves, in_tree = self._split(args)
+        store: dict[str, Any] = {}
+        call, consts = stage_call(self._flat_fun(nondiff, in_tree, store),
+                                  [aval_of(x) for x in leaves])
+        outs = prim.bind(*consts, *leaves, call=call, num_consts=len(consts),
+                         **rules_of(nondiff, in_tree, store), name=self.__name__)
+        return tree_unflatten(store["out_tree"], outs)
+
     def _positional(self, args: tuple, kwargs: dict) -> tuple:
         if not kwargs:
             return args
@@ -129,17 +145,8 @@ class custom_jvp(_CustomFunction):
         if self._jvp_rule is None:
             raise EmberTypeError(f"no JVP rule defined for custom_jvp function "
                                  f"{self.__name__}; define one with @{self.__name__}.defjvp")
-        args = self._positional(args, kwargs)
-        if not is_tracing():
-            return self._fun(*args)
-        nondiff, leaves, in_tree = self._split(args)
-        store: dict[str, Any] = {}
-        call, consts = stage_call(self._flat_fun(nondiff, in_tree, store),
-                                  [aval_of(x) for x in leaves])
-        outs = custom_jvp_call_p.bind(*consts, *leaves, call=call, num_consts=len(consts),
-                                      jvp=self._flat_jvp(nondiff, in_tree, store),
-                                      name=self.__name__)
-        return tree_unflatten(store["out_tree"], outs)
+        return self._bind(custom_jvp_call_p, args, kwargs,
+                          lambda *staged: {"jvp": self._flat_jvp(*staged)})
 
     def _flat_jvp(self, nondiff: tuple, in_tree: PyTreeDef, store: dict) -> Callable:
         def flat_jvp(primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[list, list]:
@@ -223,17 +230,8 @@ class custom_vjp(_CustomFunction):
         if self._fwd is None:
             raise EmberTypeError(f"no VJP defined for custom_vjp function {self.__name__}; "
                                  f"define one with {self.__name__}.defvjp(fwd, bwd)")
-        args = self._positional(args, kwargs)
-        if not is_tracing():
-            return self._fun(*args)
-        nondiff, leaves, in_tree = self._split(args)
-        store: dict[str, Any] = {}
-        call, consts = stage_call(self._flat_fun(nondiff, in_tree, store),
-                                  [aval_of(x) for x in leaves])
-        fwd, bwd = self._flat_fwd_bwd(nondiff, in_tree, store)
-        outs = custom_vjp_call_p.bind(*consts, *leaves, call=call, num_consts=len(consts),
-                                      fwd=fwd, bwd=bwd, name=self.__name__)
-        return tree_unflatten(store["out_tree"], outs)
+        return self._bind(custom_vjp_call_p, args, kwargs,
+                          lambda *staged: dict(zip(("fwd", "bwd"), self._flat_fwd_bwd(*staged))))
 
     def _flat_fwd_bwd(self, nondiff: tuple, in_tree: PyTreeDef,
                       store: dict) -> tuple[Callable, Callable]:

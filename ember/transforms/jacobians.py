@@ -11,8 +11,7 @@ from ember.core import dtypes
 from ember.core.abstract import ShapedArray, aval_of
 from ember.core.pytree import PyTreeDef, tree_flatten, tree_unflatten
 from ember.errors import EmberTypeError
-from ember.transforms.arguments import (argnums_tuple, as_value, check_grad_inputs, flat_fun,
-                                        split_args, split_outputs)
+from ember.transforms.arguments import as_value, flat_fun, split_args, split_outputs
 from ember.transforms.jvp import jvp_flat
 from ember.ops.rules import Zero, instantiate, move_batch_axis
 from ember.ops.structural import reshape, transpose
@@ -81,9 +80,7 @@ def jacobian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fa
 
 def _prepare_jacobian(fun: Callable, args: tuple, argnums: int | Sequence[int],
                       has_aux: bool, name: str):
-    nums = argnums_tuple(argnums, len(args), name)
-    partial_fun, dyn = split_args(fun, args, nums)
-    check_grad_inputs(dyn, nums)
+    partial_fun, dyn = split_args(fun, args, argnums, name)
     leaves, in_tree = tree_flatten(dyn)
     flat, store = flat_fun(partial_fun, in_tree, has_aux)
     return flat, store, [as_value(p) for p in leaves], in_tree

@@ -113,8 +113,8 @@ class CpuTarget:
                             profile=config.profile)
 
     def build(self, program: Compilation) -> Path:
-        units = program.source.units
-        return toolchain.compile_shared_library(units, **_build_options(program.source))
+        return toolchain.compile_shared_library(program.source.units,
+                                                **_build_options(program.source))
 
     def build_command(self, program: Compilation) -> str:
         return toolchain.build_command(program.source.units, **_build_options(program.source))

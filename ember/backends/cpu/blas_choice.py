@@ -22,14 +22,12 @@ import ctypes
 import functools
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ember.backends.cpu import toolchain
+from ember.backends.cpu.toolchain import BlasInfo, ProbeStats
 from ember.runtime.compile_cache import default_cache, hash_key
-
-if TYPE_CHECKING:
-    from ember.backends.cpu.toolchain import BlasInfo
 
 # The shape classes of ember_gemm.h, by their bit in EMBER_GEMM_OWN_CLASSES, and the
 # products (m, k, n) each is probed on: big enough to run at speed (about a millisecond),
@@ -53,15 +51,7 @@ void ember_blas_probe(int split, int parts, int64_t m, int64_t n, int64_t k, con
 """
 
 
-@dataclass
-class ProbeStats:
-    """What the choice did in this process: probes run, and disk entries used."""
-
-    runs: int = 0
-    disk_hits: int = 0
-
-
-probe_stats = ProbeStats()
+probe_stats = ProbeStats()  # (what the choice did in this process)
 Rates = dict[str, dict[str, float]]  # shape class -> candidate -> GFLOP/s
 
 
@@ -164,8 +154,6 @@ def _time(function, a: np.ndarray, b: np.ndarray, c: np.ndarray, threads: int) -
 
 def _probe_function(info: BlasInfo):
     """``ember_blas_probe`` built against the GEMM of ``info`` alone."""
-    from ember.backends.cpu import toolchain
-
     path = toolchain.compile_shared_library(_PROBE_SOURCE, name=f"blas_probe_{info.name}",
                                             blas_info=info)
     function = toolchain.load_library(path).ember_blas_probe

@@ -45,10 +45,8 @@ def _while(params: dict, compile_graph: Compile) -> Runner:
         native = _native_frames(cond, body)
         if native is not None:
             loops, (cond_frame, body_frame) = native
-            for index, value in enumerate(cond_consts):
-                cond_frame.set_argument(index, contiguous(value))
-            for index, value in enumerate(body_consts):
-                body_frame.set_argument(index, contiguous(value))
+            cond_frame.set_arguments(cond_consts)
+            body_frame.set_arguments(body_consts)
             carries = _Carries(carry, carry_avals, body_frame)
             count = loops.while_(
                 cond_frame.address, cond_frame.pointers.ctypes.data, 1 + n_cond,
@@ -78,8 +76,7 @@ def _scan(params: dict, compile_graph: Compile) -> Runner:
         native = _native_frames(body)
         if native is not None:
             loops, (frame,) = native
-            for index, value in enumerate(consts):
-                frame.set_argument(index, contiguous(value))
+            frame.set_arguments(consts)
             carries = _Carries(carry, carry_avals, frame)
             count = loops.scan(
                 frame.address, frame.pointers.ctypes.data, length, int(reverse), n_carry,

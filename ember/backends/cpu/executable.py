@@ -18,7 +18,7 @@ from ember.compiler.c_module import Layout
 from ember.backends.cpu.pool import POOL
 from ember.errors import EmberValueError
 from ember.ir.graph import Eqn, Var
-from ember.ir.interpreter import as_numpy, reference_apply
+from ember.ir.interpreter import as_numpy, reference_results
 from ember.passes.memory import Location
 
 
@@ -45,10 +45,12 @@ class LoopFrame:
         self.pointers = np.array([0 if a is None else a.ctypes.data for a in arrays],
                                  np.uintp)
 
-    def set_argument(self, index: int, array: np.ndarray) -> None:
-        """Argument ``index`` is ``array`` for every call of the loop."""
-        self.arrays[1 + index] = array
-        self.pointers[1 + index] = array.ctypes.data
+    def set_arguments(self, values: Sequence[Any]) -> None:
+        """The first arguments are ``values`` for every call of the loop."""
+        for index, value in enumerate(values, start=1):
+            array = contiguous(value)
+            self.arrays[index] = array
+            self.pointers[index] = array.ctypes.data
 
 
 class _Call:
@@ -218,25 +220,20 @@ class CpuExecutable(Executable):
         return [(int(n), float(t)) for n, t in zip(calls, seconds)]
 
     def _host_call(self, host: HostCall, call: _Call) -> None:
+        started = time.perf_counter()
+        self._run_host_call(host, call)
         if self._profiling:
-            started = time.perf_counter()
-            self._run_host_call(host, call)
             hosts = self.__dict__.setdefault("_host_profile", {})
             calls, seconds = hosts.get(host.step, (0, 0.0))
             hosts[host.step] = (calls + 1, seconds + time.perf_counter() - started)
-            return
-        self._run_host_call(host, call)
 
     def _run_host_call(self, host: HostCall, call: _Call) -> None:
         eqn = host.eqn
         values = [call.array(item, var) if isinstance(item, Location) else item
                   for item, var in zip(host.inputs, eqn.inputs)]
-        if host.runner is not None:
-            results = host.runner(values)
-        else:
-            results = reference_apply(eqn.prim, values, eqn.params)
-        if not eqn.prim.multiple_results:
-            results = [results]
+        # (a runner runs control flow, whose primitives have multiple results)
+        results = host.runner(values) if host.runner is not None else reference_results(
+            eqn.prim, values, eqn.params)
         for var, value, location in zip(eqn.outputs, results, host.outputs):
             if location is None:
                 continue

@@ -116,7 +116,8 @@ def _locate_compiler(cc_env: str | None) -> str | None:
 
 @dataclass
 class ProbeStats:
-    """What ``_probe`` did in this process: compiler probes run, and disk entries used."""
+    """What a probe whose answers the compile cache keeps (the compiler's, the BLAS
+    choice's) did in this process: probes run, and disk entries used."""
 
     runs: int = 0
     disk_hits: int = 0
@@ -150,8 +151,7 @@ def _probe(cc: str) -> tuple[str, str, bool]:
                                             _is_probe_answer)
     if stored:
         probe_stats.disk_hits += 1
-    version, target_isa, openmp = answer
-    return version, target_isa, openmp
+    return tuple(answer)  # (a stored answer is a JSON list)
 
 
 def _is_probe_answer(stored: Any) -> bool:

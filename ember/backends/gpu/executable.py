@@ -18,7 +18,7 @@ from ember.backends.gpu.buffers import DeviceBuffer, DeviceModule, DeviceRuntime
 from ember.backends.gpu.program import DeviceProgram, Launch
 from ember.errors import BackendUnavailableError
 from ember.ir.graph import Eqn, Literal, Var
-from ember.ir.interpreter import as_numpy, reference_apply
+from ember.ir.interpreter import as_numpy, reference_results
 from ember.passes.analysis import last_uses
 
 
@@ -59,10 +59,7 @@ class DeviceExecutable(Executable):
     def _host_call(self, eqn: Eqn, env: dict[Var, DeviceBuffer]) -> None:
         values = [literal_result(a) if isinstance(a, Literal) else env[a].host()
                   for a in eqn.inputs]
-        results = reference_apply(eqn.prim, values, eqn.params)
-        if not eqn.prim.multiple_results:
-            results = [results]
-        for var, value in zip(eqn.outputs, results):
+        for var, value in zip(eqn.outputs, reference_results(eqn.prim, values, eqn.params)):
             env[var] = DeviceBuffer.from_host(self._runtime, as_numpy(value, var.aval.dtype))
 
 
