@@ -213,20 +213,22 @@ class Jitted:
                   f"{time.perf_counter() - start:.4f} s")
         donated = self._donated_mask(treedef)
         name = getattr(self.fun, "__name__", "fn")
-        partitioned = self._partition(graph, treedef, out_tree_box[0], arg_shardings, name)
+        retrace = lambda avals: trace_to_graph(flat_fun, avals)  # noqa: E731
+        partitioned = self._partition(graph, treedef, out_tree_box[0], arg_shardings, name,
+                                      retrace)
         if partitioned is not None:
             graph, partitioned = partitioned
         return Lowered(graph, treedef, out_tree_box[0], backend, donated, name, partitioned)
 
     def _partition(self, graph: Graph, treedef: PyTreeDef, out_tree: PyTreeDef,
-                   arg_shardings: tuple, name: str):
+                   arg_shardings: tuple, name: str, retrace: Callable[[list], Graph]):
         from ember.sharding.partitioner.jit_program import partition_jit, wants_partitioning
 
         shardings = arg_shardings or (None,) * len(graph.inputs)
         if not wants_partitioning(graph, shardings, self.in_shardings, self.out_shardings):
             return None
         return partition_jit(graph, treedef, out_tree, shardings, self.in_shardings,
-                             self.out_shardings, name)
+                             self.out_shardings, name, retrace)
 
     def _donated_mask(self, treedef: PyTreeDef) -> tuple[bool, ...]:
         if not self.donate_argnums:
@@ -379,7 +381,6 @@ class Compiled:
                  device, donated: tuple[bool, ...], partitioned: Any = None) -> None:
         self.executable = executable
         self.partitioned = partitioned  # a PartitionedJit, or None
-        self._out_shardings = partitioned.out_shardings if partitioned else None
         self.in_tree = in_tree
         self.out_tree = out_tree
         self.device = device
@@ -449,6 +450,8 @@ class Compiled:
         """Call with the leaves of the arguments, Ember Arrays (or NumPy arrays) already
         known to match the compiled signature."""
         device = self.device
+        if self.partitioned is not None and self.partitioned.view is not None:
+            return self._call_flat(list(args))  # whole values are cut to their blocks
         buffers = []
         for arg in args:
             if type(arg) is not Array or arg._device != device or arg._buffer is None:
@@ -461,8 +464,8 @@ class Compiled:
             _consume_donated(args, self.donated)
         committed = self.commits or any(arg.committed for arg in args)
         arrays = [Array(buf, aval, device, committed) for buf, aval in zip(outs, self._out_avals)]
-        if self._out_shardings:
-            _place(arrays, self._out_shardings)
+        if self.partitioned is not None:
+            arrays = self.partitioned.results(arrays)
         if self._single_output:
             return arrays[0]
         return tree_unflatten(self.out_tree, arrays)
@@ -480,8 +483,9 @@ class Compiled:
     def _call_flat(self, leaves: list[Any]) -> Any:
         device = self.device
         backend = device.backend
+        given = leaves if self.partitioned is None else self.partitioned.arguments(leaves)
         buffers, borrowed = [], []
-        for position, (leaf, aval) in enumerate(zip(leaves, self._in_avals)):
+        for position, (leaf, aval) in enumerate(zip(given, self._in_avals)):
             if isinstance(leaf, Array) and leaf._device == device:
                 buffers.append(leaf.live_buffer())
             elif isinstance(leaf, Array):
@@ -499,22 +503,14 @@ class Compiled:
         committed = self.commits or any(isinstance(leaf, Array) and leaf.committed
                                         for leaf in leaves)
         arrays = [Array(buf, aval, device, committed) for buf, aval in zip(outs, self._out_avals)]
-        if self._out_shardings:
-            _place(arrays, self._out_shardings)
+        if self.partitioned is not None:
+            arrays = self.partitioned.results(arrays)
         if config.debug_nans:
             from ember.runtime.debug import check_nans_in_outputs
 
             check_nans_in_outputs(self.executable.graph, [backend.to_host(b) for b in buffers],
                                   [a._host() for a in arrays])
         return tree_unflatten(self.out_tree, arrays)
-
-
-def _place(arrays: list[Array], shardings: Sequence[Any]) -> None:
-    """Results of a partitioned program carry their shardings (their global buffers
-    stay on the device that holds the mesh's arrays)."""
-    for array, sharding in zip(arrays, shardings):
-        array.committed = True
-        array._sharding = sharding
 
 
 def _read_only_view(array: np.ndarray) -> np.ndarray:
