@@ -440,7 +440,8 @@ class Compiled:
         if treedef != self.in_tree:
             raise EmberTypeError(f"compiled function expects arguments structured as "
                                  f"{self.in_tree}, got {treedef}")
-        for leaf, aval in zip(leaves, self._in_avals):
+        blocks = leaves if self.partitioned is None else self.partitioned.arguments(leaves)
+        for leaf, aval in zip(blocks, self._in_avals):  # (across processes: their blocks)
             if _leaf_aval(leaf) != aval:
                 raise EmberTypeError(f"compiled for {aval.describe()}, called with "
                                      f"{_leaf_aval(leaf).describe()}")

@@ -47,13 +47,15 @@ def train(jitted, *data):
 
 
 def counts(jitted, *data):
-    """The partitioner's collectives, and the host steps across processes that run
-    them in this process's program."""
+    """The partitioner's collectives, the host steps across processes that run them
+    in this process's program, and the first step's loss through the compiled program
+    (ahead of time: ``jit(...).lower(...).compile()``)."""
     compiled = jitted.lower(params, *data).compile()
     host_steps = Counter(e.prim.name for e in compiled.executable.optimized.eqns
                          if e.prim.name.startswith("process_"))
     return {"partitioner": dict(Counter(c.kind for c in compiled.spmd_program.collectives)),
-            "host_steps": dict(host_steps)}
+            "host_steps": dict(host_steps),
+            "compiled_first_loss": float(compiled(params, *data)[1]).hex()}
 
 
 rows = len(X) // ember.process_count()
