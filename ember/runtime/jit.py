@@ -206,29 +206,37 @@ class Jitted:
             out_tree_box.append(out_tree)
             return out_leaves
 
+        retrace = lambda avals: trace_to_graph(flat_fun, list(avals))  # noqa: E731
         start = time.perf_counter()
-        graph = trace_to_graph(flat_fun, list(avals))
+        annotated = self.in_shardings is not None or self.out_shardings is not None
+        if arg_shardings or annotated:
+            from ember.sharding.partitioner.jit_program import trace_sharded
+
+            graph, partition = trace_sharded(retrace, avals, arg_shardings, annotated)
+        else:  # (a sharding constraint inside may still ask for partitioning)
+            graph, partition = retrace(avals), True
         if config.log_enabled("compile"):
             print(f"ember: traced {getattr(self.fun, '__name__', 'fn')} in "
                   f"{time.perf_counter() - start:.4f} s")
         donated = self._donated_mask(treedef)
         name = getattr(self.fun, "__name__", "fn")
-        retrace = lambda avals: trace_to_graph(flat_fun, avals)  # noqa: E731
-        partitioned = self._partition(graph, treedef, out_tree_box[0], arg_shardings, name,
-                                      retrace)
+        partitioned = None
+        if partition:
+            partitioned = self._partition(graph, treedef, out_tree_box[-1], arg_shardings,
+                                          name)
         if partitioned is not None:
             graph, partitioned = partitioned
-        return Lowered(graph, treedef, out_tree_box[0], backend, donated, name, partitioned)
+        return Lowered(graph, treedef, out_tree_box[-1], backend, donated, name, partitioned)
 
     def _partition(self, graph: Graph, treedef: PyTreeDef, out_tree: PyTreeDef,
-                   arg_shardings: tuple, name: str, retrace: Callable[[list], Graph]):
+                   arg_shardings: tuple, name: str):
         from ember.sharding.partitioner.jit_program import partition_jit, wants_partitioning
 
         shardings = arg_shardings or (None,) * len(graph.inputs)
         if not wants_partitioning(graph, shardings, self.in_shardings, self.out_shardings):
             return None
         return partition_jit(graph, treedef, out_tree, shardings, self.in_shardings,
-                             self.out_shardings, name, retrace)
+                             self.out_shardings, name)
 
     def _donated_mask(self, treedef: PyTreeDef) -> tuple[bool, ...]:
         if not self.donate_argnums:

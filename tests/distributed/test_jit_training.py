@@ -1,10 +1,12 @@
-"""Data-parallel training through ``jit`` with sharded inputs (the SPMD partitioner)
-across processes equals the one-process run: 1 process x 4 devices, 2 x 2 and 4 x 1,
-each through sharded arguments and through ``in_shardings``. The partitioner inserts
-one all-reduce, run as one host step across processes. 2 x 2 and 4 x 1 are bitwise
-equal (every cross-process sum adds the shards in their global order); against one
-process, whose sum over its 4 devices runs in the compiled program, float32 rounding.
-Three runs, shared by every test here."""
+"""Training through ``jit`` with sharded inputs (the SPMD partitioner) across processes
+equals the one-process run: 1 process x 4 devices, 2 x 2 and 4 x 1. Data-parallel
+through sharded arguments and through ``in_shardings`` (the partitioner inserts one
+all-reduce, run as one host step across processes), FSDP, and tensor-parallel on a
+2 x 2 mesh. 2 x 2 and 4 x 1 are bitwise equal: every cross-process sum adds the shards
+in their global order (and the tensor-parallel sum over 'model', inside each process
+in 2 x 2, adds two shards, which has one order); against one process, whose sums over
+its 4 devices run in the compiled program, float32 rounding (rtol 1e-5). Three runs,
+shared by every test here."""
 from __future__ import annotations
 
 import json
@@ -37,18 +39,21 @@ def _losses(run) -> np.ndarray:
     return np.array([float.fromhex(v) for v in run["losses"]], np.float32)
 
 
-@pytest.mark.parametrize("way", ["arguments", "in_shardings"])
+WAYS = ["arguments", "in_shardings", "fsdp", "tensor_parallel"]
+
+
+@pytest.mark.parametrize("way", WAYS)
 @pytest.mark.parametrize("split", ["2x2", "4x1"])
 def test_processes_train_as_one_process(runs, split, way):
     one, many = runs["1x4"][way], runs[split][way]
-    assert len(_losses(one)) == 20 and _losses(one)[-1] < _losses(one)[0]  # it trains
+    assert len(_losses(one)) >= 10 and _losses(one)[-1] < _losses(one)[0]  # it trains
     np.testing.assert_allclose(_losses(many), _losses(one), rtol=RTOL, atol=ATOL)
     for name, value in one["params"].items():
         np.testing.assert_allclose(many["params"][name], value, rtol=RTOL, atol=ATOL)
 
 
 def test_split_among_processes_is_bitwise_deterministic(runs):
-    for way in ("arguments", "in_shardings"):
+    for way in WAYS:
         assert runs["2x2"][way]["losses"] == runs["4x1"][way]["losses"]
         assert runs["2x2"][way]["params"] == runs["4x1"][way]["params"]
 

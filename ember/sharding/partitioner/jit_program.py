@@ -23,7 +23,8 @@ from ember.sharding.partitioner import SpmdProgram, partition
 from ember.sharding.placement import as_sharding
 from ember.sharding.shardings import NamedSharding, Sharding
 
-__all__ = ["PartitionedJit", "constrained_call", "partition_jit", "wants_partitioning"]
+__all__ = ["PartitionedJit", "constrained_call", "partition_jit", "trace_sharded",
+           "wants_partitioning"]
 
 
 def _is_annotation(x: Any) -> bool:
@@ -73,30 +74,16 @@ class PartitionedJit:
 
 def partition_jit(graph: Graph, in_tree: PyTreeDef, out_tree: PyTreeDef,
                   arg_shardings: Sequence[Any], in_shardings: Any, out_shardings: Any,
-                  name: str, retrace: Callable[[list[Any]], Graph]
-                  ) -> tuple[Graph, PartitionedJit] | None:
+                  name: str) -> tuple[Graph, PartitionedJit] | None:
     """The global SPMD program of ``graph`` (the traced ``jit`` of ``name``), or None
-    when nothing names a mesh. ``retrace(avals)`` traces the function again.
-
-    Over a mesh that spans processes, ``graph`` was traced on this process's blocks of
-    the arguments that span processes. A function that maps over the mesh with
-    ``shard_map`` (and has no shardings of its own) runs as it was traced: on the
-    blocks. Any other is a global program: traced again at global shapes, partitioned,
-    and run on this process's block of the mesh (the program returned takes and
-    returns blocks)."""
+    when nothing names a mesh. Over a mesh that spans processes, each process runs its
+    block of the per-device program (the program returned takes and returns blocks)."""
     ins = _per_input(in_tree, in_shardings, name)
     outs = _per_output(out_tree, out_shardings, name)
     mesh = _the_mesh(graph, [*ins, *outs, *arg_shardings], name)
     if mesh is None:
         return None
-    view = None
-    if spans_processes(mesh):
-        view = process_view(mesh)
-        annotated = (in_shardings is not None or out_shardings is not None
-                     or any(e.prim is sharding_constraint_p for e in graph.eqns))
-        if not annotated and _maps_blocks(retrace, graph.in_avals):
-            return None
-        graph = _global_trace(retrace, graph.in_avals, arg_shardings, view)
+    view = process_view(mesh) if spans_processes(mesh) else None
     in_dims = []
     for k, (var, given, own) in enumerate(zip(graph.inputs, ins, arg_shardings)):
         what = f"jit of {name}: argument leaf {k}"
@@ -151,34 +138,47 @@ def _process_views(wrap: Callable[[Any], Callable[[Mesh], Any]]) -> Iterator[Non
         shard_map.process_view = hook
 
 
-def _maps_blocks(retrace: Callable[[list[Any]], Graph], avals: Sequence[Any]) -> bool:
-    """Whether the function, traced on blocks, maps over a mesh across processes."""
-    seen: list[Mesh] = []
+def trace_sharded(retrace: Callable[[list[Any]], Graph], avals: Sequence[Any],
+                  arg_shardings: Sequence[Any], annotated: bool) -> tuple[Graph, bool]:
+    """The trace of a jit whose arguments or annotations are sharded, and whether to
+    partition it.
 
-    def recording(hook):
-        def view(mesh: Mesh) -> Any:
-            found = hook(mesh)
-            if found is not None:
-                seen.append(mesh)
-            return found
-        return view
+    Arguments that span processes come in as this process's blocks. A function with no
+    shardings of its own that maps over a mesh across processes with ``shard_map``
+    runs on the blocks, as ``shard_map`` does outside jit (other arguments are blocks
+    too): traced so, and not partitioned. Any other is traced at global shapes, with a
+    shard_map inside traced as in one process: a global program, for the partitioner.
+    """
+    spanning = [isinstance(s, NamedSharding) and spans_processes(s.mesh)
+                for s in arg_shardings]
+    if not any(spanning):
+        with _process_views(lambda hook: lambda mesh: None):
+            return retrace(avals), True
+    if not annotated:
+        seen: list[Mesh] = []
 
-    with _process_views(recording):
-        retrace(list(avals))
-    return bool(seen)
+        def recording(hook):
+            def view(mesh: Mesh) -> Any:
+                found = hook(mesh)
+                if found is not None:
+                    seen.append(mesh)
+                return found
+            return view
 
-
-def _global_trace(retrace: Callable[[list[Any]], Graph], block_avals: Sequence[Any],
-                  arg_shardings: Sequence[Any], view: Any) -> Graph:
-    """The function traced at global shapes: an argument that spans processes came in
-    as its block. (A shard_map inside is then a global program too, as in one process.)"""
-    avals = []
-    for aval, own in zip(block_avals, arg_shardings or [None] * len(block_avals)):
-        if isinstance(own, NamedSharding) and spans_processes(own.mesh):
-            aval = aval.update(shape=view.global_shape(aval.shape, own.spec))
-        avals.append(aval)
+        try:
+            with _process_views(recording):
+                graph = retrace(avals)
+        except Exception:
+            if seen:
+                raise
+        else:
+            if seen:
+                return graph, False
+        # (no shard_map: the blocks were the wrong reading, whatever that trace did)
+    scaled = [aval.update(shape=process_view(own.mesh).global_shape(aval.shape, own.spec))
+              if span else aval for aval, own, span in zip(avals, arg_shardings, spanning)]
     with _process_views(lambda hook: lambda mesh: None):
-        return retrace(avals)
+        return retrace(scaled), True
 
 
 def _global_program(program: SpmdProgram, mesh: Mesh, graph: Graph, view: Any,

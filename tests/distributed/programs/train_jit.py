@@ -1,8 +1,9 @@
-"""Data-parallel MLP training through ``jit`` with sharded inputs (the SPMD partitioner)
-across the processes of `ember launch` (also run as one process): the step is written
-for global arrays, as in one process, and the partitioner adds the all-reduce. Two
-ways in: arguments that carry a sharding (global arrays of the batch), and
-``in_shardings`` / ``out_shardings`` with whole NumPy values. Process 0 writes the loss
+"""MLP training through ``jit`` with sharded inputs (the SPMD partitioner) across the
+processes of `ember launch` (also run as one process), on 4 devices: the step is
+written for global arrays, as in one process, and the partitioner adds the
+collectives. Data-parallel two ways (arguments that carry a sharding: global arrays of
+the batch; and ``in_shardings`` / ``out_shardings`` with whole NumPy values), FSDP, and
+tensor-parallel on a 2-D mesh. Process 0 writes the loss
 curves, the trained parameters and the collective counts to the JSON file named by the
 first argument."""
 import json
@@ -15,6 +16,7 @@ import ember
 import ember.distributed
 import ember.numpy as jnp
 from ember import P
+from ember.experimental import multihost_utils
 from ember.sharding import NamedSharding
 
 ember.distributed.initialize()
@@ -73,13 +75,42 @@ with ember.set_mesh(mesh):
     sharded_loss = ember.jit(loss_fn, in_shardings=(P(), P("data"), P("data")))(params, X, Y)
     results["sharded_loss_shape"] = list(sharded_loss.shape)
 
+
+
+def train_sharded(jitted, specs, steps=10):
+    """``steps`` of ``jitted`` from whole NumPy values; the loss curve and the
+    parameters, gathered whole (each is split as ``specs`` says)."""
+    p, curve = params, []
+    for _ in range(steps):
+        p, loss = jitted(p, X, Y)
+        curve.append(float(loss))
+    assert all(p[k].sharding.devices_indices_map(p[k].shape)
+               == specs[k].devices_indices_map(p[k].shape) for k in p)
+    return {"losses": [v.hex() for v in curve],
+            "params": {k: multihost_utils.process_allgather(v, tiled=True).tolist()
+                       for k, v in p.items()}}
+
+
+# FSDP: parameters and batch split over 'data'; tensor-parallel on a 2-D mesh:
+# w1's columns and w2's rows split over 'model', the batch over 'data'
+fsdp = {k: NamedSharding(mesh, P("data")) for k in params}
+results["fsdp"] = train_sharded(ember.jit(step, in_shardings=(fsdp, batch, batch),
+                                          out_shardings=(fsdp, None)), fsdp)
+grid = ember.make_mesh((2, 2), ("data", "model"))
+megatron = {"w1": NamedSharding(grid, P(None, "model")),
+            "w2": NamedSharding(grid, P("model", None))}
+rows_of = NamedSharding(grid, P("data"))
+results["tensor_parallel"] = train_sharded(
+    ember.jit(step, in_shardings=(megatron, rows_of, rows_of), out_shardings=(megatron, None)),
+    megatron)
+
 if ember.process_count() == 2 and ember.local_device_count("cpu") == 2:
     # Still unsupported: a dimension split over two axes whose shards of one process
     # are not contiguous (here 'model' crosses the processes, 'data' does not).
-    grid = ember.sharding.Mesh(np.array(ember.devices("cpu")).reshape(2, 2).T,
+    crossed = ember.sharding.Mesh(np.array(ember.devices("cpu")).reshape(2, 2).T,
                                ("data", "model"))
     try:
-        ember.jit(jnp.tanh, in_shardings=NamedSharding(grid, P(("data", "model"))))(X)
+        ember.jit(jnp.tanh, in_shardings=NamedSharding(crossed, P(("data", "model"))))(X)
     except ember.errors.EmberValueError as error:
         results["unsupported"] = str(error)
 
