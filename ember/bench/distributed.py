@@ -125,13 +125,17 @@ def _gpt_table(result: dict) -> str:
 
 def _print(results: dict) -> None:
     print("all-reduce (sum, float32) across processes: algorithm bandwidth in GB/s "
-          "(bytes / time), median of trials")
+          "(bytes / time), median of trials; then CPU time per call in us (the slowest "
+          "process's, waiting for peers included)")
     header = (f"{'procs':>5} {'size':>8} {'mpi4py':>9} {'ember psum':>11} {'ratio':>6} "
-              f"{'ember host':>11} {'ratio':>6}")
+              f"{'ember host':>11} {'ratio':>6} {'cpu mpi4py':>11} {'cpu psum':>9} "
+              f"{'cpu host':>9}")
     print(header)
     print("-" * len(header))
     for count, rows in results.items():
         for row in rows:
             mpi, psum, host = (row["bytes"] / row[k] / 1e9 for k in ("mpi", "psum", "host"))
+            cpu = [row.get(f"{k}_cpu", float("nan")) * 1e6 for k in ("mpi", "psum", "host")]
             print(f"{count:>5} {_label(row['bytes']):>8} {mpi:>9.3f} {psum:>11.3f} "
-                  f"{psum / mpi:>6.2f} {host:>11.3f} {host / mpi:>6.2f}")
+                  f"{psum / mpi:>6.2f} {host:>11.3f} {host / mpi:>6.2f} {cpu[0]:>11.1f} "
+                  f"{cpu[1]:>9.1f} {cpu[2]:>9.1f}")

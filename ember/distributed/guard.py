@@ -30,6 +30,7 @@ TAG_NOTICE = 7002
 _POLL_SECONDS = 0.0002
 _BUSY_SECONDS = 0.0005
 _SPIN_SECONDS = 0.005
+_POLLS_PER_NOTICE_READ = 16
 
 
 class Guard:
@@ -48,6 +49,9 @@ class Guard:
         self._sends: list[tuple[Any, bytes]] = []  # in flight, with their buffers
         self.announced = False
         self.gone: set[int] = set()
+        # One receive buffer per peer, reused: a signature's data is read (copied) by
+        # the caller before the next meeting.
+        self._inbox: dict[int, bytearray] = {}
 
     # --- meeting at a collective ----------------------------------------------------
     def check(self, what: str, peers: Sequence[int],
@@ -65,28 +69,34 @@ class Guard:
         if len(payload) > INLINE_BYTES:
             raise ValueError(f"a payload of {len(payload)} bytes does not fit with a "
                              f"signature (at most {INLINE_BYTES})")
-        mine = _record(self.seq, what, len(payload)) + payload
+        record = _record(self.seq, what, len(payload))
+        mine = record + payload
         for peer in others:
             self._send(mine, peer, TAG_SIGNATURE)
-        buffers = {p: bytearray(SIGNATURE_BYTES + INLINE_BYTES) for p in others}
+        buffers = {p: self._buffer(p) for p in others}
         pending = {p: self.control.Irecv(buffers[p], source=p, tag=TAG_SIGNATURE)
                    for p in others}
-        timeout = float(config.distributed_timeout)
         start = time.monotonic()
-        deadline = start + timeout
+        deadline = start + float(config.distributed_timeout)
+        polls = 0
         while pending:
             for peer, request in list(pending.items()):
                 if self._test(request, what):
                     del pending[peer]
-                    self._compare(peer, buffers[peer], what, len(payload))
+                    if buffers[peer][:SIGNATURE_BYTES] != record:  # (one comparison)
+                        self._compare(peer, buffers[peer], what, len(payload))
             if not pending:
                 break
-            self._read_notices(what, pending)
+            polls += 1
+            if polls % _POLLS_PER_NOTICE_READ == 0:  # notices matter only to a long wait
+                self._read_notices(what, pending)
             if time.monotonic() > deadline:
                 late = ", ".join(map(str, sorted(pending)))
+                self._read_notices(what, pending)  # a peer that failed or left
                 raise DistributedError(
                     f"rank {late} did not reach collective #{self.seq} ({what}) within "
-                    f"{timeout:g} s (ember.config distributed_timeout); this is rank "
+                    f"{float(config.distributed_timeout):g} s (ember.config "
+                    f"distributed_timeout); this is rank "
                     f"{self.rank}. A process may be stuck, or run a different program")
             waited = time.monotonic() - start
             if waited < _BUSY_SECONDS:
@@ -169,6 +179,12 @@ class Guard:
             time.sleep(0.01)
 
     # --- helpers --------------------------------------------------------------------
+    def _buffer(self, peer: int) -> bytearray:
+        buffer = self._inbox.get(peer)
+        if buffer is None:
+            buffer = self._inbox[peer] = bytearray(SIGNATURE_BYTES + INLINE_BYTES)
+        return buffer
+
     def _send(self, payload: bytes, peer: int, tag: int) -> None:
         request = self.control.Isend([payload, self.MPI.BYTE], dest=peer, tag=tag)
         self._sends.append((request, payload))
@@ -191,7 +207,9 @@ class Guard:
             raise self._failure(what, error) from None
 
     def _compare(self, peer: int, buffer: bytearray, what: str, size: int) -> None:
-        theirs = json.loads(bytes(buffer[:SIGNATURE_BYTES]).rstrip(b"\0").decode())
+        """Raise the error for a peer whose signature differs from this process's."""
+        seq, nbytes, at = bytes(buffer[:SIGNATURE_BYTES]).rstrip(b"\0").split(b"\0", 2)
+        theirs = {"seq": int(seq), "bytes": int(nbytes), "what": at.decode(errors="replace")}
         if (theirs["seq"] != self.seq or theirs["what"] != _short(what)
                 or theirs["bytes"] != size):
             raise DistributedError(
@@ -228,7 +246,9 @@ def _short(what: str) -> str:
 
 
 def _record(seq: int, what: str, size: int) -> bytes:
-    record = json.dumps({"seq": seq, "what": _short(what), "bytes": size}).encode()
+    """The signature: sequence number, data size and the collective's description,
+    NUL-separated, padded to ``SIGNATURE_BYTES`` (equal records: the same collective)."""
+    record = f"{seq}\0{size}\0{_short(what)}".encode()
     return record.ljust(SIGNATURE_BYTES, b"\0")[:SIGNATURE_BYTES]
 
 

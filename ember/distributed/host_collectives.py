@@ -12,6 +12,7 @@ collectives done through shared memory instead, by its ``DeviceMember``
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Sequence
 
@@ -25,9 +26,14 @@ __all__ = ["allgather", "alltoall", "barrier", "broadcast", "reduce_in_order"]
 
 
 def _describe(op: str, array: np.ndarray, ranks: Sequence[int], what: str) -> str:
-    shape = ",".join(map(str, array.shape))
+    return _description(op, array.dtype, array.shape, tuple(ranks), what)
+
+
+@functools.lru_cache(maxsize=1024)  # a program's collectives repeat every step
+def _description(op: str, dtype: np.dtype, shape: tuple[int, ...], ranks: tuple[int, ...],
+                 what: str) -> str:
     return (f"{what}: " if what else "") + (
-        f"{op} of {array.dtype}[{shape}] over processes {list(ranks)}")
+        f"{op} of {dtype}[{','.join(map(str, shape))}] over processes {list(ranks)}")
 
 
 def _bytes(array: np.ndarray):

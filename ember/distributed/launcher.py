@@ -26,7 +26,7 @@ from ember.distributed.exit_status import read_statuses
 
 __all__ = ["build_command", "find_mpirun", "main"]
 
-_TAG = re.compile(rb"^\[\d+,(\d+)\]<std(?:out|err)>: ?")
+_TAG = re.compile(rb"\[\d+,(\d+)\]<std(?:out|err)>: ?")
 
 
 def find_mpirun() -> str:
@@ -74,11 +74,22 @@ def build_command(mpirun: str, processes: int, script_and_args: Sequence[str], *
 def _pump(source: IO[bytes], sink: IO[bytes]) -> None:
     """Copy mpirun's tagged lines with ``[rank R]`` in front of each."""
     for line in iter(source.readline, b""):
-        match = _TAG.match(line)
-        if match:
-            line = b"[rank " + match.group(1) + b"] " + line[match.end():]
-        sink.write(line)
+        sink.write(b"".join(_rank_lines(line)))
         sink.flush()
+
+
+def _rank_lines(line: bytes) -> list[bytes]:
+    """mpirun's line as the lines of the ranks in it, each ending in a newline. A rank
+    that exits in the middle of a line leaves that part without its newline, and
+    mpirun writes the next rank's tagged line right after it: split at each tag."""
+    tags = list(_TAG.finditer(line))
+    if not tags:
+        return [line]
+    pieces = [line[:tags[0].start()]] if tags[0].start() else []
+    for tag, following in zip(tags, [*tags[1:], None]):
+        end = following.start() if following else len(line)
+        pieces.append(b"[rank " + tag.group(1) + b"] " + line[tag.end():end])
+    return [p if p.endswith(b"\n") else p + b"\n" for p in pieces]
 
 
 def _parser() -> argparse.ArgumentParser:

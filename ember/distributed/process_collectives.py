@@ -16,8 +16,8 @@ import numpy as np
 from ember.core.primitive import Primitive
 from ember.ops.rules import deflinear, move_batch_axis
 
-__all__ = ["process_all_to_all_p", "process_extremum_p", "process_gather_p",
-           "process_gathers_p", "process_sum_p", "process_sums_p"]
+__all__ = ["process_all_to_all_p", "process_extrema_p", "process_extremum_p",
+           "process_gather_p", "process_gathers_p", "process_sum_p", "process_sums_p"]
 
 
 # --- sum (psum): deterministic, in the global order of the shards --------------------
@@ -64,10 +64,15 @@ def _sums_impl(*xs, ranks, site):
     each element still sums its contributions in the same order."""
     from ember.distributed.host_collectives import reduce_in_order
 
+    return _side_by_side(xs, lambda rows: reduce_in_order(rows, ranks, "sum", site))
+
+
+def _side_by_side(xs, reduce) -> list:
+    """``reduce`` (of [contribution, elements] to [elements]) of every operand at once:
+    their elements side by side in one buffer, each reduced as it would be alone."""
     xs = [np.asarray(x) for x in xs]
     local = xs[0].shape[0]
-    total = reduce_in_order(np.concatenate([x.reshape(local, -1) for x in xs], axis=1),
-                            ranks, "sum", site)
+    total = reduce(np.concatenate([x.reshape(local, -1) for x in xs], axis=1))
     ends = np.cumsum([x[0].size for x in xs])[:-1]
     return [part.reshape(x.shape[1:]) for part, x in zip(np.split(total, ends), xs)]
 
@@ -95,6 +100,23 @@ def _extremum_batch(values, dims, *, op, ranks, site):
 
 process_extremum_p.waive("jvp", "pmax / pmin are not differentiable, as in JAX")
 process_extremum_p.waive("transpose", "not linear")
+
+
+# --- several maxima (or minima) in one collective (made by ember.passes.bucketing) ----
+
+process_extrema_p = Primitive("process_extrema", multiple_results=True, effectful=True)
+process_extrema_p.def_abstract_eval(
+    lambda *avals, op, ranks, site: [a.update(shape=a.shape[1:]) for a in avals])
+for _rule in ("jvp", "transpose", "batch"):
+    process_extrema_p.waive(_rule, "made from process_extremum by a graph pass, after "
+                                   "every transformation")
+
+
+@process_extrema_p.def_impl
+def _extrema_impl(*xs, op, ranks, site):
+    from ember.distributed.host_collectives import reduce_in_order
+
+    return _side_by_side(xs, lambda rows: reduce_in_order(rows, ranks, op, site))
 
 
 # --- gather (all_gather, ppermute): every process's shards, in global order ------------
@@ -171,6 +193,7 @@ def _merged_into(many: Primitive) -> Any:
 
 
 process_sum_p.def_bucketing(("ranks",), _merged_into(process_sums_p))
+process_extremum_p.def_bucketing(("op", "ranks"), _merged_into(process_extrema_p))
 process_gather_p.def_bucketing(("ranks", "offset"), _merged_into(process_gathers_p))
 
 
@@ -222,6 +245,6 @@ deflinear(process_all_to_all_p, _all_to_all_transpose)
 
 # The partitioner never sees them: shard_map's per-device program makes them, in a
 # mesh's process view.
-for _prim in (process_sum_p, process_sums_p, process_extremum_p, process_gather_p,
-              process_gathers_p, process_all_to_all_p):
+for _prim in (process_sum_p, process_sums_p, process_extremum_p, process_extrema_p,
+              process_gather_p, process_gathers_p, process_all_to_all_p):
     _prim.waive("sharding", "a per-process step of a shard_map across processes")

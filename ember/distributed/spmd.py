@@ -149,14 +149,44 @@ class ProcessView:
 
         if not isinstance(value, Array):
             return value  # traced inside jit: the block
-        sharding = NamedSharding(self.mesh, spec)
-        scale = [1] * value.ndim
-        for dim in range(value.ndim):
+        return GlobalArray(value, NamedSharding(self.mesh, spec),
+                           self.global_shape(value.shape, spec))
+
+    def _scale(self, ndim: int, spec: Any) -> list[int]:
+        """Per dimension, how many processes' blocks make the whole under ``spec``."""
+        scale = [1] * ndim
+        for dim in range(ndim):
             for axis in spec.axes_of(dim):
                 if axis in self.spans:
                     scale[dim] *= self.spans[axis].size // self.spans[axis].local
-        shape = tuple(n * s for n, s in zip(value.shape, scale))
-        return GlobalArray(value, sharding, shape)
+        return scale
+
+    def global_shape(self, block: tuple[int, ...], spec: Any) -> tuple[int, ...]:
+        """The shape of the global array whose block here has shape ``block``."""
+        return tuple(n * s for n, s in zip(block, self._scale(len(block), spec)))
+
+    def block_shape(self, shape: tuple[int, ...], spec: Any) -> tuple[int, ...]:
+        """The shape of this process's block of a global array of ``shape`` (an error
+        where this process's shards do not form one block)."""
+        from ember.distributed.global_array import process_region
+        from ember.sharding.shardings import NamedSharding
+
+        region = process_region(NamedSharding(self.mesh, spec), shape)
+        return tuple(s.stop - s.start for s in region)
+
+    def block_of(self, value: Any, spec: Any) -> Any:
+        """This process's block of ``value``, a whole array (the same on every process)
+        split as ``spec`` says; a global array is its block already."""
+        from ember.distributed.global_array import GlobalArray, process_region
+        from ember.sharding.shardings import NamedSharding
+
+        if isinstance(value, GlobalArray):
+            return value.local_data
+        shape = tuple(np.shape(value))
+        region = process_region(NamedSharding(self.mesh, spec), shape)
+        if all(s.stop - s.start == n for s, n in zip(region, shape)):
+            return value
+        return np.asarray(value)[region]
 
     @contextlib.contextmanager
     def active(self, name: str, leaves: list) -> Iterator[None]:

@@ -4,12 +4,16 @@ A data-parallel step across processes sums every parameter's gradient, one colle
 each (a fully sharded one also gathers every parameter), and every collective is a
 meeting of all processes: on a loaded machine each meeting costs a scheduler time slice
 or more, whatever the size. This pass merges the equations of a primitive with a
-bucketing rule (``ember.distributed``'s ``process_sum`` and ``process_gather``) that
-agree on its shared params and their operand's dtype and do not depend on one another
-into the one equation the rule makes, as DDP buckets gradients. The rules keep results
+bucketing rule (``ember.distributed``'s ``process_sum``, ``process_extremum`` and
+``process_gather``) that agree on its shared params and their operand's dtype and do
+not depend on one another into the one equation the rule makes, as DDP buckets
+gradients. The rules keep results
 bitwise the same (sums still reduce each element in the global order of its
-contributions; gathers copy), and every process runs the same pass on the same
-program, so all of them merge alike. Programs without such equations pass unchanged.
+contributions; maxima, minima and gathers are exact), and every process runs the same
+pass on the same program, so all of them merge alike. Programs without such equations
+pass unchanged. Nested graphs (loop bodies, branches) are bucketed inside, each on its
+own: a collective in a loop body runs once per iteration, so it merges only with those
+of the same body.
 
 The merged equation goes where its last member was; the equations that read an earlier
 member's result and came before that point move after it (a topological order that
@@ -23,11 +27,15 @@ from typing import Any
 
 from ember.core.primitive import REGISTRY
 from ember.ir.graph import Eqn, Graph, Var
+from ember.passes.rewrite import in_subgraphs
 
 __all__ = ["bucket_collectives"]
 
 
 def bucket_collectives(graph: Graph) -> Graph:
+    eqns = [in_subgraphs(eqn, bucket_collectives) for eqn in graph.eqns]
+    if any(new is not old for new, old in zip(eqns, graph.eqns)):
+        graph = graph.replace(eqns=eqns)
     accepted: list[list[int]] = []
     order = None
     for bucket in _buckets(graph, _mergeable()):

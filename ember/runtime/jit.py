@@ -206,17 +206,27 @@ class Jitted:
             out_tree_box.append(out_tree)
             return out_leaves
 
+        retrace = lambda avals: trace_to_graph(flat_fun, list(avals))  # noqa: E731
         start = time.perf_counter()
-        graph = trace_to_graph(flat_fun, list(avals))
+        annotated = self.in_shardings is not None or self.out_shardings is not None
+        if arg_shardings or annotated:
+            from ember.sharding.partitioner.jit_program import trace_sharded
+
+            graph, partition = trace_sharded(retrace, avals, arg_shardings, annotated)
+        else:  # (a sharding constraint inside may still ask for partitioning)
+            graph, partition = retrace(avals), True
         if config.log_enabled("compile"):
             print(f"ember: traced {getattr(self.fun, '__name__', 'fn')} in "
                   f"{time.perf_counter() - start:.4f} s")
         donated = self._donated_mask(treedef)
         name = getattr(self.fun, "__name__", "fn")
-        partitioned = self._partition(graph, treedef, out_tree_box[0], arg_shardings, name)
+        partitioned = None
+        if partition:
+            partitioned = self._partition(graph, treedef, out_tree_box[-1], arg_shardings,
+                                          name)
         if partitioned is not None:
             graph, partitioned = partitioned
-        return Lowered(graph, treedef, out_tree_box[0], backend, donated, name, partitioned)
+        return Lowered(graph, treedef, out_tree_box[-1], backend, donated, name, partitioned)
 
     def _partition(self, graph: Graph, treedef: PyTreeDef, out_tree: PyTreeDef,
                    arg_shardings: tuple, name: str):
@@ -379,7 +389,6 @@ class Compiled:
                  device, donated: tuple[bool, ...], partitioned: Any = None) -> None:
         self.executable = executable
         self.partitioned = partitioned  # a PartitionedJit, or None
-        self._out_shardings = partitioned.out_shardings if partitioned else None
         self.in_tree = in_tree
         self.out_tree = out_tree
         self.device = device
@@ -439,7 +448,8 @@ class Compiled:
         if treedef != self.in_tree:
             raise EmberTypeError(f"compiled function expects arguments structured as "
                                  f"{self.in_tree}, got {treedef}")
-        for leaf, aval in zip(leaves, self._in_avals):
+        blocks = leaves if self.partitioned is None else self.partitioned.arguments(leaves)
+        for leaf, aval in zip(blocks, self._in_avals):  # (across processes: their blocks)
             if _leaf_aval(leaf) != aval:
                 raise EmberTypeError(f"compiled for {aval.describe()}, called with "
                                      f"{_leaf_aval(leaf).describe()}")
@@ -449,6 +459,8 @@ class Compiled:
         """Call with the leaves of the arguments, Ember Arrays (or NumPy arrays) already
         known to match the compiled signature."""
         device = self.device
+        if self.partitioned is not None and self.partitioned.view is not None:
+            return self._call_flat(list(args))  # whole values are cut to their blocks
         buffers = []
         for arg in args:
             if type(arg) is not Array or arg._device != device or arg._buffer is None:
@@ -461,8 +473,8 @@ class Compiled:
             _consume_donated(args, self.donated)
         committed = self.commits or any(arg.committed for arg in args)
         arrays = [Array(buf, aval, device, committed) for buf, aval in zip(outs, self._out_avals)]
-        if self._out_shardings:
-            _place(arrays, self._out_shardings)
+        if self.partitioned is not None:
+            arrays = self.partitioned.results(arrays)
         if self._single_output:
             return arrays[0]
         return tree_unflatten(self.out_tree, arrays)
@@ -480,8 +492,9 @@ class Compiled:
     def _call_flat(self, leaves: list[Any]) -> Any:
         device = self.device
         backend = device.backend
+        given = leaves if self.partitioned is None else self.partitioned.arguments(leaves)
         buffers, borrowed = [], []
-        for position, (leaf, aval) in enumerate(zip(leaves, self._in_avals)):
+        for position, (leaf, aval) in enumerate(zip(given, self._in_avals)):
             if isinstance(leaf, Array) and leaf._device == device:
                 buffers.append(leaf.live_buffer())
             elif isinstance(leaf, Array):
@@ -499,22 +512,14 @@ class Compiled:
         committed = self.commits or any(isinstance(leaf, Array) and leaf.committed
                                         for leaf in leaves)
         arrays = [Array(buf, aval, device, committed) for buf, aval in zip(outs, self._out_avals)]
-        if self._out_shardings:
-            _place(arrays, self._out_shardings)
+        if self.partitioned is not None:
+            arrays = self.partitioned.results(arrays)
         if config.debug_nans:
             from ember.runtime.debug import check_nans_in_outputs
 
             check_nans_in_outputs(self.executable.graph, [backend.to_host(b) for b in buffers],
                                   [a._host() for a in arrays])
         return tree_unflatten(self.out_tree, arrays)
-
-
-def _place(arrays: list[Array], shardings: Sequence[Any]) -> None:
-    """Results of a partitioned program carry their shardings (their global buffers
-    stay on the device that holds the mesh's arrays)."""
-    for array, sharding in zip(arrays, shardings):
-        array.committed = True
-        array._sharding = sharding
 
 
 def _read_only_view(array: np.ndarray) -> np.ndarray:

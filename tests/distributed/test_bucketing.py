@@ -1,5 +1,5 @@
-"""Gradient bucketing: independent cross-process sums over the same processes and dtype
-become one collective; a sum that reads another's result, or crosses other processes,
+"""Gradient bucketing: independent cross-process sums (or maxima, or minima) over the
+same processes and dtype become one collective, also inside a loop body; a sum that reads another's result, or crosses other processes,
 stays apart; the merged program keeps a valid order (the IR verifier). That the results
 do not change is the training tests' part (bitwise equal across process splits)."""
 from __future__ import annotations
@@ -7,11 +7,14 @@ from __future__ import annotations
 import numpy as np
 
 import ember.numpy as jnp
+from ember import lax
 from ember.core.abstract import ShapedArray
 from ember.core.staging import trace_to_graph
 from ember.passes.bucketing import bucket_collectives
 from ember.distributed.process_collectives import (
-    process_gather_p, process_gathers_p, process_sum_p, process_sums_p)
+    process_extrema_p, process_extremum_p, process_gather_p, process_gathers_p,
+    process_sum_p, process_sums_p)
+from ember.ir.graph import subgraphs
 from ember.ir.verifier import verify
 
 
@@ -21,7 +24,8 @@ def _sum(x, ranks=(0, 1), site="psum"):
 
 def _collectives(graph):
     return [(e.prim.name, len(e.inputs)) for e in graph.eqns
-            if e.prim in (process_sum_p, process_sums_p, process_gather_p, process_gathers_p)]
+            if e.prim in (process_sum_p, process_sums_p, process_gather_p, process_gathers_p,
+                          process_extremum_p, process_extrema_p)]
 
 
 def test_independent_sums_become_one_and_dependent_ones_stay_apart():
@@ -79,3 +83,38 @@ def test_independent_gathers_become_one_apart_from_the_sums():
     merged = bucket_collectives(trace_to_graph(lambda *xs: forward(*xs), avals))
     verify(merged)
     assert _collectives(merged) == [("process_gathers", 2), ("process_sum", 1)]
+
+
+def _extremum(x, op="max", ranks=(0, 1)):
+    return process_extremum_p.bind(x, op=op, ranks=ranks, site="pmax")
+
+
+def test_maxima_merge_apart_from_minima_and_sums():
+    def step(a, b, c):
+        return [_extremum(a), _extremum(b * 2.0), _extremum(c, "min"), _sum(c)]
+
+    avals = [ShapedArray((2, 3), np.float32), ShapedArray((2, 5), np.float32),
+             ShapedArray((2, 3), np.float32)]
+    merged = bucket_collectives(trace_to_graph(lambda *xs: step(*xs), avals))
+    verify(merged)
+    assert sorted(_collectives(merged)) == [("process_extrema", 2), ("process_extremum", 1),
+                                            ("process_sum", 1)]
+
+
+def test_collectives_in_a_loop_body_merge_there_and_not_with_those_outside():
+    def step(a, b):
+        def body(k, carry):
+            x, y = carry
+            return x + _sum(x[None] * 2.0), y + _sum(y[None])
+        x, y = lax.fori_loop(0, 3, body, (a[0], b[0]))
+        return [_sum(x[None]), _sum(y[None] + 1.0)]
+
+    avals = [ShapedArray((1, 3), np.float32), ShapedArray((1, 4), np.float32)]
+    graph = trace_to_graph(lambda *xs: step(*xs), avals)
+    merged = bucket_collectives(graph)
+    verify(merged)
+    loops = [e for e in merged.eqns if list(subgraphs(e.params))]
+    assert len(loops) == 1
+    assert [_collectives(body) for body in subgraphs(loops[0].params)
+            if _collectives(body)] == [[("process_sums", 2)]]
+    assert _collectives(merged) == [("process_sums", 2)]

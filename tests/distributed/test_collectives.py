@@ -1,7 +1,8 @@
 """Every collective over mesh axes that cross processes gives, bit for bit, what one
 process of 8 devices gives: all_to_all (tiled and not, on 1-D and 2-D meshes, and its
 gradient from inside and outside shard_map) among them, and sums and gathers both of
-data small enough to travel with the processes' meeting and of larger data."""
+data small enough to travel with the processes' meeting and of larger data, and
+collectives bucketed in a loop body."""
 from __future__ import annotations
 
 import json
@@ -41,6 +42,14 @@ def test_all_to_all_semantics_in_one_process(runs):
 
 @pytest.mark.parametrize("split", ["2x4", "4x2"])
 def test_collectives_across_processes_are_bitwise_the_one_process_ones(runs, split):
-    assert sorted(runs[split]) == sorted(runs["1x8"])
+    assert sorted(runs[split]) == sorted([*runs["1x8"], "host_steps"])
     for name, value in runs["1x8"].items():
         assert runs[split][name] == value, name
+
+
+@pytest.mark.parametrize("split", ["2x4", "4x2"])
+def test_pmax_pmin_and_sums_in_a_loop_body_are_bucketed(runs, split):
+    # (depth, primitive, operands): the loop body's two psums and two pmaxes become one
+    # collective each; after the loop, the two pmaxes one and the pmin its own
+    assert runs[split]["host_steps"] == ["0 process_extrema 2", "0 process_extremum 1",
+                                         "1 process_extrema 2", "1 process_sums 2"]

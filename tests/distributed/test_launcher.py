@@ -35,6 +35,15 @@ def test_each_line_gets_its_rank():
     assert sink.getvalue() == b"[rank 0] hello\n[rank 3] oops\nuntagged\n"
 
 
+def test_a_rank_that_exits_mid_line_does_not_join_the_next_ranks_line():
+    # mpirun writes a rank's unfinished last line without a newline (seen with Open
+    # MPI 5: `[1,0]<stderr>: partial` at the exit of rank 0), then the next tagged line
+    source = io.BytesIO(b"[1,0]<stderr>: partial[1,1]<stderr>: whole\n[1,1]<stdout>: tail")
+    sink = io.BytesIO()
+    launcher._pump(source, sink)
+    assert sink.getvalue() == b"[rank 0] partial\n[rank 1] whole\n[rank 1] tail\n"
+
+
 def test_exit_status_is_the_first_failure_in_time():
     statuses = {0: (1, 300), 1: (3, 200), 2: (0, 100)}
     assert launcher._first_failure(statuses, 0) == 3

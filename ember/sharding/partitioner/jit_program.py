@@ -2,10 +2,11 @@
 global program the backend compiles (the per-device program under ``shard_map``)."""
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from ember.config import config
 
@@ -22,7 +23,8 @@ from ember.sharding.partitioner import SpmdProgram, partition
 from ember.sharding.placement import as_sharding
 from ember.sharding.shardings import NamedSharding, Sharding
 
-__all__ = ["PartitionedJit", "constrained_call", "partition_jit", "wants_partitioning"]
+__all__ = ["PartitionedJit", "constrained_call", "partition_jit", "trace_sharded",
+           "wants_partitioning"]
 
 
 def _is_annotation(x: Any) -> bool:
@@ -32,41 +34,56 @@ def _is_annotation(x: Any) -> bool:
 def wants_partitioning(graph: Graph, arg_shardings: Sequence[Any], in_shardings: Any,
                        out_shardings: Any) -> bool:
     return (in_shardings is not None or out_shardings is not None
-            or any(isinstance(s, NamedSharding) and not spans_processes(s.mesh)
-                   for s in arg_shardings)
+            or any(isinstance(s, NamedSharding) for s in arg_shardings)
             or any(eqn.prim is sharding_constraint_p for eqn in graph.eqns))
 
 
 def spans_processes(mesh: Mesh) -> bool:
-    """Whether ``mesh`` holds devices of several processes. Such arrays are this
-    process's blocks (``ember.distributed``), run by ``shard_map``, not partitioned."""
+    """Whether ``mesh`` holds devices of several processes (``ember.distributed``)."""
     return len({device.process_index for device in mesh.devices.flat}) > 1
 
 
 class PartitionedJit:
-    """What ``Compiled`` keeps of a partitioned program."""
+    """What ``Compiled`` keeps of a partitioned program. Across processes (``view``:
+    this process's view of the mesh) the program takes and returns this process's
+    blocks: ``arguments`` cuts whole values to their blocks, ``results`` makes the
+    blocks global arrays."""
 
-    def __init__(self, program: SpmdProgram, mesh: Mesh) -> None:
+    def __init__(self, program: SpmdProgram, mesh: Mesh, view: Any = None) -> None:
         self.program = program
         self.mesh = mesh
+        self.view = view
         self.out_shardings = [NamedSharding(mesh, spec) for spec in program.out_specs]
+
+    def arguments(self, leaves: list[Any]) -> list[Any]:
+        if self.view is None:
+            return leaves
+        return [self.view.block_of(leaf, spec)
+                for leaf, spec in zip(leaves, self.program.in_specs)]
+
+    def results(self, arrays: list[Any]) -> list[Any]:
+        if self.view is not None:
+            return [self.view.place(array, spec)
+                    for array, spec in zip(arrays, self.program.out_specs)]
+        for array, sharding in zip(arrays, self.out_shardings):
+            # (their global buffers stay on the device that holds the mesh's arrays)
+            array.committed = True
+            array._sharding = sharding
+        return arrays
 
 
 def partition_jit(graph: Graph, in_tree: PyTreeDef, out_tree: PyTreeDef,
                   arg_shardings: Sequence[Any], in_shardings: Any, out_shardings: Any,
                   name: str) -> tuple[Graph, PartitionedJit] | None:
     """The global SPMD program of ``graph`` (the traced ``jit`` of ``name``), or None
-    when nothing names a mesh."""
+    when nothing names a mesh. Over a mesh that spans processes, each process runs its
+    block of the per-device program (the program returned takes and returns blocks)."""
     ins = _per_input(in_tree, in_shardings, name)
     outs = _per_output(out_tree, out_shardings, name)
     mesh = _the_mesh(graph, [*ins, *outs, *arg_shardings], name)
     if mesh is None:
         return None
-    if spans_processes(mesh):
-        raise EmberValueError(
-            f"jit of {name}: in_shardings / out_shardings / with_sharding_constraint over "
-            "a mesh that spans processes are not supported yet; write the per-device "
-            "program with ember.shard_map over that mesh")
+    view = process_view(mesh) if spans_processes(mesh) else None
     in_dims = []
     for k, (var, given, own) in enumerate(zip(graph.inputs, ins, arg_shardings)):
         what = f"jit of {name}: argument leaf {k}"
@@ -83,7 +100,7 @@ def partition_jit(graph: Graph, in_tree: PyTreeDef, out_tree: PyTreeDef,
                 for k, (atom, s) in enumerate(zip(graph.outputs, outs))]
     start = time.perf_counter()
     program = partition(graph, mesh, in_dims, out_dims)
-    global_graph = _global_program(program, mesh, graph)
+    global_graph = _global_program(program, mesh, graph, view, name)
     if config.log_enabled("compile"):
         print(f"ember: partitioned {name} over {mesh} in {time.perf_counter() - start:.4f} s "
               f"({len(program.collectives)} collectives)", file=sys.stderr)
@@ -92,12 +109,83 @@ def partition_jit(graph: Graph, in_tree: PyTreeDef, out_tree: PyTreeDef,
         dump.write("input.txt", graph.pretty_print())
         dump.write("spmd.txt", program.as_text())
         dump.write("global_program.txt", global_graph.pretty_print())
-    return global_graph, PartitionedJit(program, mesh)
+    return global_graph, PartitionedJit(program, mesh, view)
 
 
-def _global_program(program: SpmdProgram, mesh: Mesh, graph: Graph) -> Graph:
+# --- across processes -----------------------------------------------------------------
+
+def process_view(mesh: Mesh) -> Any:
+    from ember.sharding import shard_map
+
+    view = shard_map.process_view(mesh)
+    if view is None:
+        raise EmberValueError(f"the mesh {mesh.shape} holds devices of other processes, "
+                              "but ember.distributed is not initialized in this one")
+    return view
+
+
+@contextlib.contextmanager
+def _process_views(wrap: Callable[[Any], Callable[[Mesh], Any]]) -> Iterator[None]:
+    """shard_map's hook for meshes across processes, replaced by ``wrap(hook)`` for a
+    trace."""
+    from ember.sharding import shard_map
+
+    hook = shard_map.process_view
+    shard_map.process_view = wrap(hook)
+    try:
+        yield
+    finally:
+        shard_map.process_view = hook
+
+
+def trace_sharded(retrace: Callable[[list[Any]], Graph], avals: Sequence[Any],
+                  arg_shardings: Sequence[Any], annotated: bool) -> tuple[Graph, bool]:
+    """The trace of a jit whose arguments or annotations are sharded, and whether to
+    partition it.
+
+    Arguments that span processes come in as this process's blocks. A function with no
+    shardings of its own that maps over a mesh across processes with ``shard_map``
+    runs on the blocks, as ``shard_map`` does outside jit (other arguments are blocks
+    too): traced so, and not partitioned. Any other is traced at global shapes, with a
+    shard_map inside traced as in one process: a global program, for the partitioner.
+    """
+    spanning = [isinstance(s, NamedSharding) and spans_processes(s.mesh)
+                for s in arg_shardings]
+    if not any(spanning):
+        with _process_views(lambda hook: lambda mesh: None):
+            return retrace(avals), True
+    if not annotated:
+        seen: list[Mesh] = []
+
+        def recording(hook):
+            def view(mesh: Mesh) -> Any:
+                found = hook(mesh)
+                if found is not None:
+                    seen.append(mesh)
+                return found
+            return view
+
+        try:
+            with _process_views(recording):
+                graph = retrace(avals)
+        except Exception:
+            if seen:
+                raise
+        else:
+            if seen:
+                return graph, False
+        # (no shard_map: the blocks were the wrong reading, whatever that trace did)
+    scaled = [aval.update(shape=process_view(own.mesh).global_shape(aval.shape, own.spec))
+              if span else aval for aval, own, span in zip(avals, arg_shardings, spanning)]
+    with _process_views(lambda hook: lambda mesh: None):
+        return retrace(scaled), True
+
+
+def _global_program(program: SpmdProgram, mesh: Mesh, graph: Graph, view: Any,
+                    name: str) -> Graph:
     """The per-device program mapped over the mesh by ``shard_map``, traced once into
-    a Graph over global arrays."""
+    a Graph over global arrays; across processes, over this process's blocks (the
+    collectives over axes that cross processes go through ``ember.distributed``)."""
     from ember.sharding.shard_map import shard_map
 
     def per_device(*shards: Any) -> list[Any]:
@@ -107,7 +195,25 @@ def _global_program(program: SpmdProgram, mesh: Mesh, graph: Graph) -> Graph:
     # mesh axes its spec leaves out; nothing is differentiated past this point.
     mapped = shard_map(per_device, mesh=mesh, in_specs=tuple(program.in_specs),
                        out_specs=list(program.out_specs), check_vma=False)
-    return trace_to_graph(lambda *xs: list(mapped(*xs)), graph.in_avals)
+    avals = graph.in_avals
+    if view is not None:
+        avals = [a.update(shape=_block_shape(view, a.shape, spec, f"argument leaf {k}", name))
+                 for k, (a, spec) in enumerate(zip(avals, program.in_specs))]
+        for k, (a, spec) in enumerate(zip(graph.out_avals, program.out_specs)):
+            _block_shape(view, a.shape, spec, f"output {k}", name)
+    return trace_to_graph(lambda *xs: list(mapped(*xs)), avals)
+
+
+def _block_shape(view: Any, shape: tuple[int, ...], spec: PartitionSpec, what: str,
+                 name: str) -> tuple[int, ...]:
+    try:
+        return view.block_shape(shape, spec)
+    except EmberValueError as error:
+        raise EmberValueError(
+            f"jit of {name}: {what}, split as {spec} over a mesh across processes, is "
+            f"not supported: {error} (split that dimension over one mesh axis, or "
+            "order the mesh's devices so that each process's shards of it are "
+            "contiguous)") from None
 
 
 def constrained_call(call: Callable[..., Any], args: tuple, in_shardings: Any,

@@ -98,6 +98,34 @@ def outside(v, w):
 results["all_to_all_grad_outside"] = whole(line, P("i"), ember.jit(ember.grad(outside))(
     global_array(line, P("i"), x), global_array(line, P("i"), weights)), x.shape)
 
+
+
+# bucketing: two psums and two pmaxes in a loop body, two pmaxes and a pmin after it
+def looped(v):
+    def step(k, carry):
+        a, b = carry
+        return (a + lax.psum(a * 0.5, "i") * 0.01 + lax.pmax(b, "i"),
+                b + lax.psum(b + 1.0, "i") * 0.01 - lax.pmax(a * 0.1, "i"))
+    a, b = lax.fori_loop(0, 3, step, (v, v * 2))
+    return lax.pmax(a, "i") + lax.pmin(b, "i") + lax.pmax(b * 2, "i")
+
+
+results["bucketed_in_loop"] = run(line, looped, P("i"), P(), x, (1, 16))
+if ember.process_count() > 1:  # the host steps across processes, by loop depth
+    from ember.ir.graph import subgraphs
+
+    def host_steps(graph, depth=0):
+        found = []
+        for eqn in graph.eqns:
+            if eqn.prim.name.startswith("process_"):
+                found.append(f"{depth} {eqn.prim.name} {len(eqn.inputs)}")
+            found += [s for sub in subgraphs(eqn.params) for s in host_steps(sub, depth + 1)]
+        return found
+
+    program = ember.jit(ember.shard_map(looped, mesh=line, in_specs=P("i"), out_specs=P()))
+    optimized = program.lower(global_array(line, P("i"), x)).compile().executable.optimized
+    results["host_steps"] = sorted(host_steps(optimized))
+
 if ember.process_index() == 0:
     with open(sys.argv[1], "w") as out:
         json.dump(results, out)
