@@ -479,6 +479,23 @@ class Compiled:
             return arrays[0]
         return tree_unflatten(self.out_tree, arrays)
 
+    def call_host(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """The flat results, as NumPy arrays, of a call with NumPy arrays of the compiled
+        shapes and dtypes: the path for a front end that converts its own tensors
+        (ember.torch), without Array wrappers or pytrees. On a host-memory backend the
+        program reads the arrays in place, and a result that shares memory with one is
+        a read-only view of it (the caller copies it before writing)."""
+        if (config.debug_nans or self._out_shardings or any(self.donated)
+                or not self.device.backend.host_memory):
+            results = tree_flatten(self._call_flat(list(arrays)))[0]
+            return [r._host() if isinstance(r, Array) else np.asarray(r) for r in results]
+        put, device = self.device.backend.put, self.device
+        buffers = [_read_only_view(a) if type(a) is np.ndarray and a.dtype == aval.dtype
+                   and a.flags.c_contiguous and a.flags.aligned  # (as _can_borrow)
+                   else put(canonical_host(a, aval.dtype), device)
+                   for a, aval in zip(arrays, self._in_avals)]
+        return self.executable.run(buffers)
+
     def _can_borrow(self, leaf: Any, aval: ShapedArray, position: int) -> bool:
         """A NumPy argument the program may read in place rather than copy: the
         backend runs synchronously on host memory, so the array cannot change while the

@@ -10,7 +10,9 @@ import torch
 import torch.fx
 from torch._decomp import core_aten_decompositions
 from torch._dynamo.utils import guard_failures
+from torch._functorch import config as functorch_config
 from torch._functorch.aot_autograd import aot_module_simplified, make_boxed_func
+from torch._functorch.partitioners import min_cut_rematerialization_partition
 from torch._guards import CompileContext
 
 from ember.errors import EmberTypeError
@@ -58,9 +60,17 @@ def make_backend(graph_compiler: GraphCompiler) -> Callable[..., Any]:
     def backend(graph_module: torch.fx.GraphModule, example_inputs: list[Any], **_options: Any):
         _log_recompile()
         with onednn_off():
-            return aot_module_simplified(graph_module, example_inputs,
-                                         fw_compiler=graph_compiler, bw_compiler=graph_compiler,
-                                         decompositions=core_aten_decompositions())
+            # (the min-cut partition, inductor's, saves fewer of the forward's values for
+            # the backward, recomputing cheap elementwise ones there: each saved value is
+            # a result and an argument, a crossing of the bridge, per step; an 8-step LSTM
+            # saves 53, not 106. Without its CSE of the joint graph, which would import
+            # much of inductor, seconds of a first call: Ember's pipeline has its own.)
+            with functorch_config.patch(cse=False):
+                return aot_module_simplified(graph_module, example_inputs,
+                                             fw_compiler=graph_compiler,
+                                             bw_compiler=graph_compiler,
+                                             partition_fn=min_cut_rematerialization_partition,
+                                             decompositions=core_aten_decompositions())
     return backend
 
 

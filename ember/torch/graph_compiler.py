@@ -12,10 +12,11 @@ import torch.fx
 import ember
 from ember.config import config
 from ember.errors import EmberTypeError
-from ember.torch.exchange import to_ember, to_torch
+from ember.torch.exchange import to_ember
 from ember.torch.buckets import BucketPlan, plan_buckets
 from ember.torch.lowerings import LOWERINGS
 from ember.torch.metrics import metrics
+from ember.torch.program_call import ProgramCall
 from ember.torch.source import node_source
 
 log = logging.getLogger("ember.torch")
@@ -65,6 +66,7 @@ class EmberGraphModule:
         self._interpreter = _EmberInterpreter(
             self._buckets.graph_module if self._buckets else graph_module)
         self._programs: dict[tuple, Callable[..., Any]] = {}  # by the sizes passed as ints
+        self._calls: dict[tuple, ProgramCall] = {}  # by the inputs' shapes and sizes
         self._last_signature: tuple | None = None
         self._signatures: set[tuple] = set()
         # (the outputs that are sizes: a forward graph with symbolic shapes saves some for
@@ -90,17 +92,25 @@ class EmberGraphModule:
 
     def __call__(self, *inputs: Any) -> Any:
         padded, real_sizes = self._buckets.pad(inputs) if self._buckets else (inputs, [])
-        sizes = tuple((i, v) for i, v in enumerate(padded) if not isinstance(v, torch.Tensor))
-        arrays = [to_ember(t) for t in padded if isinstance(t, torch.Tensor)]
-        self._log_new_signature(sizes, arrays, inputs)
-        with config.override(enable_x64=True):  # ATen indices are int64
-            outputs = self._program(sizes)(*arrays, *map(to_ember, real_sizes))
-        if self._size_outputs:
-            outputs = [int(o) if i in self._size_outputs else _results(o)
-                       for i, o in enumerate(outputs)]
-        else:
-            outputs = _results(outputs)
+        key = (tuple((v.shape, v.dtype) if isinstance(v, torch.Tensor) else v for v in padded),
+               config.snapshot())
+        call = self._calls.get(key)
+        if call is None:
+            call = self._calls[key] = self._compile(padded, real_sizes, inputs)
+        outputs = call(padded, real_sizes)
         return self._buckets.unpad(outputs, inputs) if self._buckets else outputs
+
+    def _compile(self, padded: Sequence[Any], real_sizes: list[torch.Tensor],
+                 inputs: Sequence[Any]) -> ProgramCall:
+        """The program for the shapes and sizes of ``padded`` (traced and compiled by
+        ``ember.jit``, through its compile cache), and how to call it."""
+        sizes = tuple((i, v) for i, v in enumerate(padded) if not isinstance(v, torch.Tensor))
+        arrays = [to_ember(t) for t in [*(v for v in padded if isinstance(v, torch.Tensor)),
+                                         *real_sizes]]
+        self._log_new_signature(sizes, arrays[:len(arrays) - len(real_sizes)], inputs)
+        with config.override(enable_x64=True):  # ATen indices are int64
+            compiled = self._program(sizes).lower(*arrays).compile()
+        return ProgramCall(compiled, self._interpreter.module.graph, padded, self._size_outputs)
 
     def _log_new_signature(self, sizes: tuple, arrays: list[Any], inputs: Sequence[Any]) -> None:
         signature = (sizes, tuple((a.shape, str(a.dtype)) for a in arrays))
@@ -129,14 +139,6 @@ def _difference(old: tuple, new: tuple) -> str:
     shown = 4
     more = f"; and {len(changes) - shown} more input(s)" if len(changes) > shown else ""
     return "; ".join(changes[:shown]) + more
-
-
-def _results(outputs: Any) -> Any:
-    if isinstance(outputs, (list, tuple)):
-        return type(outputs)(_results(o) for o in outputs)
-    if outputs is None:
-        return None
-    return to_torch(outputs)
 
 
 def compile_graph(graph_module: torch.fx.GraphModule) -> Callable[..., Any]:

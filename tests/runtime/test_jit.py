@@ -266,3 +266,14 @@ def test_donated_pytree_leaves_are_consumed_on_the_cached_path():
         params = step(params, g)
         assert old["w"].is_deleted() and not g.is_deleted()
         np.testing.assert_allclose(np.asarray(params["w"]), expected)
+
+
+def test_call_host_matches_the_ordinary_call():
+    compiled = ember.jit(lambda a, b: (a @ b, a.T)).lower(
+        np.ones((2, 3), np.float32), np.ones((3, 2), np.float32)).compile()
+    a, b = np.arange(6, dtype=np.float32).reshape(2, 3), np.ones((3, 2), np.float32)
+    product, transposed = compiled.call_host([a, b])
+    expected = compiled(a, b)
+    np.testing.assert_array_equal(product, np.asarray(expected[0]))
+    np.testing.assert_array_equal(transposed, a.T)
+    assert not transposed.flags.writeable or not np.shares_memory(transposed, a)

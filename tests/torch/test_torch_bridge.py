@@ -114,3 +114,41 @@ def test_a_tensor_constant_of_the_graph_reaches_ember():
 
     x = torch.randn(2, 2)
     torch.testing.assert_close(ember.torch.compile(fn, fallback=False)(x), fn(x))
+
+
+def _graph_call(fn, *args):
+    """``fn``'s ATen graph compiled by Ember, called with ``args`` (the outputs as the
+    compiled callable returns them, before AOTAutograd's wrappers)."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from ember.torch.graph_compiler import compile_graph
+
+    return compile_graph(make_fx(fn)(*args))(*args)
+
+
+def test_an_output_that_is_an_input_is_that_tensor():
+    x, y = torch.randn(3), torch.randn(3)
+    same, total, none = _graph_call(lambda a, b: (a, a + b, None), x, y)
+    assert same is x and none is None
+    torch.testing.assert_close(total, x + y)
+
+
+def test_a_result_never_shares_an_inputs_memory():
+    # (a view of an input comes back from the program as a read-only view of the input's
+    # memory: the bridge copies it, as a caller may write to a result in place)
+    x = torch.randn(2, 3)
+    (flat,) = _graph_call(lambda a: (a.reshape(6),), x)
+    flat.add_(1.0)
+    assert not np.shares_memory(flat.numpy(), x.numpy())
+    torch.testing.assert_close(flat, x.reshape(6) + 1.0)
+
+
+def test_inputs_of_every_layout_and_dtype_cross():
+    # (strided and expanded inputs take a copy on the way in; int64 and bool stay exact)
+    x = torch.randn(4, 3).t()  # not contiguous
+    e = torch.randn(3, 1).expand(3, 4)  # zero strides
+    i = torch.arange(12).reshape(3, 4)
+    m = i % 2 == 0
+    (out,) = _graph_call(lambda a, b, c, d: (torch.where(d, a * b, c.float()),), x, e, i, m)
+    torch.testing.assert_close(out, torch.where(m, x * e, i.float()))
+
