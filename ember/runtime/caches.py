@@ -29,6 +29,8 @@ def live_arrays(platform: str | None = None) -> list[Array]:
     Array) rather than by a registry, so that making an array costs nothing more; a
     call takes time in proportion to the objects alive (it is a debugging aid)."""
     backend = get_backend(JAX_PLATFORMS.get(platform, platform) if platform else None)
+    # (type(), not isinstance: the latter asks a weak proxy for its __class__, which
+    # raises once its object is gone, and other libraries leave such proxies around)
     return [obj for obj in gc.get_objects()
-            if isinstance(obj, Array) and obj._buffer is not None
+            if issubclass(type(obj), Array) and obj._buffer is not None
             and obj._device.platform == backend.name]
