@@ -171,3 +171,36 @@ def test_half_precision_gradient_of_digamma_near_its_poles(backend):
                      backend=backend)
     np.testing.assert_allclose(np.asarray(grad(x)).astype(np.float64),
                                scipy.special.polygamma(1, x.astype(np.float64)), rtol=5e-3)
+
+
+@pytest.mark.parametrize("backend", ["reference", pytest.param("cpu", marks=needs_cpu)])
+def test_an_overflow_keeps_the_float32_alternative_where_it_differs(backend):
+    """Where float64 overflows but float32 gives another answer than the reference (here
+    inf against NaN, through a scan dividing by a float16 -inf), NaN must not replace
+    that alternative (seed 2026 found the first version doing so)."""
+    from ember.fuzz.compare import differences
+    from ember.fuzz.runner import float32_expectation
+    from ember.fuzz.targets import eager, host_leaves
+    from ember.fuzz.variants import Variant
+
+    source = """def program(x4, x7, v0):
+    v1 = lax.slice(v0, (3,), (4,), (2,))
+    v4 = lax.scan(lambda c, a: (lax.div(c, a), lax.atan(c)), x4, v1, reverse=False)[0]
+    return (lax.div(x7, lax.broadcast_in_dim(v4, (4,), ())),)
+
+def loss(x4, x7, v0, w0):
+    total = lax.mul(lax.convert_element_type(program(x4, x7, v0)[0], np.float32), w0)
+    return lax.reduce_sum(total, (0,))
+
+subject = oracle = ember.grad(loss, argnums=(0, 1, 2))
+"""
+    args = [np.frombuffer(bytes.fromhex(h), dtype=t).reshape(s) for h, t, s in [
+        ("2c39", np.float16, ()), ("103afa363437613c", np.float16, (4,)),
+        ("41a500fc6038fffb4bbcb3b0e0b200000000", np.float16, (9,)),
+        ("20d5d8bfce200abe5707893f21cb80bf", np.float32, (4,))]]
+    from ember.fuzz.program import compile_source
+    scope = compile_source(source)
+    expected = host_leaves(eager(scope["oracle"], args, "reference"))
+    also = float32_expectation(Variant("", source, args), expected)
+    actual = host_leaves(ember.jit(scope["subject"], backend=backend)(*args))
+    assert differences(actual, expected, also, 0.02) is None
