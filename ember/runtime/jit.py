@@ -542,8 +542,7 @@ class Compiled:
             outs = [_unshared(out, borrowed) for out in outs]
         if self.donated:
             _consume_donated(leaves, self.donated)
-        committed = self.commits or any(isinstance(leaf, Array) and leaf.committed
-                                        for leaf in leaves)
+        committed = self.commits or _any_committed(leaves)
         arrays = [Array(buf, aval, device, committed) for buf, aval in zip(outs, self._out_avals)]
         if self.partitioned is not None:
             arrays = self.partitioned.results(arrays)
@@ -552,7 +551,16 @@ class Compiled:
 
             check_nans_in_outputs(self.executable.graph, [backend.to_host(b) for b in buffers],
                                   [a._host() for a in arrays])
+        if self._single_output:
+            return arrays[0]
         return tree_unflatten(self.out_tree, arrays)
+
+
+def _any_committed(leaves: Sequence[Any]) -> bool:
+    for leaf in leaves:  # (a loop: a generator costs more than the few leaves of a call)
+        if isinstance(leaf, Array) and leaf.committed:
+            return True
+    return False
 
 
 def _read_only_view(array: np.ndarray) -> np.ndarray:
@@ -564,8 +572,10 @@ def _read_only_view(array: np.ndarray) -> np.ndarray:
 def _unshared(out: Any, borrowed: list[np.ndarray]) -> Any:
     """``out``, copied if it shares memory with an argument the call borrowed (a
     program may return an input as it is; the caller may mutate that array later)."""
-    if isinstance(out, np.ndarray) and any(np.may_share_memory(out, b) for b in borrowed):
-        return out.copy()
+    if isinstance(out, np.ndarray):
+        for array in borrowed:
+            if np.may_share_memory(out, array):
+                return out.copy()
     return out
 
 
