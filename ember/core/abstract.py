@@ -1,6 +1,7 @@
 """Abstract values: what tracing knows of an array (shape and dtype, no data)."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,8 +19,10 @@ class ShapedArray:
     def __post_init__(self) -> None:
         object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
         object.__setattr__(self, "dtype", np.dtype(self.dtype))
-        # Avals key every compile cache lookup: hash once.
+        # Avals key every compile cache lookup: hash once. Host steps read the size of
+        # their operands on every call: count it once too.
         object.__setattr__(self, "_hash", hash((self.shape, self.dtype)))
+        object.__setattr__(self, "_size", math.prod(self.shape))
 
     def __hash__(self) -> int:
         return self._hash
@@ -30,11 +33,11 @@ class ShapedArray:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return self._size
 
     @property
     def nbytes(self) -> int:
-        return self.size * self.dtype.itemsize
+        return self._size * self.dtype.itemsize
 
     def update(self, shape: tuple[int, ...] | None = None, dtype=None) -> "ShapedArray":
         return ShapedArray(self.shape if shape is None else shape,

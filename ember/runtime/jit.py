@@ -97,7 +97,10 @@ class Jitted:
         self.in_shardings = in_shardings
         self.out_shardings = out_shardings
         self._cache: dict[_Signature, "Compiled"] = {}
-        self._fast_cache: dict[tuple, "Compiled"] = {}
+        # The fast path's programs, by config snapshot, then by _fast_key; the current
+        # snapshot's table is found by identity (hashing the snapshot costs a call).
+        self._fast_cache: dict[tuple, dict[tuple, "Compiled"]] = {}
+        self._fast_table: tuple[tuple | None, dict] = (None, {})
         self._signature = _safe_signature(fun)
         _every_jitted.add(self)
 
@@ -144,10 +147,18 @@ class Jitted:
         if not kwargs and not self.static_argnums and not is_tracing():
             found = _fast_key(args)
             if found is not None:
-                compiled = self._fast_cache.get((found[0], config.snapshot()))
+                snapshot, table = self._fast_table
+                if snapshot is not config.snapshot():
+                    table = self._fast_table_of(config.snapshot())
+                compiled = table.get(found[0])
                 if compiled is not None:
                     return compiled._call_arrays(found[1])
         return self._call_general(args, kwargs)
+
+    def _fast_table_of(self, snapshot: tuple) -> dict[tuple, "Compiled"]:
+        table = self._fast_cache.setdefault(snapshot, {})
+        self._fast_table = (snapshot, table)  # (one assignment: threads see a pair)
+        return table
 
     def _call_general(self, args: tuple, kwargs: dict) -> Any:
         if is_tracing():
@@ -167,7 +178,7 @@ class Jitted:
             self._cache[key] = compiled
         fast = _fast_key(args) if not kwargs and not statics else None
         if fast is not None:
-            self._fast_cache[(fast[0], config.snapshot())] = compiled
+            self._fast_table_of(config.snapshot())[fast[0]] = compiled
         return compiled._call_flat(leaves)
 
     def _inline(self, args: tuple, kwargs: dict) -> Any:
@@ -253,6 +264,7 @@ class Jitted:
     def clear_cache(self) -> None:
         self._cache.clear()
         self._fast_cache.clear()
+        self._fast_table = (None, {})
 
     def _cache_size(self) -> int:
         return len(self._cache)
@@ -397,6 +409,10 @@ class Compiled:
         self._single_output = out_tree.node_type is None
         self.commits = False  # results are committed to the device (jit with backend=...)
         self._in_avals = executable.graph.in_avals
+        self._backend = device.backend
+        # (the fast path hands Arrays' buffers over as they are: not when the program
+        # takes blocks of whole values, nor when it checks for NaNs)
+        self._whole_values = partitioned is not None and partitioned.view is not None
 
     @property
     def kernels(self) -> list[KernelInfo]:
@@ -459,19 +475,19 @@ class Compiled:
         """Call with the leaves of the arguments, Ember Arrays (or NumPy arrays) already
         known to match the compiled signature."""
         device = self.device
-        if self.partitioned is not None and self.partitioned.view is not None:
+        if self._whole_values or config.debug_nans:
             return self._call_flat(list(args))  # whole values are cut to their blocks
         buffers = []
+        committed = self.commits
         for arg in args:
-            if type(arg) is not Array or arg._device != device or arg._buffer is None:
+            if (type(arg) is not Array or arg._buffer is None
+                    or (arg._device is not device and arg._device != device)):
                 return self._call_flat(list(args))  # NumPy, transfers, or the donated error
             buffers.append(arg._buffer)
-        if config.debug_nans:
-            return self._call_flat(list(args))
+            committed = committed or arg.committed
         outs = self.executable.run(buffers)
         if self.donated:
             _consume_donated(args, self.donated)
-        committed = self.commits or any(arg.committed for arg in args)
         arrays = [Array(buf, aval, device, committed) for buf, aval in zip(outs, self._out_avals)]
         if self.partitioned is not None:
             arrays = self.partitioned.results(arrays)
@@ -486,10 +502,10 @@ class Compiled:
         program reads the arrays in place, and a result that shares memory with one is
         a read-only view of it (the caller copies it before writing)."""
         if (config.debug_nans or self.partitioned is not None or any(self.donated)
-                or not self.device.backend.host_memory):
+                or not self._backend.host_memory):
             results = tree_flatten(self._call_flat(list(arrays)))[0]
             return [r._host() if isinstance(r, Array) else np.asarray(r) for r in results]
-        put, device = self.device.backend.put, self.device
+        put, device = self._backend.put, self.device
         buffers = [_read_only_view(a) if type(a) is np.ndarray and a.dtype == aval.dtype
                    and a.flags.c_contiguous and a.flags.aligned  # (as _can_borrow)
                    else put(canonical_host(a, aval.dtype), device)
@@ -501,18 +517,18 @@ class Compiled:
         backend runs synchronously on host memory, so the array cannot change while the
         call reads it, and the program will not write it (not donated). Results that
         share its memory are copied after the call (``_unshared``)."""
-        return (type(leaf) is np.ndarray and self.device.backend.host_memory
+        return (type(leaf) is np.ndarray and self._backend.host_memory
                 and leaf.dtype == aval.dtype and leaf.flags.c_contiguous
                 and leaf.flags.aligned
                 and not (self.donated and self.donated[position]))
 
     def _call_flat(self, leaves: list[Any]) -> Any:
         device = self.device
-        backend = device.backend
+        backend = self._backend
         given = leaves if self.partitioned is None else self.partitioned.arguments(leaves)
         buffers, borrowed = [], []
         for position, (leaf, aval) in enumerate(zip(given, self._in_avals)):
-            if isinstance(leaf, Array) and leaf._device == device:
+            if isinstance(leaf, Array) and (leaf._device is device or leaf._device == device):
                 buffers.append(leaf.live_buffer())
             elif isinstance(leaf, Array):
                 buffers.append(backend.put(leaf._host(), device))
@@ -526,8 +542,7 @@ class Compiled:
             outs = [_unshared(out, borrowed) for out in outs]
         if self.donated:
             _consume_donated(leaves, self.donated)
-        committed = self.commits or any(isinstance(leaf, Array) and leaf.committed
-                                        for leaf in leaves)
+        committed = self.commits or _any_committed(leaves)
         arrays = [Array(buf, aval, device, committed) for buf, aval in zip(outs, self._out_avals)]
         if self.partitioned is not None:
             arrays = self.partitioned.results(arrays)
@@ -536,7 +551,16 @@ class Compiled:
 
             check_nans_in_outputs(self.executable.graph, [backend.to_host(b) for b in buffers],
                                   [a._host() for a in arrays])
+        if self._single_output:
+            return arrays[0]
         return tree_unflatten(self.out_tree, arrays)
+
+
+def _any_committed(leaves: Sequence[Any]) -> bool:
+    for leaf in leaves:  # (a loop: a generator costs more than the few leaves of a call)
+        if isinstance(leaf, Array) and leaf.committed:
+            return True
+    return False
 
 
 def _read_only_view(array: np.ndarray) -> np.ndarray:
@@ -548,8 +572,10 @@ def _read_only_view(array: np.ndarray) -> np.ndarray:
 def _unshared(out: Any, borrowed: list[np.ndarray]) -> Any:
     """``out``, copied if it shares memory with an argument the call borrowed (a
     program may return an input as it is; the caller may mutate that array later)."""
-    if isinstance(out, np.ndarray) and any(np.may_share_memory(out, b) for b in borrowed):
-        return out.copy()
+    if isinstance(out, np.ndarray):
+        for array in borrowed:
+            if np.may_share_memory(out, array):
+                return out.copy()
     return out
 
 

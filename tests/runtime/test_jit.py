@@ -277,3 +277,20 @@ def test_call_host_matches_the_ordinary_call():
     np.testing.assert_array_equal(product, np.asarray(expected[0]))
     np.testing.assert_array_equal(transposed, a.T)
     assert not transposed.flags.writeable or not np.shares_memory(transposed, a)
+
+
+def test_the_cached_call_follows_a_config_change_and_its_undoing():
+    double = ember.jit(lambda v: v * 2)
+    x = np.ones(3, np.float64)
+    assert double(x).dtype == np.float32 and double(x).dtype == np.float32
+    with ember.enable_x64():
+        assert double(x).dtype == np.float64 and double(x).dtype == np.float64
+    assert double(x).dtype == np.float32  # (an equal snapshot: the first program again)
+    assert double._cache_size() == 2
+
+
+def test_a_cached_call_with_an_array_of_another_device_moves_it():
+    double = ember.jit(lambda v: v * 2, backend="cpu")
+    on_reference = ember.device_put(np.arange(3, dtype=np.float32), "reference")
+    for _ in range(2):  # (the second call takes the cached path)
+        np.testing.assert_array_equal(np.asarray(double(on_reference)), [0, 2, 4])

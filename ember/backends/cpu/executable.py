@@ -1,6 +1,8 @@
 """The executable of the CPU backend: a loaded C module plus the host calls between its
 native segments. A call prepares the pointer array (inputs, fresh outputs, the arena),
-runs each segment with one ctypes call, and returns the outputs as NumPy arrays."""
+runs each segment with one call of the launcher, and returns the outputs as NumPy
+arrays. Host calls find their operands and place their results through slots and arena
+offsets worked out once, when the program is configured."""
 from __future__ import annotations
 
 import ctypes
@@ -17,7 +19,7 @@ from ember.backends.cpu.launcher import ready_launcher
 from ember.compiler.c_module import Layout
 from ember.backends.cpu.pool import POOL
 from ember.errors import EmberValueError
-from ember.ir.graph import Eqn, Var
+from ember.ir.graph import Eqn
 from ember.ir.interpreter import as_numpy, reference_results
 from ember.passes.memory import Location
 
@@ -53,24 +55,43 @@ class LoopFrame:
             self.pointers[index] = array.ctypes.data
 
 
-class _Call:
-    """The buffers of one run: ``arrays`` is the pointer layout (arena, inputs, outputs,
-    host results) as NumPy arrays."""
+class _Read:
+    """Where a call finds a value, worked out once per program: a literal, a slot of the
+    pointer array, or bytes of the arena (viewed with the value's dtype and shape)."""
 
-    __slots__ = ("arrays", "layout")
+    __slots__ = ("literal", "slot", "start", "end", "dtype", "shape")
 
-    def __init__(self, arrays: list, layout: Layout) -> None:
-        self.arrays = arrays
-        self.layout = layout
+    def __init__(self, item: Any, aval: Any, layout: Layout) -> None:
+        self.literal = None if isinstance(item, Location) else item
+        self.slot = None
+        self.start = self.end = -1  # (not in the arena)
+        if isinstance(item, Location) and item.kind == "arena":
+            self.start, self.end = item.offset, item.offset + aval.nbytes
+            self.dtype, self.shape = aval.dtype, aval.shape
+        elif isinstance(item, Location):
+            self.slot = layout.slot(item)
 
-    def array(self, location: Location, var: Var) -> np.ndarray:
-        if location.kind != "arena":
-            return self.arrays[self.layout.slot(location)]
-        view = self.arrays[0][location.offset:location.offset + var.aval.nbytes]
-        return view.view(var.aval.dtype).reshape(var.aval.shape)
+    def value(self, arrays: list) -> Any:
+        if self.slot is not None:
+            return arrays[self.slot]
+        if self.start < 0:
+            return self.literal
+        return arrays[0][self.start:self.end].view(self.dtype).reshape(self.shape)
 
-    def set(self, location: Location, array: np.ndarray) -> None:
-        self.arrays[self.layout.slot(location)] = array
+
+class _HostStep:
+    """A host call with the places of its operands and results worked out once."""
+
+    __slots__ = ("call", "reads", "writes", "reads_arena")
+
+    def __init__(self, call: HostCall, layout: Layout) -> None:
+        eqn = call.eqn
+        self.call = call
+        self.reads = [_Read(item, var.aval, layout) for item, var in zip(call.inputs, eqn.inputs)]
+        self.writes = [(None if location is None else layout.slot(location), var.aval.dtype)
+                       for var, location in zip(eqn.outputs, call.outputs)]
+        # (only a value read from the arena may come back as a view of it)
+        self.reads_arena = any(read.start >= 0 for read in self.reads)
 
 
 class _Detail:
@@ -123,12 +144,16 @@ class CpuExecutable(Executable):
         self._address = ctypes.cast(entry, ctypes.c_void_p).value
         self._layout = layout
         self._program = program
+        self._steps = [step if step.__class__ is int else _HostStep(step, layout)
+                       for step in program]
         self._constants = [contiguous(c) for c in constants]
         self._output_avals = [(a.shape, a.dtype, a.nbytes) for a in output_avals]
         self._host_slots = [None] * layout.host
-        self._results = results
         self._direct = all(kind == "literal" or value[0].kind != "arena"
                            for kind, value in results)
+        self._result_reads = [_Read(value, None, layout) if kind == "literal"
+                              else _Read(value[0], value[1].aval, layout)
+                              for kind, value in results]
         self._result_slots = [(None, value) if kind == "literal"
                               else (layout.slot(value[0]), None) for kind, value in results]
         self._arena_bytes = max(arena_bytes, 64)
@@ -149,9 +174,11 @@ class CpuExecutable(Executable):
         if self._launch is None:  # the launcher may have been built since
             self._set_launcher(ready_launcher())
         if self._simple:  # one native call, no temporaries: the common small function
-            arrays = [None, *map(contiguous, buffers), *self._constants,
+            arrays = [None, *buffers, *self._constants,
                       *[POOL.empty(*spec) for spec in self._output_avals]]
-            self._launch(self._address, arrays, 0)
+            if not self._launch(self._address, arrays, 0):  # a buffer is not contiguous
+                arrays[1:1 + len(buffers)] = map(contiguous, buffers)
+                self._launch(self._address, arrays, 0)
             return [arrays[slot] if slot is not None else literal
                     for slot, literal in self._result_slots]
         owned = self._arena_lock.acquire(blocking=False)
@@ -161,16 +188,16 @@ class CpuExecutable(Executable):
             arrays = [arena, *map(contiguous, buffers), *self._constants,
                       *[POOL.empty(*spec) for spec in self._output_avals],
                       *self._host_slots]
-            call = _Call(arrays, self._layout)
-            for step in self._program:
+            for step in self._steps:
                 if step.__class__ is int:
                     self._native(arrays, step)
                 else:
-                    self._host_call(step, call)
+                    self._host_call(step, arrays)
             if self._direct:
                 return [arrays[slot] if slot is not None else literal
                         for slot, literal in self._result_slots]
-            return [self._result(kind, value, call) for kind, value in self._results]
+            return [read.value(arrays).copy() if read.start >= 0 else read.value(arrays)
+                    for read in self._result_reads]
         finally:
             if owned:
                 self._arena_lock.release()
@@ -193,9 +220,8 @@ class CpuExecutable(Executable):
                          range(first_output, first_output + self._layout.outputs))
 
     def _native(self, arrays: list, segment: int) -> None:
-        if self._launch is not None:
-            self._launch(self._address, arrays, segment)
-            return
+        if self._launch is not None and self._launch(self._address, arrays, segment):
+            return  # (every buffer here is contiguous: the launcher always runs)
         pointers = np.array([0 if a is None else a.ctypes.data for a in arrays], np.uintp)
         self._entry(pointers.ctypes.data, segment)
 
@@ -219,37 +245,29 @@ class CpuExecutable(Executable):
             hosts.clear()
         return [(int(n), float(t)) for n, t in zip(calls, seconds)]
 
-    def _host_call(self, host: HostCall, call: _Call) -> None:
+    def _host_call(self, host: _HostStep, arrays: list) -> None:
+        if not self._profiling:
+            self._run_host_call(host, arrays)
+            return
         started = time.perf_counter()
-        self._run_host_call(host, call)
-        if self._profiling:
-            hosts = self.__dict__.setdefault("_host_profile", {})
-            calls, seconds = hosts.get(host.step, (0, 0.0))
-            hosts[host.step] = (calls + 1, seconds + time.perf_counter() - started)
+        self._run_host_call(host, arrays)
+        hosts = self.__dict__.setdefault("_host_profile", {})
+        calls, seconds = hosts.get(host.call.step, (0, 0.0))
+        hosts[host.call.step] = (calls + 1, seconds + time.perf_counter() - started)
 
-    def _run_host_call(self, host: HostCall, call: _Call) -> None:
-        eqn = host.eqn
-        values = [call.array(item, var) if isinstance(item, Location) else item
-                  for item, var in zip(host.inputs, eqn.inputs)]
+    def _run_host_call(self, host: _HostStep, arrays: list) -> None:
+        call = host.call
+        values = [read.value(arrays) for read in host.reads]
         # (a runner runs control flow, whose primitives have multiple results)
-        results = host.runner(values) if host.runner is not None else reference_results(
-            eqn.prim, values, eqn.params)
-        for var, value, location in zip(eqn.outputs, results, host.outputs):
-            if location is None:
+        results = call.runner(values) if call.runner is not None else reference_results(
+            call.eqn.prim, values, call.eqn.params)
+        for value, (slot, dtype) in zip(results, host.writes):
+            if slot is None:
                 continue
-            array = contiguous(as_numpy(value, var.aval.dtype))
-            if np.may_share_memory(array, call.arrays[0]):
+            array = contiguous(as_numpy(value, dtype))
+            if host.reads_arena and np.may_share_memory(array, arrays[0]):
                 array = array.copy()
-            call.set(location, array)
-
-    def _result(self, kind: str, value: Any, call: _Call) -> np.ndarray:
-        if kind == "literal":
-            return value
-        location, var = value
-        array = call.array(location, var)
-        if location.kind == "arena":
-            array = array.copy()
-        return array
+            arrays[slot] = array
 
 
 def contiguous(buffer: Any) -> np.ndarray:

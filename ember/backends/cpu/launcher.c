@@ -1,8 +1,9 @@
 /* Calls a compiled module's entry point with the data pointers of a list of NumPy
- * arrays, so that a jitted call costs one ctypes call. Loaded with ctypes.PyDLL: it is
- * entered holding the GIL, reads the pointers, then releases the GIL while the kernels
- * run. A list item that is None passes NULL. Also the native loops of control flow
- * (below), loaded with ctypes.CDLL. */
+ * arrays, so that a jitted call costs one call of a builtin function. The library is
+ * loaded with ctypes.PyDLL once, to make that function (``ember_launch_function``); the
+ * function reads the pointers holding the GIL, then releases it while the kernels run.
+ * A list item that is None passes NULL. Also the native loops of control flow (below),
+ * loaded with ctypes.CDLL. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
@@ -13,23 +14,61 @@
 
 typedef void (*ember_entry)(void **buffers, int64_t segment);
 
-int ember_launch(void *entry, PyObject *arrays, int64_t segment)
+static PyTypeObject *ndarray_type;
+
+/* launch(entry_address, arrays, segment) -> bool: False, running nothing, when an item
+ * of ``arrays`` is neither None nor a C-contiguous NumPy array (the caller makes it
+ * one and calls again). A builtin, not a ctypes function: ctypes converting the three
+ * arguments cost more than a small program runs. */
+static PyObject *ember_launch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
+    (void)self;
+    if (nargs != 3 || !PyList_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "launch(entry_address, arrays: list, segment)");
+        return NULL;
+    }
+    void *entry = PyLong_AsVoidPtr(args[0]);
+    int64_t segment = PyLong_AsLongLong(args[2]);
+    if (PyErr_Occurred())
+        return NULL;
+    PyObject *arrays = args[1];
     Py_ssize_t count = PyList_GET_SIZE(arrays);
     void *local[64];
     void **pointers = count <= 64 ? local : malloc(sizeof(void *) * (size_t)count);
     if (pointers == NULL)
-        return -1;
+        return PyErr_NoMemory();
     for (Py_ssize_t i = 0; i < count; ++i) {
         PyObject *item = PyList_GET_ITEM(arrays, i);
-        pointers[i] = item == Py_None ? NULL : PyArray_DATA((PyArrayObject *)item);
+        if (item == Py_None) {
+            pointers[i] = NULL;
+            continue;
+        }
+        if (!PyObject_TypeCheck(item, ndarray_type)
+                || !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)item)) {
+            if (pointers != local)
+                free(pointers);
+            Py_RETURN_FALSE;
+        }
+        pointers[i] = PyArray_DATA((PyArrayObject *)item);
     }
     Py_BEGIN_ALLOW_THREADS
     ((ember_entry)entry)(pointers, segment);
     Py_END_ALLOW_THREADS
     if (pointers != local)
         free(pointers);
-    return 0;
+    Py_RETURN_TRUE;
+}
+
+static PyMethodDef ember_launch_method = {
+    "ember_launch", (PyCFunction)(void (*)(void))ember_launch, METH_FASTCALL,
+    "launch(entry_address, arrays, segment): run a compiled module's segment"};
+
+/* The builtin ``launch``; ``ndarray`` is numpy.ndarray (kept for the process's life). */
+PyObject *ember_launch_function(PyObject *ndarray)
+{
+    Py_INCREF(ndarray);
+    ndarray_type = (PyTypeObject *)ndarray;
+    return PyCFunction_New(&ember_launch_method, NULL);
 }
 
 /* Loops of compiled programs (control.py): lax.scan and while_loop run their compiled

@@ -1,5 +1,6 @@
 """The launcher: one small C function (``launcher.c``) that reads the data pointers of
 a list of NumPy arrays and calls a module's entry point, releasing the GIL meanwhile.
+It is a builtin function (made once through ctypes), called as cheaply as any.
 
 It is built once per machine (through the compile cache): compiling against the Python
 and NumPy headers costs about as much as a compiled program, so it must not delay (or
@@ -25,7 +26,9 @@ from ember.backends.cpu.background_build import BackgroundBuild
 
 _SOURCE = Path(__file__).with_name("launcher.c")
 
-Launch = Callable[[int, list, int], int]
+# launch(entry_address, arrays, segment): False (nothing run) when an item of arrays is
+# neither None nor a C-contiguous NumPy array.
+Launch = Callable[[int, list, int], bool]
 
 
 class Loops:
@@ -61,10 +64,10 @@ def _build_options() -> dict:
 
 
 def _load(path: Path) -> Launch:
-    function = ctypes.PyDLL(str(path)).ember_launch
-    function.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.c_int64]
-    function.restype = ctypes.c_int
-    return function
+    make = ctypes.PyDLL(str(path)).ember_launch_function
+    make.argtypes = [ctypes.py_object]
+    make.restype = ctypes.py_object
+    return make(np.ndarray)
 
 
 def _python_include() -> str:

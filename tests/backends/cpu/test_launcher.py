@@ -9,6 +9,7 @@ import threading
 import time
 
 import numpy as np
+import pytest
 from cpu_testing import requires_cpu
 
 import ember
@@ -84,3 +85,22 @@ def test_at_exit_a_build_still_running_is_stopped(monkeypatch, tmp_path):
 
 def test_python_headers_are_found_where_sysconfig_says():
     assert launcher._python_include() == sysconfig.get_paths()["include"]
+
+
+def test_the_launcher_runs_nothing_for_a_buffer_that_is_not_a_contiguous_array():
+    launch = launcher.launcher()
+    # (entry address 0: were it called, the process would crash)
+    assert launch(0, [None, x[::2]], 0) is False
+    assert launch(0, [None, [1.0, 2.0]], 0) is False
+    with pytest.raises(TypeError, match="arrays: list"):
+        launch(0, (None, x), 0)
+
+
+def test_a_buffer_that_is_not_contiguous_is_made_so_before_the_call():
+    launcher.launcher()
+    compiled = ember.jit(lambda a: jnp.exp(a) * 2.0, backend="cpu").lower(x[::2]).compile()
+    executable = compiled.executable
+    assert executable._simple
+    view = x[::2]
+    [out] = executable.run([view])
+    np.testing.assert_allclose(out, np.exp(view) * 2.0, rtol=1e-6)
