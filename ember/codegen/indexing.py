@@ -277,13 +277,26 @@ def row_major_strides(shape: Sequence[int]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
+# linearize and unravel are memoized: lowering asks again at every load and view, in
+# each of its builds of a kernel, and the forms are immutable (so results can be shared).
+
 def linearize(index: Sequence[Affine], shape: Sequence[int]) -> Affine:
     """The flat row-major position of ``index`` in an array of ``shape``."""
+    return _linearize(tuple(index), tuple(shape))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _linearize(index: Index, shape: tuple[int, ...]) -> Affine:
     return add(*(scale(i, s) for i, s in zip(index, row_major_strides(shape))))
 
 
 def unravel(flat: Affine, shape: Sequence[int]) -> Index:
     """The index of row-major position ``flat`` in an array of ``shape``."""
+    return _unravel(flat, tuple(shape))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _unravel(flat: Affine, shape: tuple[int, ...]) -> Index:
     index = []
     for size, stride in zip(shape, row_major_strides(shape)):
         index.append(mod(floordiv(flat, stride), max(size, 1)) if size != 1 else ZERO)

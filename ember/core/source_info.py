@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ class SourceInfo:
         return f"{os.path.basename(self.file)}:{self.line}"
 
 
+@functools.lru_cache(maxsize=4096)  # (asked for every frame of every traced operation)
 def _is_internal(filename: str) -> bool:
     return filename.startswith(_SKIP_PREFIXES) or any(s in filename for s in _SKIP_FILES)
 

@@ -497,9 +497,13 @@ def _row_rank(free: frozenset[ix.Sym], syms: Sequence[ix.Sym]) -> int | None:
 
 # --- sibling fusion and ordering -----------------------------------------------------
 
-def _producers(groups: list[Group]) -> dict[Group, set[Group]]:
+def _producers(groups: list[Group],
+               reads: dict[Group, set[Var]] | None = None) -> dict[Group, set[Group]]:
+    """The groups whose buffers each group reads (``reads``: what each reads, where
+    known already)."""
     writer = {v: g for g in groups for v in g.writes()}
-    return {g: {writer[v] for v in g.reads() if v in writer and writer[v] is not g}
+    return {g: {writer[v] for v in (reads[g] if reads is not None else g.reads())
+                if v in writer and writer[v] is not g}
             for g in groups}
 
 
@@ -517,23 +521,52 @@ def _reaches(start: Group, goal: Group, deps: dict[Group, set[Group]]) -> bool:
     return False
 
 
-def _siblings(a: Group, b: Group) -> bool:
+def _producer_bits(groups: list[Group], deps: dict[Group, set[Group]]) -> dict[Group, int]:
+    """Every group's transitive producers as a bit set (bit ``i``: ``groups[i]``), so
+    that whether one group reaches another is one bit test, not a walk of the graph."""
+    bit = {g: 1 << i for i, g in enumerate(groups)}
+    found: dict[Group, int] = {}
+    for start in (g for g in groups if g not in found):
+        path, on_path = [start], {start}  # depth first: a group after its producers
+        while path:
+            group = path[-1]
+            waiting = [d for d in deps[group] if d not in found]
+            if not on_path.isdisjoint(waiting):
+                raise AssertionError("internal error: kernels that depend on each other")
+            if waiting:
+                path.append(waiting[0])
+                on_path.add(waiting[0])
+                continue
+            bits = 0
+            for dep in deps[group]:
+                bits |= bit[dep] | found[dep]
+            found[group] = bits
+            on_path.remove(path.pop())
+    return found
+
+
+def _siblings(a: Group, b: Group, reads: dict[Group, set[Var]]) -> bool:
     return (a.kind == b.kind == "loop" and a.domain == b.domain
-            and a.outer_rank == b.outer_rank and bool(set(a.reads()) & set(b.reads())))
+            and a.outer_rank == b.outer_rank and not reads[a].isdisjoint(reads[b]))
 
 
 def _merge_siblings(groups: list[Group]) -> list[Group]:
     """Merge kernels over the same domain that read a common buffer (multi-output)."""
+    # What each group reads, computed once (and again for a group that absorbs another):
+    # computing it for every pair tried, after every merge, was most of fusion's time.
+    reads = {g: set(g.reads()) for g in groups}
     merged = True
     while merged:
         merged = False
-        deps = _producers(groups)
+        producers = _producer_bits(groups, _producers(groups, reads))
         for i, a in enumerate(groups):
-            partner = next((b for b in groups[i + 1:] if _siblings(a, b)
-                            and not _reaches(a, b, deps) and not _reaches(b, a, deps)), None)
+            partner = next((b for j, b in enumerate(groups[i + 1:], start=i + 1)
+                            if _siblings(a, b, reads) and not producers[a] >> j & 1
+                            and not producers[b] >> i & 1), None)
             if partner is not None:
                 _absorb(a, partner)
                 groups.remove(partner)
+                reads[a] = set(a.reads())
                 merged = True
                 break
     return groups

@@ -152,6 +152,8 @@ def _build_options(module: Module) -> dict[str, Any]:
 def _blas_gemm(eqn: Eqn) -> bool:
     """Whether ``eqn`` runs as a BLAS GEMM call (16-bit operands: where Ember's GEMM is
     linked)."""
+    if eqn.prim.name != "dot_general":  # (first: fusion asks of every equation, and
+        return False                     # finding the BLAS takes tens of microseconds)
     info = toolchain.blas()
     return info is not None and gemm_eligible(eqn, half=info.half)
 
