@@ -485,7 +485,7 @@ class Compiled:
         (ember.torch), without Array wrappers or pytrees. On a host-memory backend the
         program reads the arrays in place, and a result that shares memory with one is
         a read-only view of it (the caller copies it before writing)."""
-        if (config.debug_nans or self._out_shardings or any(self.donated)
+        if (config.debug_nans or self.partitioned is not None or any(self.donated)
                 or not self.device.backend.host_memory):
             results = tree_flatten(self._call_flat(list(arrays)))[0]
             return [r._host() if isinstance(r, Array) else np.asarray(r) for r in results]
