@@ -93,7 +93,7 @@ class EmberGraphModule:
     def __call__(self, *inputs: Any) -> Any:
         padded, real_sizes = self._buckets.pad(inputs) if self._buckets else (inputs, [])
         key = (tuple((v.shape, v.dtype) if isinstance(v, torch.Tensor) else v for v in padded),
-               config.snapshot())
+               config.snapshot(), torch.get_num_threads())
         call = self._calls.get(key)
         if call is None:
             call = self._calls[key] = self._compile(padded, real_sizes, inputs)
@@ -108,7 +108,8 @@ class EmberGraphModule:
         arrays = [to_ember(t) for t in [*(v for v in padded if isinstance(v, torch.Tensor)),
                                          *real_sizes]]
         self._log_new_signature(sizes, arrays[:len(arrays) - len(real_sizes)], inputs)
-        with config.override(enable_x64=True):  # ATen indices are int64
+        # (ATen indices are int64; the kernels use as many threads as PyTorch's own ops)
+        with config.override(enable_x64=True, num_threads=kernel_threads()):
             compiled = self._program(sizes).lower(*arrays).compile()
         return ProgramCall(compiled, self._interpreter.module.graph, padded, self._size_outputs)
 
@@ -128,6 +129,16 @@ class EmberGraphModule:
                      bucketed)
         self._signatures.add(signature)
         self._last_signature = signature
+
+
+def kernel_threads() -> int:
+    """The threads of the kernels Ember compiles for PyTorch: Ember's ``num_threads`` where
+    it is set, else PyTorch's intra-op thread count (``torch.set_num_threads``, which
+    ``OMP_NUM_THREADS`` sets too), as inductor's kernels do. Ember's own default, every
+    core, makes each GEMM an OpenMP team of all cores: beside eager ops limited to one
+    thread, or on a busy host, its threads wait for each other (a GPT block's train step
+    took 60 ms of CPU time with two threads on a loaded two-core host, 5 ms with one)."""
+    return config.num_threads or torch.get_num_threads()
 
 
 def _difference(old: tuple, new: tuple) -> str:
