@@ -1,6 +1,7 @@
 """Helpers for tests that start processes through `ember launch` (mpirun underneath)."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -43,6 +44,27 @@ def run_alone(program: str, *args: str, devices: int = 1,
     env = _environment() | {"EMBER_NUM_CPU_DEVICES": str(devices)} | (extra_env or {})
     return subprocess.run([sys.executable, str(PROGRAMS / program), *args], cwd=ROOT,
                           env=env, capture_output=True, text=True, timeout=240)
+
+
+def run_layouts(folder: Path, program: str, layouts: dict[str, tuple[int, int]],
+                args: dict[str, tuple[str, ...]] | None = None,
+                keep_output: bool = False) -> dict[str, dict]:
+    """Run ``programs/<program>`` once per layout, ``name -> (processes, devices per
+    process)`` (one process alone, more through the launcher), with ``<name>.json`` in
+    ``folder`` as its first argument and ``args[name]`` after it; the JSON each run
+    wrote, by name (with the run's stdout as ``output`` if ``keep_output``)."""
+    results = {}
+    for name, (processes, devices) in layouts.items():
+        out = str(folder / f"{name}.json")
+        given = (out, *(args or {}).get(name, ()))
+        done = (run_alone(program, *given, devices=devices) if processes == 1
+                else launch(processes, program, *given, devices=devices))
+        assert done.returncode == 0, f"{name}:\n{done.stdout}\n{done.stderr}"
+        with open(out) as handle:
+            results[name] = json.load(handle)
+        if keep_output:
+            results[name]["output"] = done.stdout
+    return results
 
 
 def _environment() -> dict:

@@ -5,28 +5,18 @@ data small enough to travel with the processes' meeting and of larger data, and
 collectives bucketed in a loop body."""
 from __future__ import annotations
 
-import json
 
 import numpy as np
 import pytest
 
-from tests.distributed.conftest import launch, needs_mpi, run_alone
+from tests.distributed.conftest import needs_mpi, run_layouts
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     needs_mpi()
-    folder = tmp_path_factory.mktemp("collectives")
-    results = {}
-    for name, run in [("1x8", lambda out: run_alone("collectives.py", out, devices=8)),
-                      ("2x4", lambda out: launch(2, "collectives.py", out, devices=4)),
-                      ("4x2", lambda out: launch(4, "collectives.py", out, devices=2))]:
-        out = str(folder / f"{name}.json")
-        done = run(out)
-        assert done.returncode == 0, f"{name}:\n{done.stdout}\n{done.stderr}"
-        with open(out) as handle:
-            results[name] = json.load(handle)
-    return results
+    return run_layouts(tmp_path_factory.mktemp("collectives"), "collectives.py",
+                       {"1x8": (1, 8), "2x4": (2, 4), "4x2": (4, 2)})
 
 
 def test_all_to_all_semantics_in_one_process(runs):

@@ -9,12 +9,11 @@ its 4 devices run in the compiled program, float32 rounding (rtol 1e-5). Three r
 shared by every test here."""
 from __future__ import annotations
 
-import json
 
 import numpy as np
 import pytest
 
-from tests.distributed.conftest import launch, needs_mpi, run_alone
+from tests.distributed.conftest import needs_mpi, run_layouts
 
 RTOL, ATOL = 1e-5, 1e-6
 
@@ -22,17 +21,8 @@ RTOL, ATOL = 1e-5, 1e-6
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     needs_mpi()
-    folder = tmp_path_factory.mktemp("jit_training")
-    results = {}
-    for name, run in [("1x4", lambda out: run_alone("train_jit.py", out, devices=4)),
-                      ("2x2", lambda out: launch(2, "train_jit.py", out, devices=2)),
-                      ("4x1", lambda out: launch(4, "train_jit.py", out, devices=1))]:
-        out = str(folder / f"{name}.json")
-        done = run(out)
-        assert done.returncode == 0, f"{name}:\n{done.stdout}\n{done.stderr}"
-        with open(out) as handle:
-            results[name] = json.load(handle)
-    return results
+    return run_layouts(tmp_path_factory.mktemp("jit_training"), "train_jit.py",
+                       {"1x4": (1, 4), "2x2": (2, 2), "4x1": (4, 1)})
 
 
 def _losses(run) -> np.ndarray:

@@ -5,12 +5,11 @@ a bit; checkpoints reshard across process counts; multihost_utils across process
 Three runs, shared by every test here."""
 from __future__ import annotations
 
-import json
 
 import numpy as np
 import pytest
 
-from tests.distributed.conftest import launch, needs_mpi, run_alone
+from tests.distributed.conftest import needs_mpi, run_layouts
 
 
 @pytest.fixture(scope="module")
@@ -18,20 +17,9 @@ def runs(tmp_path_factory):
     needs_mpi()
     folder = tmp_path_factory.mktemp("training")
     checkpoint = str(folder / "checkpoint")
-    results = {}
-    for name, run in [
-        ("1x8", lambda out: run_alone("train_mlp.py", out, devices=8)),
-        ("2x4", lambda out: launch(2, "train_mlp.py", out, "--save", checkpoint, devices=4)),
-        ("4x2", lambda out: launch(4, "train_mlp.py", out, "--restore", checkpoint,
-                                   devices=2)),
-    ]:
-        out = str(folder / f"{name}.json")
-        done = run(out)
-        assert done.returncode == 0, f"{name}:\n{done.stdout}\n{done.stderr}"
-        with open(out) as handle:
-            results[name] = json.load(handle)
-        results[name]["output"] = done.stdout
-    return results
+    return run_layouts(folder, "train_mlp.py", {"1x8": (1, 8), "2x4": (2, 4), "4x2": (4, 2)},
+                       args={"2x4": ("--save", checkpoint), "4x2": ("--restore", checkpoint)},
+                       keep_output=True)
 
 
 def _losses(result) -> np.ndarray:
