@@ -506,10 +506,9 @@ class Compiled:
             results = tree_flatten(self._call_flat(list(arrays)))[0]
             return [r._host() if isinstance(r, Array) else np.asarray(r) for r in results]
         put, device = self._backend.put, self.device
-        buffers = [_read_only_view(a) if type(a) is np.ndarray and a.dtype == aval.dtype
-                   and a.flags.c_contiguous and a.flags.aligned  # (as _can_borrow)
+        buffers = [_read_only_view(a) if self._can_borrow(a, aval, position)
                    else put(canonical_host(a, aval.dtype), device)
-                   for a, aval in zip(arrays, self._in_avals)]
+                   for position, (a, aval) in enumerate(zip(arrays, self._in_avals))]
         return self.executable.run(buffers)
 
     def _can_borrow(self, leaf: Any, aval: ShapedArray, position: int) -> bool:
