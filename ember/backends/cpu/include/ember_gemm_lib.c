@@ -541,7 +541,7 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
 #define EMBER_LOAD_AS_IS(x) (x)
 /* A float32 rounded to a 16-bit format and back (a cast's value, for float32 tiles) */
 #define EMBER_BF16_ROUNDED(x) ember_bf16_to_f32(ember_f32_to_bf16(x))
-#define EMBER_F16_ROUNDED(x) ember_f16_to_f32(ember_f32_to_f16(x))
+#define EMBER_F16_ROUNDED(x) ember_f16_to_f32(ember_f32_to_f16_bits(x)) /* (ember_kernels.h) */
 
 /* One type per unit, EMBER_GEMM_TYPE: 32, 64, 16 for both 16-bit formats, or 17 for
  * their products with float32 operands cast as packed (ember_gemm.py compiles the units

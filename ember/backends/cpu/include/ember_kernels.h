@@ -45,6 +45,25 @@ static inline uint16_t ember_f32_to_bf16(float value) {
   return (uint16_t)(value != value ? quiet_nan : rounded);
 }
 
+/* float32 to float16 bits in integer arithmetic, rounded to nearest even. Used also
+ * where the compiler has _Float16 for a value rounded to float16 and read back as a
+ * float: GCC 12 targeting AVX512-FP16 drops a vectorized round trip through _Float16
+ * ((float)(_Float16)x becomes x at -O3). */
+static inline uint16_t ember_f32_to_f16_bits(float value) {
+  uint32_t bits = ember_f32_to_bits(value);
+  uint32_t sign = (bits >> 16) & 0x8000u;
+  uint32_t magnitude = bits & 0x7FFFFFFFu;
+  if (magnitude > 0x7F800000u) return (uint16_t)(sign | 0x7E00u);
+  if (magnitude >= 0x477FF000u) return (uint16_t)(sign | 0x7C00u); /* overflow to inf */
+  if (magnitude < 0x38800000u) {                                  /* subnormal or zero */
+    float scaled = ember_bits_to_f32(magnitude) * 16777216.0f;     /* 2^24, exact */
+    uint32_t rounded = (uint32_t)__builtin_rintf(scaled);
+    return (uint16_t)(sign | rounded);
+  }
+  uint32_t rounded = magnitude + 0xFFFu + ((magnitude >> 13) & 1u);
+  return (uint16_t)(sign | ((rounded - 0x38000000u) >> 13));
+}
+
 #if defined(__FLT16_MAX__)
 static inline float ember_f16_to_f32(uint16_t bits) {
   _Float16 half;
@@ -72,18 +91,7 @@ static inline float ember_f16_to_f32(uint16_t h) {
 }
 
 static inline uint16_t ember_f32_to_f16(float value) {
-  uint32_t bits = ember_f32_to_bits(value);
-  uint32_t sign = (bits >> 16) & 0x8000u;
-  uint32_t magnitude = bits & 0x7FFFFFFFu;
-  if (magnitude > 0x7F800000u) return (uint16_t)(sign | 0x7E00u);
-  if (magnitude >= 0x477FF000u) return (uint16_t)(sign | 0x7C00u); /* overflow to inf */
-  if (magnitude < 0x38800000u) {                                  /* subnormal or zero */
-    float scaled = ember_bits_to_f32(magnitude) * 16777216.0f;     /* 2^24, exact */
-    uint32_t rounded = (uint32_t)__builtin_rintf(scaled);
-    return (uint16_t)(sign | rounded);
-  }
-  uint32_t rounded = magnitude + 0xFFFu + ((magnitude >> 13) & 1u);
-  return (uint16_t)(sign | ((rounded - 0x38000000u) >> 13));
+  return ember_f32_to_f16_bits(value);
 }
 #endif
 
