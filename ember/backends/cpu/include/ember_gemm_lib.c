@@ -31,7 +31,9 @@
  * 16-bit operands are converted to float32 as they are packed (F16C's vcvtph2ps for
  * float16), so the float32 microkernels run on them; with AVX512_BF16 the wide tile of
  * bfloat16 keeps them 16-bit instead, packed in pairs along the sum, and multiplies a
- * pair per lane with vdpbf16ps (ember_gemm_bf16.h): twice the products per instruction.
+ * pair per lane with vdpbf16ps (ember_gemm_bf16.h): twice the products per instruction;
+ * with AMX-BF16 (and the OS's grant at run time) on AMX's tiles instead (ember_gemm_amx.h:
+ * 16 x 16 sums of 32 products per instruction).
  * A float32 operand of a 16-bit product (`x.astype(bfloat16) @ w`) is rounded to the
  * 16-bit format as it is packed (EMBER_DEFINE_CASTS: the _cast_a, _cast_b and _cast_ab
  * entry points), so that no 16-bit copy of it is written first.
