@@ -10,7 +10,8 @@ installed; Ember's own GEMM), called directly through ctypes, and of JAX's dot w
 is installed. Where the probe cannot run, the best library rate is the floor. The same
 product in bfloat16 (entry "bf16") beside them: Ember's GEMM with float32 and with
 bfloat16 results, JAX's dot, and the register-only rate of vdpbf16ps where the CPU has
-AVX512_BF16, that product's floor. Each
+AVX512_BF16, that product's floor, and of AMX's TDPBF16PS where the CPU has AMX-BF16
+(and the OS grants its tiles): the floor of Ember's bfloat16 GEMM there. Each
 floor's result says "status": "ok" (the harness records a floor that could not be
 measured with its reason instead).
 """
@@ -198,10 +199,14 @@ FMA_ITERATIONS = 4_000_000
 QUICK_FMA_ITERATIONS = 100_000
 
 
+_PROBES_UNAVAILABLE = {"ember_bf16_dot_peak": "the CPU has no AVX512_BF16",
+                       "ember_amx_dot_peak": "the CPU has no AMX-BF16 or the OS refuses its tiles"}
+
+
 def measure_fma_peak(settings: Settings, probe_name: str = "ember_fma_peak") -> dict:
     """The float32 FMA rate of every thread of a compiled call at once (registers only),
     sampled as the workloads are; ``probe_name`` "ember_bf16_dot_peak": vdpbf16ps's
-    rate instead (include/ember_fma_peak.c)."""
+    rate instead, "ember_amx_dot_peak": AMX's TDPBF16PS's (include/ember_fma_peak.c)."""
     from ember.backends.cpu import toolchain
     from ember.backends.cpu.backend import num_threads
 
@@ -218,7 +223,7 @@ def measure_fma_peak(settings: Settings, probe_name: str = "ember_fma_peak") -> 
     sink = ctypes.c_float()
     flops = probe(threads, iterations, ctypes.byref(sink))
     if flops == 0:
-        raise Unavailable("the CPU has no AVX512_BF16")
+        raise Unavailable(_PROBES_UNAVAILABLE.get(probe_name, "the probe did no work"))
 
     def sample() -> tuple[float, None]:
         start = time.perf_counter()
@@ -282,22 +287,27 @@ _BF16_GEMMS = {"ember_gemm": (np.float32, lambda: _ember_gemm("ember_own_gemm_bf
                "ember_gemm_to_bf16": ("bfloat16", lambda: _ember_gemm("ember_own_gemm_bf16_bf16")),
                "jax_dot": ("bfloat16", _jax_dot)}
 BF16_PEAK = "dot_peak"
+AMX_PEAK = "amx_peak"
+_BF16_PEAKS = {BF16_PEAK: "ember_bf16_dot_peak", AMX_PEAK: "ember_amx_dot_peak"}
 
 
 def _measure_bf16(a: np.ndarray, b: np.ndarray, flops: float, settings: Settings) -> dict:
-    """The bfloat16 rates of ``a @ b`` (rounded to bfloat16) by name, and vdpbf16ps's
-    register-only rate (``BF16_PEAK``), the floor of a bfloat16 GEMM."""
+    """The bfloat16 rates of ``a @ b`` (rounded to bfloat16) by name, and the
+    register-only rates of vdpbf16ps (``BF16_PEAK``) and AMX's TDPBF16PS (``AMX_PEAK``):
+    a bfloat16 GEMM's floor is the faster the CPU has."""
     try:
         import ml_dtypes
     except ImportError as error:
-        return {BF16_PEAK: _failed(Unavailable(f"ml_dtypes is not installed: {error}"))}
+        missing = _failed(Unavailable(f"ml_dtypes is not installed: {error}"))
+        return {name: missing for name in _BF16_PEAKS}
     a, b = a.astype(ml_dtypes.bfloat16), b.astype(ml_dtypes.bfloat16)
     expected = a.astype(np.float64) @ b.astype(np.float64)
     rates: dict = {}
-    try:
-        rates[BF16_PEAK] = measure_fma_peak(settings, "ember_bf16_dot_peak")
-    except Exception as error:
-        rates[BF16_PEAK] = _failed(error)
+    for name, probe in _BF16_PEAKS.items():
+        try:
+            rates[name] = measure_fma_peak(settings, probe)
+        except Exception as error:
+            rates[name] = _failed(error)
     for name, (result, load) in _BF16_GEMMS.items():
         try:
             matmul = load()

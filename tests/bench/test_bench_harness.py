@@ -118,6 +118,8 @@ def test_quick_run_structure_json_and_table(tmp_path, capsys, loadable_stand_ins
         bf16 = summary["floors"]["sgemm"]["bf16"]  # (each checked against float64 products)
         assert bf16["ember_gemm"]["status"] == bf16["ember_gemm_to_bf16"]["status"] == "ok"
         assert bf16["dot_peak"]["status"] == ("ok" if "avx512_bf16" in cpu_flags() else "n/a")
+        if not {"amx_tile", "amx_bf16"} <= cpu_flags():  # (with it: "ok" where the OS grants)
+            assert bf16["amx_peak"]["status"] == "n/a"
 
     repeats = summary["settings"]["repeats"]
     for name in ["gelu", "softmax", "layernorm", "dispatch"]:
@@ -290,10 +292,12 @@ def test_fma_peak_is_the_sgemm_floor_where_measured():
     assert floors.sgemm_rate(sgemm) == ("fma_peak", 500.0)
     line = report.floor_line("sgemm", {"status": "ok", **sgemm})
     assert "ember_gemm 400 GFLOP/s" in line and "FMA peak: 500 GFLOP/s on 2 threads" in line
-    sgemm["bf16"] = {"dot_peak": {**ok, "gflops": 1000.0}, "ember_gemm": {**ok, "gflops": 800.0},
+    sgemm["bf16"] = {"dot_peak": {**ok, "gflops": 1000.0}, "amx_peak": {**ok, "gflops": 4000.0},
+                     "ember_gemm": {**ok, "gflops": 800.0},
                      "jax_dot": {"status": "n/a", "reason": "jax is not installed"}}
     line = report.floor_line("sgemm", {"status": "ok", **sgemm})
-    assert "bfloat16 GEMM: dot_peak 1000 GFLOP/s, ember_gemm 800 GFLOP/s, jax_dot n/a" in line
+    assert ("bfloat16 GEMM: dot_peak 1000 GFLOP/s, amx_peak 4000 GFLOP/s, ember_gemm 800 GFLOP/s, "
+            "jax_dot n/a") in line
 
 
 def test_ratio_arithmetic_and_table_cells():

@@ -4,7 +4,8 @@ include/ember_gemm.h, against a float64 NumPy oracle: every dimension from 1 to 
 wider than the matrices, transposed operands, batches with their own strides, the split
 over threads, and each term of the affine epilogue (alpha, an addend D, possibly C
 itself, and a bias row) and the activation after it; float32, float64, and bfloat16 and
-float16 operands with float32 sums and results."""
+float16 operands with float32 sums and results (bfloat16 on AMX's tiles where the CPU
+has them, and on vdpbf16ps's)."""
 from __future__ import annotations
 
 import ctypes
@@ -435,6 +436,65 @@ def test_bfloat16_without_the_pair_instruction():
                                  cast=("a", "b", "ab")[size % 3]))
     run_case(converted, Case(70, 90, 900, BF16, batch=(2,), tb=True, split=2, parts=2,
                              addend="in place", d_scale=1.0, row_scale=-1.0))
+
+
+def _amx_granted_by_the_os() -> bool:
+    """Whether the OS lets this process use AMX's tile data (asked as the library asks:
+    the answer is the process's, whoever asks)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    arch_prctl, req_xcomp_perm, xtiledata = 158, 0x1023, 18
+    return libc.syscall(ctypes.c_long(arch_prctl), ctypes.c_long(req_xcomp_perm),
+                        ctypes.c_long(xtiledata)) == 0
+
+
+def _has_amx() -> bool:
+    return (platform.machine() == "x86_64"
+            and {"amx_tile", "amx_bf16", "avx512_bf16"} <= cpu_flags())
+
+
+def test_bfloat16_on_amx_tiles_where_the_cpu_can(library):
+    """Where the CPU has AMX-BF16 the wide bfloat16 tile is AMX's (tested above and
+    below), and runs on it where the OS grants the tile data, else on vdpbf16ps."""
+    amx = ctypes.c_int.in_dll(library, "ember_own_gemm_bf16_amx").value
+    assert amx == _has_amx()
+    granted = library.ember_own_gemm_bf16_amx_granted()
+    assert granted == (amx and _amx_granted_by_the_os())
+
+
+@pytest.mark.parametrize("m", [1, 15, 16, 17, 31, 32, 33, 65])
+def test_bfloat16_tile_edges(library, m):
+    """The edges of AMX's tile (16 x 16 sums in 2 x 2 blocks: 32 rows, 32 columns; 32
+    elements of the sum per step, 1024 per block; 256 columns per block of B), with
+    transposes, casts, epilogues and 16-bit results (the vdpbf16ps tile where there is
+    no AMX: a build without it is tested below)."""
+    for n in (17, 31, 32, 33, 64, 257):
+        for k in (1, 2, 31, 32, 33, 100):
+            run_case(library, Case(m, n, k, BF16, ta=k % 2 == 1, tb=n % 2 == 1, pad=1))
+    for n, k in [(33, 1025), (300, 2100)]:
+        run_case(library, Case(m, n, k, BF16, tb=True, pad=2, alpha=-0.5, addend="in place",
+                               d_scale=1.0, row_scale=2.0, activation="gelu_tanh"))
+        run_case(library, Case(m, n, k, BF16, out=BF16, ta=True, addend="separate",
+                               d_scale=0.5, cast="ab"[m % 2], keep_product=m % 3 == 0))
+        run_case(library, Case(m, n, k, BF16, cast="ab", row_scale=1.0, activation="relu"))
+    run_case(library, Case(m, 70, 97, BF16, batch=(2, 3), pad=5, split=m % 3, parts=2,
+                           out=BF16 if m % 2 else None))
+
+
+@pytest.mark.skipif(not _has_amx(), reason="no AMX to turn off")
+def test_bfloat16_without_amx():
+    """The build for a CPU with AVX512_BF16 but no AMX: the vdpbf16ps tile."""
+    with config.override(cflags="-mno-amx-tile -mno-amx-bf16"):
+        pairs = toolchain.load_library(ember_gemm.library_path())
+    assert ctypes.c_int.in_dll(pairs, "ember_own_gemm_bf16_amx").value == 0
+    assert pairs.ember_own_gemm_bf16_amx_granted() == 0
+    assert ctypes.c_int.in_dll(pairs, "ember_own_gemm_bf16_pairs").value == 1
+    for size in (1, 7, 33, 65, 130, 401):
+        run_case(pairs, Case(size, size + 3, size + 1, BF16, ta=size % 2 == 1, pad=1))
+        run_case(pairs, Case(size, size + 3, size + 1, BF16, tb=size % 2 == 1, pad=1,
+                             cast=("a", "b", "ab")[size % 3], out=BF16 if size % 2 else None))
+    run_case(pairs, Case(70, 90, 900, BF16, batch=(2,), tb=True, split=2, parts=2,
+                         addend="in place", d_scale=1.0, row_scale=-1.0, activation="relu"))
 
 
 def _product(library: ctypes.CDLL, name: str, a: np.ndarray, b: np.ndarray, result,

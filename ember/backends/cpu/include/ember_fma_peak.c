@@ -3,7 +3,9 @@
  * traffic), as many as the vector units can keep in flight. A GEMM can only come close
  * to this rate: `ember bench` reports it as the matmul floor. ember_bf16_dot_peak does
  * the same with vdpbf16ps (bfloat16 pairs into float32 lanes), the floor of a
- * bfloat16 GEMM, where the CPU has AVX512_BF16.
+ * bfloat16 GEMM, where the CPU has AVX512_BF16; ember_amx_dot_peak with AMX's
+ * TDPBF16PS (16 x 32 by 32 x 16 bfloat16 tiles into 16 x 16 float32 sums), where the CPU
+ * has AMX-BF16 and the OS grants the tiles: the floor of Ember's AMX tile.
  *
  * Vectors are as wide as the target's (64 bytes with AVX-512, 32 with AVX2, else 16);
  * 16 accumulators cover the FMA latency times the FMA ports of current x86 and Arm
@@ -12,8 +14,12 @@
  */
 #include <stdint.h>
 
-#if defined(__AVX512BF16__)
+#if defined(__AVX512BF16__) || defined(__AMX_TILE__)
 #include <immintrin.h>
+#endif
+#if defined(__AMX_TILE__) && defined(__AMX_BF16__)
+#include <sys/syscall.h>
+long syscall(long number, ...); /* (unistd.h's, hidden by -std=c11) */
 #endif
 
 #if defined(__AVX512F__)
@@ -68,6 +74,61 @@ double ember_bf16_dot_peak(int threads, int64_t iterations, float *sink) {
     }
     for (int c = 0; c < EMBER_PEAK_CHAINS; c++) total += _mm512_reduce_add_ps(acc[c]);
     flops += 4.0 * EMBER_PEAK_CHAINS * 16 * (double)iterations;
+  }
+  *sink = total;
+  return flops;
+#else
+  (void)threads, (void)iterations;
+  *sink = 0;
+  return 0;
+#endif
+}
+
+/* As ember_bf16_dot_peak, with TDPBF16PS on 6 independent tiles of sums (their latency
+ * over the instruction's throughput), A and B fixed in the other two: 16 x 16 x 32 x 2
+ * flops each; 0 flops where the target lacks AMX-BF16 or the OS refuses the tiles
+ * (arch_prctl ARCH_REQ_XCOMP_PERM for XTILEDATA). */
+double ember_amx_dot_peak(int threads, int64_t iterations, float *sink) {
+#if defined(__AMX_TILE__) && defined(__AMX_BF16__)
+  if (syscall(SYS_arch_prctl, 0x1023, 18) != 0) {
+    *sink = 0;
+    return 0;
+  }
+  static const struct {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t bytes_per_row[16];
+    uint8_t rows[16];
+  } config = {1, 0, {0}, {64, 64, 64, 64, 64, 64, 64, 64}, {16, 16, 16, 16, 16, 16, 16, 16}};
+  double flops = 0;
+  float total = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : flops, total)
+  {
+    uint16_t operand[16 * 32]; /* (bfloat16 1e-3) */
+    float sums[16 * 16];
+    for (int i = 0; i < 16 * 32; i++) operand[i] = 0x3a83;
+    _tile_loadconfig(&config);
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    _tile_zero(4);
+    _tile_zero(5);
+    _tile_loadd(6, operand, 64);
+    _tile_loadd(7, operand, 64);
+    /* (a round of 6 takes about 12 rounds of FMAs' time: an eighth as many rounds keeps
+     * the probe about as long as the others) */
+    for (int64_t i = 0; i < iterations / 8; i++) {
+      _tile_dpbf16ps(0, 6, 7);
+      _tile_dpbf16ps(1, 6, 7);
+      _tile_dpbf16ps(2, 6, 7);
+      _tile_dpbf16ps(3, 6, 7);
+      _tile_dpbf16ps(4, 6, 7);
+      _tile_dpbf16ps(5, 6, 7);
+    }
+    _tile_stored(0, sums, 64);
+    _tile_release();
+    for (int i = 0; i < 16 * 16; i++) total += sums[i];
+    flops += 6.0 * 16 * 16 * 32 * 2 * (double)(iterations / 8);
   }
   *sink = total;
   return flops;

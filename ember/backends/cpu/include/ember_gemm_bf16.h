@@ -11,11 +11,37 @@
  */
 #include <immintrin.h>
 
-EMBER_DEFINE_TILE_SIZES(ember_f32, ember_bf16_wide, EMBER_MR, EMBER_NV, 2)
+EMBER_DEFINE_TILE_SIZES(ember_f32, ember_bf16_wide, EMBER_MR, EMBER_NV, 2, ember_f32_kc)
 EMBER_DEFINE_TILE_STORE(ember_f32, ember_bf16_wide, float, EMBER_NV)
 
-/* NAME##_pack_a and _pack_b: pair micropanels from elements stored as S (converted to
- * bfloat16 by LOAD: as they are, or float32 rounded, a cast fused into the product). */
+/* NAME##_pack_b: op(B) as TILE's pair micropanels (NR columns, the depth rounded up
+ * to TILE##_kstep), from elements stored as S (converted to bfloat16 by LOAD: as they
+ * are, or float32 rounded, a cast fused into the product). Also AMX's B tiles: 16 pairs
+ * of a micropanel's 16 columns are the rows of one (ember_gemm_amx.h). */
+#define EMBER_DEFINE_BF16_PAIR_PACK_B(TILE, NAME, S, LOAD)                                 \
+  /* depth x cols of op(B) (element (p, j) at b[p * rs + j * cs]) as pair micropanels. */  \
+  static void NAME##_pack_b(const S *b, int64_t rs, int64_t cs, int64_t depth,             \
+                            int64_t cols, uint16_t *restrict out) {                        \
+    const int64_t pairs = ember_round_up(depth, TILE##_kstep) / 2;                         \
+    for (int64_t j0 = 0; j0 < cols; j0 += TILE##_nr) {                                     \
+      const int64_t nr = ember_min(TILE##_nr, cols - j0);                                  \
+      const S *panel = b + j0 * cs;                                                        \
+      for (int64_t q = 0; q < pairs; q++) {                                                \
+        uint16_t *to = out + q * TILE##_nr * 2;                                            \
+        const int whole = 2 * q + 1 < depth && nr == TILE##_nr;                            \
+        for (int j = 0; j < TILE##_nr; j++)                                                \
+          for (int h = 0; h < 2; h++) {                                                    \
+            const int64_t p = 2 * q + h;                                                   \
+            to[j * 2 + h] =                                                                \
+                whole || (j < nr && p < depth) ? LOAD(panel[p * rs + j * cs]) : 0;         \
+          }                                                                                \
+      }                                                                                    \
+      out += 2 * pairs * TILE##_nr;                                                        \
+    }                                                                                      \
+  }
+
+/* NAME##_pack_a and _pack_b: the wide tile's pair micropanels from elements stored as S
+ * (converted by LOAD). */
 #define EMBER_DEFINE_BF16_PAIR_PACKS(NAME, S, LOAD)                                        \
   /* rows x depth of op(A) (element (i, p) at a[i * rs + p * cs]) as pair micropanels. */  \
   static void NAME##_pack_a(const S *a, int64_t rs, int64_t cs, int64_t rows,              \
@@ -34,27 +60,7 @@ EMBER_DEFINE_TILE_STORE(ember_f32, ember_bf16_wide, float, EMBER_NV)
       out += 2 * pairs * ember_bf16_wide_mr;                                               \
     }                                                                                      \
   }                                                                                        \
-                                                                                           \
-  /* depth x cols of op(B) (element (p, j) at b[p * rs + j * cs]) as pair micropanels. */  \
-  static void NAME##_pack_b(const S *b, int64_t rs, int64_t cs, int64_t depth,             \
-                            int64_t cols, uint16_t *restrict out) {                        \
-    const int64_t pairs = (depth + 1) / 2;                                                 \
-    for (int64_t j0 = 0; j0 < cols; j0 += ember_bf16_wide_nr) {                            \
-      const int64_t nr = ember_min(ember_bf16_wide_nr, cols - j0);                         \
-      const S *panel = b + j0 * cs;                                                        \
-      for (int64_t q = 0; q < pairs; q++) {                                                \
-        uint16_t *to = out + q * ember_bf16_wide_nr * 2;                                   \
-        const int whole = 2 * q + 1 < depth && nr == ember_bf16_wide_nr;                   \
-        for (int j = 0; j < ember_bf16_wide_nr; j++)                                       \
-          for (int h = 0; h < 2; h++) {                                                    \
-            const int64_t p = 2 * q + h;                                                   \
-            to[j * 2 + h] =                                                                \
-                whole || (j < nr && p < depth) ? LOAD(panel[p * rs + j * cs]) : 0;         \
-          }                                                                                \
-      }                                                                                    \
-      out += 2 * pairs * ember_bf16_wide_nr;                                               \
-    }                                                                                      \
-  }
+  EMBER_DEFINE_BF16_PAIR_PACK_B(ember_bf16_wide, NAME, S, LOAD)
 
 EMBER_DEFINE_BF16_PAIR_PACKS(ember_bf16_wide, uint16_t, EMBER_LOAD_AS_IS)
 EMBER_DEFINE_BF16_PAIR_PACKS(ember_bf16_wide_cast, float, ember_f32_to_bf16)

@@ -31,7 +31,9 @@
  * 16-bit operands are converted to float32 as they are packed (F16C's vcvtph2ps for
  * float16), so the float32 microkernels run on them; with AVX512_BF16 the wide tile of
  * bfloat16 keeps them 16-bit instead, packed in pairs along the sum, and multiplies a
- * pair per lane with vdpbf16ps (ember_gemm_bf16.h): twice the products per instruction.
+ * pair per lane with vdpbf16ps (ember_gemm_bf16.h): twice the products per instruction;
+ * with AMX-BF16 (and the OS's grant at run time) on AMX's tiles instead (ember_gemm_amx.h:
+ * 16 x 16 sums of 32 products per instruction).
  * A float32 operand of a 16-bit product (`x.astype(bfloat16) @ w`) is rounded to the
  * 16-bit format as it is packed (EMBER_DEFINE_CASTS: the _cast_a, _cast_b and _cast_ab
  * entry points), so that no 16-bit copy of it is written first.
@@ -151,10 +153,12 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
   }
 
 /* A register tile's sizes: MR rows of NV vectors of the element type of TYPE; KSTEP
- * elements of the sum per step of its microkernel (2 for pairs). */
-#define EMBER_DEFINE_TILE_SIZES(TYPE, TILE, MR, NV, KSTEP)                                 \
+ * elements of the sum per step of its microkernel (2 for pairs); KC elements of the sum
+ * per block at most (TYPE##_kc but for a tile whose A panel needs another). */
+#define EMBER_DEFINE_TILE_SIZES(TYPE, TILE, MR, NV, KSTEP, KC)                             \
   enum {                                                                                   \
     TILE##_mr = MR,                                                                        \
+    TILE##_kc = KC,                                                                        \
     TILE##_nr = NV * TYPE##_lanes,                                                         \
     TILE##_nc = EMBER_NC_BYTES * TYPE##_lanes / EMBER_VECTOR_BYTES / TILE##_nr * TILE##_nr,   \
     TILE##_mc = EMBER_MC / MR * MR,                                                        \
@@ -237,7 +241,7 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
  * packed): its sizes, the store of its sums and the packing of B. Either
  * EMBER_DEFINE_PACKED or EMBER_DEFINE_IN_PLACE completes it. */
 #define EMBER_DEFINE_TILE(TYPE, TILE, S, T, LOAD, MR, NV)                                  \
-  EMBER_DEFINE_TILE_SIZES(TYPE, TILE, MR, NV, 1)                                           \
+  EMBER_DEFINE_TILE_SIZES(TYPE, TILE, MR, NV, 1, TYPE##_kc)                                \
   EMBER_DEFINE_TILE_STORE(TYPE, TILE, T, NV)                                               \
   EMBER_DEFINE_PACK_B(TILE, TILE, S, T, LOAD)
 
@@ -339,7 +343,7 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
     /* Blocks of equal size (a sum of 784 in blocks of 262, not 384 + 384 + 16: a thin     \
      * last block would spend more on storing C than on its products). */                  \
     const int64_t mc_step = ember_block(rows, TILE##_mc, TILE##_mr);                       \
-    const int64_t kc_step = ember_block(k, TYPE##_kc, TILE##_kstep);                       \
+    const int64_t kc_step = ember_block(k, TILE##_kc, TILE##_kstep);                       \
     const int64_t nc_step = ember_block(cols, TILE##_nc, TILE##_nr);                       \
     /* (B's panels start aligned, as the microkernel's loads need) */                      \
     const size_t a_size = (size_t)ember_round_up(mc_step * kc_step, EMBER_ALIGN / sizeof(P)); \
@@ -507,15 +511,9 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
  * written first): ember_own_gemm_FORMAT_cast_a (A stored as float32), _cast_b, _cast_ab,
  * each also with FORMAT results (_FORMAT_FORMAT_cast_a, ...). Rounded to nearest, ties
  * to even, as the cast would store it (the narrow tile's NARROW_CAST: rounded and back
- * to float32); the wide tile's packers from float32 (WIDE##_cast_pack_a, _b) are
- * defined before. */
-#define EMBER_DEFINE_CASTS(FORMAT, WIDE, NARROW, P, NARROW_CAST, LOAD, STORE)              \
-  EMBER_DEFINE_BLOCKED(ember_f32, WIDE, WIDE##_cast_a, float, uint16_t, WIDE##_cast_pack_a, \
-                       WIDE##_pack_b, P, float)                                            \
-  EMBER_DEFINE_BLOCKED(ember_f32, WIDE, WIDE##_cast_b, uint16_t, float, WIDE##_pack_a,      \
-                       WIDE##_cast_pack_b, P, float)                                       \
-  EMBER_DEFINE_BLOCKED(ember_f32, WIDE, WIDE##_cast_ab, float, float, WIDE##_cast_pack_a,   \
-                       WIDE##_cast_pack_b, P, float)                                       \
+ * to float32); the wide tile's products WIDE##_cast_a_blocked, ... are defined before
+ * (EMBER_DEFINE_CAST_TILES). */
+#define EMBER_DEFINE_CASTS(FORMAT, WIDE, NARROW, NARROW_CAST, LOAD, STORE)                 \
   EMBER_DEFINE_PACK_B(NARROW, NARROW##_cast, float, float, NARROW_CAST)                    \
   EMBER_DEFINE_IN_PLACE_KERNEL(ember_f32, NARROW, NARROW##_cast, float, float, NARROW_CAST) \
   EMBER_DEFINE_IN_PLACE_LOOPS(ember_f32, NARROW, NARROW##_cast_a, float, uint16_t,         \
@@ -536,6 +534,17 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
                                        uint16_t, float, WIDE, NARROW, _cast_b, LOAD, STORE) \
   EMBER_DEFINE_OWN_GEMM_16_BIT_RESULTS(ember_own_gemm_##FORMAT##_##FORMAT##_cast_ab, float, \
                                        float, WIDE, NARROW, _cast_ab, LOAD, STORE)
+
+/* A wide TILE's products with float32 operands cast as packed (TILE##_cast_a_blocked,
+ * _cast_b, _cast_ab), from its packers from float32 (TILE##_cast_pack_a, _b), packed
+ * into elements of P. */
+#define EMBER_DEFINE_CAST_TILES(TILE, P)                                                   \
+  EMBER_DEFINE_BLOCKED(ember_f32, TILE, TILE##_cast_a, float, uint16_t, TILE##_cast_pack_a, \
+                       TILE##_pack_b, P, float)                                            \
+  EMBER_DEFINE_BLOCKED(ember_f32, TILE, TILE##_cast_b, uint16_t, float, TILE##_pack_a,      \
+                       TILE##_cast_pack_b, P, float)                                       \
+  EMBER_DEFINE_BLOCKED(ember_f32, TILE, TILE##_cast_ab, float, float, TILE##_cast_pack_a,   \
+                       TILE##_cast_pack_b, P, float)
 
 #define EMBER_TRANS 112 /* CblasTrans */
 #define EMBER_LOAD_AS_IS(x) (x)
@@ -593,23 +602,56 @@ EMBER_DEFINE_PACKED(ember_f32, ember_bf16_wide, uint16_t, float, ember_bf16_to_f
 EMBER_DEFINE_PACK_A(ember_bf16_wide, ember_bf16_wide_cast, float, float, EMBER_BF16_ROUNDED)
 EMBER_DEFINE_PACK_B(ember_bf16_wide, ember_bf16_wide_cast, float, float, EMBER_BF16_ROUNDED)
 #endif
+/* bfloat16's wide products (ember_bf16_choice##CAST##_blocked): on AMX's tiles where the
+ * target has them (and the OS grants them at run time), else on the tile above. */
+#if defined(__AVX512BF16__) && defined(__AMX_TILE__) && defined(__AMX_BF16__)
+#define EMBER_BF16_AMX 1
+#include "ember_gemm_amx.h"
+#else
+#define EMBER_BF16_AMX 0
+#define ember_bf16_choice_blocked ember_bf16_wide_blocked
+#define ember_bf16_choice_cast_a_blocked ember_bf16_wide_cast_a_blocked
+#define ember_bf16_choice_cast_b_blocked ember_bf16_wide_cast_b_blocked
+#define ember_bf16_choice_cast_ab_blocked ember_bf16_wide_cast_ab_blocked
+#endif
 #endif
 #if !defined(EMBER_GEMM_TYPE) || EMBER_GEMM_TYPE == 16
 /* Whether bfloat16's wide tile multiplies pairs with vdpbf16ps (for the tests). */
 const int ember_own_gemm_bf16_pairs = EMBER_BF16_PAIRS;
+/* Whether it runs on AMX's tiles where the OS grants them (for the tests), and whether
+ * it does in this process (asking the OS, if not asked yet). */
+const int ember_own_gemm_bf16_amx = EMBER_BF16_AMX;
+int ember_own_gemm_bf16_amx_granted(void) {
+#if EMBER_BF16_AMX
+  return ember_amx_granted();
+#else
+  return 0;
+#endif
+}
+#if EMBER_BF16_AMX
+EMBER_DEFINE_AMX_CHOICE(, uint16_t, uint16_t)
+#endif
 EMBER_DEFINE_OWN_GEMM(ember_own_gemm_f16, uint16_t, uint16_t, float, ember_f16_wide,
                       ember_f16_narrow, )
-EMBER_DEFINE_OWN_GEMM(ember_own_gemm_bf16, uint16_t, uint16_t, float, ember_bf16_wide,
+EMBER_DEFINE_OWN_GEMM(ember_own_gemm_bf16, uint16_t, uint16_t, float, ember_bf16_choice,
                       ember_bf16_narrow, )
 EMBER_DEFINE_OWN_GEMM_16_BIT_RESULTS(ember_own_gemm_bf16_bf16, uint16_t, uint16_t,
-                                     ember_bf16_wide, ember_bf16_narrow, , ember_bf16_to_f32,
+                                     ember_bf16_choice, ember_bf16_narrow, , ember_bf16_to_f32,
                                      ember_f32_to_bf16)
 EMBER_DEFINE_OWN_GEMM_16_BIT_RESULTS(ember_own_gemm_f16_f16, uint16_t, uint16_t, ember_f16_wide,
                                      ember_f16_narrow, , ember_f16_to_f32, ember_f32_to_f16)
 #endif
 #if !defined(EMBER_GEMM_TYPE) || EMBER_GEMM_TYPE == 17
-EMBER_DEFINE_CASTS(bf16, ember_bf16_wide, ember_bf16_narrow, EMBER_BF16_PACKED,
-                   EMBER_BF16_ROUNDED, ember_bf16_to_f32, ember_f32_to_bf16)
-EMBER_DEFINE_CASTS(f16, ember_f16_wide, ember_f16_narrow, float, EMBER_F16_ROUNDED,
+EMBER_DEFINE_CAST_TILES(ember_bf16_wide, EMBER_BF16_PACKED)
+#if EMBER_BF16_AMX
+EMBER_DEFINE_CAST_TILES(ember_bf16_amx, uint16_t)
+EMBER_DEFINE_AMX_CHOICE(_cast_a, float, uint16_t)
+EMBER_DEFINE_AMX_CHOICE(_cast_b, uint16_t, float)
+EMBER_DEFINE_AMX_CHOICE(_cast_ab, float, float)
+#endif
+EMBER_DEFINE_CASTS(bf16, ember_bf16_choice, ember_bf16_narrow, EMBER_BF16_ROUNDED,
+                   ember_bf16_to_f32, ember_f32_to_bf16)
+EMBER_DEFINE_CAST_TILES(ember_f16_wide, float)
+EMBER_DEFINE_CASTS(f16, ember_f16_wide, ember_f16_narrow, EMBER_F16_ROUNDED,
                    ember_f16_to_f32, ember_f32_to_f16)
 #endif
