@@ -24,7 +24,8 @@ needed, as exact index expressions (``ember.codegen.access``):
 - equations without a native lowering run on the host; their operands are stored.
 
 Kernels of the same shape that read a common input are then merged (sibling fusion),
-and unused values are never computed. Every boundary records why it exists.
+as are a GEMM epilogue that stores a transcendental and the elementwise kernels that read
+its results element by element; unused values are never computed. Every boundary records why it exists.
 """
 from __future__ import annotations
 
@@ -224,7 +225,8 @@ class _Fuser:
                 read = written.intersection(consumer.reads())
                 if (not read or consumer.domain != library.domain
                         or consumer.outer_rank is not None or consumer in self.ordered_groups
-                        or any(self.demands[v].get(consumer) != {identity} for v in read)):
+                        or any(self.demands.get(v, {}).get(consumer) != {identity}
+                               for v in read)):
                     continue
                 others = [g for g in groups if g is not library and g is not consumer]
                 deps = _producers(groups)
