@@ -24,7 +24,8 @@ needed, as exact index expressions (``ember.codegen.access``):
 - equations without a native lowering run on the host; their operands are stored.
 
 Kernels of the same shape that read a common input are then merged (sibling fusion),
-and unused values are never computed. Every boundary records why it exists.
+as are a GEMM epilogue that stores a transcendental and the elementwise kernels that read
+its results element by element; unused values are never computed. Every boundary records why it exists.
 """
 from __future__ import annotations
 
@@ -204,8 +205,38 @@ class _Fuser:
                 self.place_library(eqn)
             else:
                 self.place_value(eqn, kind)
-        groups = _merge_siblings(list(reversed(self.groups)))
+        groups = self._merge_into_epilogues(_merge_siblings(list(reversed(self.groups))))
         return Schedule(self.graph, _topological(groups))
+
+    def _merge_into_epilogues(self, groups: list[Group]) -> list[Group]:
+        """Let a GEMM epilogue that stores a transcendental (``tanh`` of GELU, kept for
+        the backward) also compute the elementwise kernels that read it, or the product,
+        element by element: such an epilogue never folds into the call (no affine
+        function or activation ends in one), so it is a loop over the product anyway,
+        and its consumer, merged, reads neither buffer back (multi-output)."""
+        for library in [g for g in groups if g.kind == "library"]:
+            if library.product_layout is not None or not any(
+                    access.is_expensive(self.producer[root].prim.name)
+                    for root in library.roots if root is not library.library.outputs[0]):
+                continue
+            written = set(library.writes())
+            identity = ix.identity(library.syms)
+            for consumer in [g for g in groups if g.kind == "loop"]:
+                read = written.intersection(consumer.reads())
+                if (not read or consumer.domain != library.domain
+                        or consumer.outer_rank is not None or consumer in self.ordered_groups
+                        or any(self.demands.get(v, {}).get(consumer) != {identity}
+                               for v in read)):
+                    continue
+                others = [g for g in groups if g is not library and g is not consumer]
+                deps = _producers(groups)
+                if any(_reaches(consumer, g, deps) and _reaches(g, library, deps)
+                       for g in others):
+                    continue  # (through another kernel: it must run in between)
+                _absorb(library, consumer)
+                groups.remove(consumer)
+                written.update(library.writes())
+        return groups
 
     # --- classification -------------------------------------------------------------
     def kind(self, eqn: Eqn) -> str:

@@ -111,6 +111,23 @@ def test_dense_bias_relu_is_one_gemm_with_its_epilogue():
     assert ops == ["add", "max"]
 
 
+def _gelu_layer_loss(w, b, w2):
+    return jnp.sum((nn.gelu(x @ w + b, approximate=True) @ w2) ** 2)
+
+
+def test_a_gemm_epilogue_that_stores_tanh_also_computes_its_consumer():
+    # The backward needs GELU's tanh, so the epilogue of x @ w stores it; the GELU itself
+    # (the next product's operand) is computed in the same loop, not in a kernel of its
+    # own that reads the product and the tanh back.
+    w, b = np.full((128, 256), 0.01, np.float32), np.zeros(256, np.float32)
+    w2 = np.full((256, 32), 0.01, np.float32)
+    schedule = schedule_of(ember.grad(_gelu_layer_loss, argnums=(0, 1, 2)), w, b, w2)
+    assert kinds(schedule) == ["library"] * 4 + ["loop", "library"]
+    first = kernel_ops(schedule)[0]
+    assert first.count("tanh") == 1 and first[-1] == "mul"  # tanh, then 0.5 x (1 + tanh)
+    assert len(schedule.groups[0].roots) == 3  # the product, tanh, the GELU
+
+
 def test_transpose_folds_into_the_kernel_that_reads_it():
     schedule = schedule_of(lambda x: x.T * 2 + 1, x)
     assert kinds(schedule) == ["loop"]

@@ -178,3 +178,21 @@ def test_other_epilogues_stay_kernels(blas, fun):
     kernels = compiled(fun, x, w, b).kernels
     assert any("_epilogue" in k.source for k in kernels), kernels
     assert_matches_reference(fun, x, w, b, tolerance=TOLERANCE[np.float32])
+
+
+def test_gelu_training_layer_with_tanh_stored_matches_reference():
+    # (the epilogue that stores tanh for the backward also computes the GELU: fusion's
+    # _merge_into_epilogues)
+    x = RNG.standard_normal((48, 40)).astype(np.float32)
+    w = (RNG.standard_normal((40, 72)) * 0.2).astype(np.float32)
+    b = (RNG.standard_normal(72) * 0.1).astype(np.float32)
+    w2 = (RNG.standard_normal((72, 8)) * 0.2).astype(np.float32)
+
+    def loss(w, b, w2):
+        return jnp.sum((nn.gelu(x @ w + b) @ w2) ** 2)
+
+    kernels = compiled(ember.grad(loss, argnums=(0, 1, 2)), w, b, w2).kernels
+    # (one loop kernel: b's gradient, a column sum)
+    assert [k.kind for k in kernels] == ["library"] * 4 + ["kernel", "library"]
+    assert_matches_reference(ember.value_and_grad(loss, argnums=(0, 1, 2)), w, b, w2,
+                             tolerance=TOLERANCE[np.float32])
