@@ -470,6 +470,24 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
     } while (p0 < k);                                                                      \
   }
 
+/* TILE's product (TYPE##_choice_blocked, as TILE##_blocked) with op(A) read in place
+ * (TILE##_in_place) where packing it would not pay: op(B) at most one block of NC
+ * columns wide, so that each packed micropanel of A would serve that block alone, and
+ * op(A) row-major, so that its MR rows are read along memory (a transposed A read in
+ * place, a row of memory per step, ran 1.3-2x slower at 1024 x 1024 x 128 and
+ * 2048 x 2048 x 256). On Emerald Rapids, 1 thread: 1024 x 1024 x 64 ran 1.5x faster,
+ * 256 x 256 x 64 (attention's scores @ V) 1.3x, 1024 x 1024 x 256 1.13x. */
+#define EMBER_DEFINE_CHOICE(TYPE, TILE, T)                                                 \
+  static void TYPE##_choice_blocked(int64_t rows, int64_t cols, int64_t k, const T *a,     \
+                                    int64_t a_rs, int64_t a_cs, const T *b, int64_t b_rs,  \
+                                    int64_t b_cs, T *c, int64_t ldc, T alpha, const T *d,  \
+                                    T d_scale, const T *row, T row_scale, int activation) { \
+    const int in_place = EMBER_GEMM_INTEL && a_cs == 1 && cols <= TILE##_nc;               \
+    (in_place ? TILE##_in_place : TILE##_blocked)(rows, cols, k, a, a_rs, a_cs, b, b_rs,   \
+                                                  b_cs, c, ldc, alpha, d, d_scale, row,    \
+                                                  row_scale, activation);                  \
+  }
+
 /* One element type's parallel entry point of ember_gemm.h (A stored as SA, B as SB,
  * results as T), with its two tiles' products WIDE##CAST##_blocked and
  * NARROW##CAST##_in_place (CAST: empty, or the operands cast as packed: _cast_a, ...). */
@@ -585,17 +603,21 @@ EMBER_DEFINE_TILE(ember_f32, ember_f32_narrow, float, float, EMBER_LOAD_AS_IS, E
 EMBER_DEFINE_IN_PLACE(ember_f32, ember_f32_narrow, float, float, EMBER_LOAD_AS_IS)
 EMBER_DEFINE_TILE(ember_f32, ember_f32_wide, float, float, EMBER_LOAD_AS_IS, EMBER_MR, EMBER_NV)
 EMBER_DEFINE_PACKED(ember_f32, ember_f32_wide, float, float, EMBER_LOAD_AS_IS)
-EMBER_DEFINE_OWN_GEMM(ember_own_gemm_f32, float, float, float, ember_f32_wide,
+EMBER_DEFINE_IN_PLACE(ember_f32, ember_f32_wide, float, float, EMBER_LOAD_AS_IS)
+EMBER_DEFINE_CHOICE(ember_f32, ember_f32_wide, float)
+EMBER_DEFINE_OWN_GEMM(ember_own_gemm_f32, float, float, float, ember_f32_choice,
                       ember_f32_narrow, )
 #endif
 #if !defined(EMBER_GEMM_TYPE) || EMBER_GEMM_TYPE == 64
 EMBER_DEFINE_TYPE(ember_f64, double)
 EMBER_DEFINE_TILE(ember_f64, ember_f64_wide, double, double, EMBER_LOAD_AS_IS, EMBER_MR, EMBER_NV)
 EMBER_DEFINE_PACKED(ember_f64, ember_f64_wide, double, double, EMBER_LOAD_AS_IS)
+EMBER_DEFINE_IN_PLACE(ember_f64, ember_f64_wide, double, double, EMBER_LOAD_AS_IS)
+EMBER_DEFINE_CHOICE(ember_f64, ember_f64_wide, double)
 EMBER_DEFINE_TILE(ember_f64, ember_f64_narrow, double, double, EMBER_LOAD_AS_IS,
                   EMBER_NARROW_MR, 1)
 EMBER_DEFINE_IN_PLACE(ember_f64, ember_f64_narrow, double, double, EMBER_LOAD_AS_IS)
-EMBER_DEFINE_OWN_GEMM(ember_own_gemm_f64, double, double, double, ember_f64_wide,
+EMBER_DEFINE_OWN_GEMM(ember_own_gemm_f64, double, double, double, ember_f64_choice,
                       ember_f64_narrow, )
 #endif
 #if !defined(EMBER_GEMM_TYPE) || EMBER_GEMM_TYPE == 16 || EMBER_GEMM_TYPE == 17
