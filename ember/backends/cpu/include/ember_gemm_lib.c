@@ -15,7 +15,8 @@
  *         for each micropanel of A, for each micropanel of B: the MR x NR microkernel
  *
  * A product at most one vector wide (n <= 16 float32 with AVX-512) takes a narrow
- * tile, 12 rows x one vector, instead of the wide one (6 x 4 vectors).
+ * tile, 12 rows x one vector, instead of the wide one (6 x 4 vectors). On Intel, one at
+ * most one NC block wide reads a row-major A in place, unpacked (EMBER_DEFINE_CHOICE).
  *
  * The microkernel keeps its MR x NR tile of C in vector registers (MR rows of NV
  * vectors: a row of B is loaded as NV vectors, each element of A's column broadcast),
