@@ -270,14 +270,16 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
   static void NAME##_pack_a(const S *a, int64_t rs, int64_t cs, int64_t rows,              \
                             int64_t depth, T *restrict out) {                              \
     enum { MR = TILE##_mr, PANELS = EMBER_PACK_PANELS };                                   \
-    int64_t i0 = 0;                                                                        \
-    if (IN_ORDER && rs == 1)                                                               \
-      for (; i0 + PANELS * MR <= rows; i0 += PANELS * MR, out += PANELS * depth * MR)      \
+    int64_t grouped = 0; /* (rows packed PANELS panels at a time) */                       \
+    if (IN_ORDER && rs == 1) {                                                             \
+      grouped = rows / (PANELS * MR) * (PANELS * MR);                                      \
+      for (int64_t i0 = 0; i0 < grouped; i0 += PANELS * MR, out += PANELS * depth * MR)    \
         for (int64_t p = 0; p < depth; p++)                                                \
           for (int g = 0; g < PANELS; g++)                                                 \
             for (int i = 0; i < MR; i++)                                                   \
               out[(g * depth + p) * MR + i] = LOAD(a[i0 + g * MR + i + p * cs]);           \
-    for (; i0 < rows; i0 += MR) {                                                          \
+    }                                                                                      \
+    for (int64_t i0 = grouped; i0 < rows; i0 += MR) {                                      \
       const int64_t mr = ember_min(MR, rows - i0);                                         \
       const S *panel = a + i0 * rs;                                                        \
       if (rs == 1 && mr == MR) { /* stored transposed: rows are contiguous */              \
@@ -477,13 +479,14 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
  * op(A) row-major, so that its MR rows are read along memory (a transposed A read in
  * place, a row of memory per step, ran 1.3-2x slower at 1024 x 1024 x 128 and
  * 2048 x 2048 x 256). On Emerald Rapids, 1 thread: 1024 x 1024 x 64 ran 1.5x faster,
- * 256 x 256 x 64 (attention's scores @ V) 1.3x, 1024 x 1024 x 256 1.13x. */
+ * 256 x 256 x 64 (attention's scores @ V) 1.3x, 1024 x 1024 x 256 1.13x. Intel's
+ * build only (elsewhere TYPE##_choice_blocked is TILE##_blocked). */
 #define EMBER_DEFINE_CHOICE(TYPE, TILE, T)                                                 \
   static void TYPE##_choice_blocked(int64_t rows, int64_t cols, int64_t k, const T *a,     \
                                     int64_t a_rs, int64_t a_cs, const T *b, int64_t b_rs,  \
                                     int64_t b_cs, T *c, int64_t ldc, T alpha, const T *d,  \
                                     T d_scale, const T *row, T row_scale, int activation) { \
-    const int in_place = EMBER_GEMM_INTEL && a_cs == 1 && cols <= TILE##_nc;               \
+    const int in_place = a_cs == 1 && cols <= TILE##_nc;                                   \
     (in_place ? TILE##_in_place : TILE##_blocked)(rows, cols, k, a, a_rs, a_cs, b, b_rs,   \
                                                   b_cs, c, ldc, alpha, d, d_scale, row,    \
                                                   row_scale, activation);                  \
@@ -604,8 +607,12 @@ EMBER_DEFINE_TILE(ember_f32, ember_f32_narrow, float, float, EMBER_LOAD_AS_IS, E
 EMBER_DEFINE_IN_PLACE(ember_f32, ember_f32_narrow, float, float, EMBER_LOAD_AS_IS)
 EMBER_DEFINE_TILE(ember_f32, ember_f32_wide, float, float, EMBER_LOAD_AS_IS, EMBER_MR, EMBER_NV)
 EMBER_DEFINE_PACKED(ember_f32, ember_f32_wide, float, float, EMBER_LOAD_AS_IS)
+#if EMBER_GEMM_INTEL
 EMBER_DEFINE_IN_PLACE(ember_f32, ember_f32_wide, float, float, EMBER_LOAD_AS_IS)
 EMBER_DEFINE_CHOICE(ember_f32, ember_f32_wide, float)
+#else
+#define ember_f32_choice_blocked ember_f32_wide_blocked
+#endif
 EMBER_DEFINE_OWN_GEMM(ember_own_gemm_f32, float, float, float, ember_f32_choice,
                       ember_f32_narrow, )
 #endif
@@ -613,8 +620,12 @@ EMBER_DEFINE_OWN_GEMM(ember_own_gemm_f32, float, float, float, ember_f32_choice,
 EMBER_DEFINE_TYPE(ember_f64, double)
 EMBER_DEFINE_TILE(ember_f64, ember_f64_wide, double, double, EMBER_LOAD_AS_IS, EMBER_MR, EMBER_NV)
 EMBER_DEFINE_PACKED(ember_f64, ember_f64_wide, double, double, EMBER_LOAD_AS_IS)
+#if EMBER_GEMM_INTEL
 EMBER_DEFINE_IN_PLACE(ember_f64, ember_f64_wide, double, double, EMBER_LOAD_AS_IS)
 EMBER_DEFINE_CHOICE(ember_f64, ember_f64_wide, double)
+#else
+#define ember_f64_choice_blocked ember_f64_wide_blocked
+#endif
 EMBER_DEFINE_TILE(ember_f64, ember_f64_narrow, double, double, EMBER_LOAD_AS_IS,
                   EMBER_NARROW_MR, 1)
 EMBER_DEFINE_IN_PLACE(ember_f64, ember_f64_narrow, double, double, EMBER_LOAD_AS_IS)
