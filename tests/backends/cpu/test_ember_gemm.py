@@ -267,6 +267,20 @@ def test_narrow_products(library, n, dtype):
     run_case(library, Case(1600, n, 20, dtype, pad=2))  # more rows than one block of A
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_products_one_block_of_columns_wide(library, dtype):
+    """At most one block of B's columns (NC: 256 float32, 128 float64), where Intel's
+    build reads a row-major A in place instead of packing it: more rows than one block of
+    A, several blocks of the sum, the edges of the tile and of the block, each split."""
+    for n in (65, 127, 128, 129, 255, 256, 257):
+        run_case(library, Case(1601, n, 850, dtype, pad=2, alpha=-0.5, addend="separate",
+                               d_scale=0.5, row_scale=1.0, activation="relu"))
+        run_case(library, Case(1601, n, 850, dtype, ta=True, tb=True, pad=1))
+    for split, parts in [(1, 2), (2, 2), (0, 2)]:
+        run_case(library, Case(61, 250, 420, dtype, batch=(2,), split=split, parts=parts,
+                               addend="in place", d_scale=1.0))
+
+
 @pytest.mark.parametrize("addend, d_scale, row_scale, alpha", [
     ("none", 0.0, 0.0, -0.5),         # a scaled product
     ("separate", 1.0, 0.0, 1.0),      # a residual

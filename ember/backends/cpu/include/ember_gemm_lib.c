@@ -15,7 +15,8 @@
  *         for each micropanel of A, for each micropanel of B: the MR x NR microkernel
  *
  * A product at most one vector wide (n <= 16 float32 with AVX-512) takes a narrow
- * tile, 12 rows x one vector, instead of the wide one (6 x 4 vectors).
+ * tile, 12 rows x one vector, instead of the wide one (6 x 4 vectors). On Intel, one at
+ * most one NC block wide reads a row-major A in place, unpacked (EMBER_DEFINE_CHOICE).
  *
  * The microkernel keeps its MR x NR tile of C in vector registers (MR rows of NV
  * vectors: a row of B is loaded as NV vectors, each element of A's column broadcast),
@@ -67,6 +68,17 @@
 #define EMBER_MR 6
 #define EMBER_NV 2
 #endif
+/* Intel's AVX-512 cores, by the -march macros of GCC and Clang (GCC 12 names Emerald
+ * Rapids cooperlake): what was measured there only, so that Zen's build stays as tuned. */
+#if defined(__AVX512F__) &&                                                               \
+    (defined(__skylake_avx512__) || defined(__cascadelake__) || defined(__cooperlake__) ||   \
+     defined(__icelake_server__) || defined(__icelake_client__) || defined(__tigerlake__) || \
+     defined(__rocketlake__) || defined(__sapphirerapids__) || defined(__emeraldrapids__) || \
+     defined(__graniterapids__))
+#define EMBER_GEMM_INTEL 1
+#else
+#define EMBER_GEMM_INTEL 0
+#endif
 /* The narrow tile, for products with few columns (n = 10 on the wide tile would leave 54
  * of its 64 lanes idle): one vector wide, with more rows, so that each row of B loaded
  * serves 12 FMAs, as many independent sums as keep the FMA units busy. */
@@ -82,6 +94,7 @@
 
 #define EMBER_ALIGN 64
 #define EMBER_PACK_RUN 16 /* elements read along a row of memory at a time when packing */
+#define EMBER_PACK_PANELS 8 /* of A's, packed side by side from a transposed A */
 
 /* A thread's buffers, kept between calls (OpenMP's threads live on): its packed
  * panels, and the float32 sums of 16-bit results (ember_sums). */
@@ -247,33 +260,53 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
 
 /* op(A)'s packing into TILE's micropanels of MR rows, from elements stored as S
  * (converted by LOAD): the function NAME##_pack_a. */
-#define EMBER_DEFINE_PACK_A(TILE, NAME, S, T, LOAD)                                        \
+#define EMBER_DEFINE_PACK_A(TILE, NAME, S, T, LOAD) EMBER_DEFINE_PACK_A_IN(TILE, NAME, S, T, LOAD, 0)
+
+/* The same, written IN_ORDER (where measured: Intel, float32 and float64 elements;
+ * 16-bit ones as they were): the panels in the order they are written, a transposed A
+ * EMBER_PACK_PANELS panels side by side (whole lines of memory read once, where a panel
+ * at a time read each line again for the next panel: 2048 x 512 x 64 with A transposed
+ * ran 1.2x faster), a row-major A its MR rows side by side (row by row, writing at a
+ * stride of MR, took 1.2 ms of 14 in a 1024^3 product; this 0.8). */
+#define EMBER_DEFINE_PACK_A_IN(TILE, NAME, S, T, LOAD, IN_ORDER)                           \
   /* rows x depth of op(A) (element (i, p) at a[i * rs + p * cs]) as micropanels of MR     \
    * rows: panel-major, then p, then the MR rows; rows past the end are zeros. */          \
   static void NAME##_pack_a(const S *a, int64_t rs, int64_t cs, int64_t rows,              \
                             int64_t depth, T *restrict out) {                              \
-    for (int64_t i0 = 0; i0 < rows; i0 += TILE##_mr) {                                     \
-      const int64_t mr = ember_min(TILE##_mr, rows - i0);                                  \
-      const S *panel = a + i0 * rs;                                                        \
-      if (rs == 1 && mr == TILE##_mr) { /* stored transposed: rows are contiguous */       \
+    enum { MR = TILE##_mr, PANELS = EMBER_PACK_PANELS };                                   \
+    int64_t grouped = 0; /* (rows packed PANELS panels at a time) */                       \
+    if (IN_ORDER && rs == 1) {                                                             \
+      grouped = rows / (PANELS * MR) * (PANELS * MR);                                      \
+      for (int64_t i0 = 0; i0 < grouped; i0 += PANELS * MR, out += PANELS * depth * MR)    \
         for (int64_t p = 0; p < depth; p++)                                                \
-          for (int i = 0; i < TILE##_mr; i++) out[p * TILE##_mr + i] = LOAD(panel[p * cs + i]); \
+          for (int g = 0; g < PANELS; g++)                                                 \
+            for (int i = 0; i < MR; i++)                                                   \
+              out[(g * depth + p) * MR + i] = LOAD(a[i0 + g * MR + i + p * cs]);           \
+    }                                                                                      \
+    for (int64_t i0 = grouped; i0 < rows; i0 += MR) {                                      \
+      const int64_t mr = ember_min(MR, rows - i0);                                         \
+      const S *panel = a + i0 * rs;                                                        \
+      if (rs == 1 && mr == MR) { /* stored transposed: rows are contiguous */              \
+        for (int64_t p = 0; p < depth; p++)                                                \
+          for (int i = 0; i < MR; i++) out[p * MR + i] = LOAD(panel[p * cs + i]);          \
+      } else if (IN_ORDER && mr == MR) {                                                   \
+        for (int64_t p = 0; p < depth; p++)                                                \
+          for (int i = 0; i < MR; i++) out[p * MR + i] = LOAD(panel[i * rs + p * cs]);     \
       } else {                                                                             \
-        for (int i = 0; i < TILE##_mr; i++) {                                              \
+        for (int i = 0; i < MR; i++) {                                                     \
           if (i < mr)                                                                      \
-            for (int64_t p = 0; p < depth; p++)                                            \
-              out[p * TILE##_mr + i] = LOAD(panel[i * rs + p * cs]);                       \
+            for (int64_t p = 0; p < depth; p++) out[p * MR + i] = LOAD(panel[i * rs + p * cs]); \
           else                                                                             \
-            for (int64_t p = 0; p < depth; p++) out[p * TILE##_mr + i] = 0;                \
+            for (int64_t p = 0; p < depth; p++) out[p * MR + i] = 0;                       \
         }                                                                                  \
       }                                                                                    \
-      out += depth * TILE##_mr;                                                            \
+      out += depth * MR;                                                                   \
     }                                                                                      \
   }
 
 /* The packed tile: A packed too, its microkernel, and the blocked product on one thread. */
 #define EMBER_DEFINE_PACKED(TYPE, TILE, S, T, LOAD)                                         \
-  EMBER_DEFINE_PACK_A(TILE, TILE, S, T, LOAD)                                              \
+  EMBER_DEFINE_PACK_A_IN(TILE, TILE, S, T, LOAD, EMBER_GEMM_INTEL && sizeof(S) == sizeof(T)) \
                                                                                            \
 /* The MR x NR tile of C at c (mr x nr of it inside C) from packed micropanels a         \
    * (depth x MR) and b (depth x NR). */                                                   \
@@ -444,6 +477,25 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
     } while (p0 < k);                                                                      \
   }
 
+/* TILE's product (TYPE##_choice_blocked, as TILE##_blocked) with op(A) read in place
+ * (TILE##_in_place) where packing it would not pay: op(B) at most one block of NC
+ * columns wide, so that each packed micropanel of A would serve that block alone, and
+ * op(A) row-major, so that its MR rows are read along memory (a transposed A read in
+ * place, a row of memory per step, ran 1.3-2x slower at 1024 x 1024 x 128 and
+ * 2048 x 2048 x 256). On Emerald Rapids, 1 thread: 1024 x 1024 x 64 ran 1.5x faster,
+ * 256 x 256 x 64 (attention's scores @ V) 1.3x, 1024 x 1024 x 256 1.13x. Intel's
+ * build only (elsewhere TYPE##_choice_blocked is TILE##_blocked). */
+#define EMBER_DEFINE_CHOICE(TYPE, TILE, T)                                                 \
+  static void TYPE##_choice_blocked(int64_t rows, int64_t cols, int64_t k, const T *a,     \
+                                    int64_t a_rs, int64_t a_cs, const T *b, int64_t b_rs,  \
+                                    int64_t b_cs, T *c, int64_t ldc, T alpha, const T *d,  \
+                                    T d_scale, const T *row, T row_scale, int activation) { \
+    const int in_place = a_cs == 1 && cols <= TILE##_nc;                                   \
+    (in_place ? TILE##_in_place : TILE##_blocked)(rows, cols, k, a, a_rs, a_cs, b, b_rs,   \
+                                                  b_cs, c, ldc, alpha, d, d_scale, row,    \
+                                                  row_scale, activation);                  \
+  }
+
 /* One element type's parallel entry point of ember_gemm.h (A stored as SA, B as SB,
  * results as T), with its two tiles' products WIDE##CAST##_blocked and
  * NARROW##CAST##_in_place (CAST: empty, or the operands cast as packed: _cast_a, ...). */
@@ -564,17 +616,29 @@ EMBER_DEFINE_TILE(ember_f32, ember_f32_narrow, float, float, EMBER_LOAD_AS_IS, E
 EMBER_DEFINE_IN_PLACE(ember_f32, ember_f32_narrow, float, float, EMBER_LOAD_AS_IS)
 EMBER_DEFINE_TILE(ember_f32, ember_f32_wide, float, float, EMBER_LOAD_AS_IS, EMBER_MR, EMBER_NV)
 EMBER_DEFINE_PACKED(ember_f32, ember_f32_wide, float, float, EMBER_LOAD_AS_IS)
-EMBER_DEFINE_OWN_GEMM(ember_own_gemm_f32, float, float, float, ember_f32_wide,
+#if EMBER_GEMM_INTEL
+EMBER_DEFINE_IN_PLACE(ember_f32, ember_f32_wide, float, float, EMBER_LOAD_AS_IS)
+EMBER_DEFINE_CHOICE(ember_f32, ember_f32_wide, float)
+#else
+#define ember_f32_choice_blocked ember_f32_wide_blocked
+#endif
+EMBER_DEFINE_OWN_GEMM(ember_own_gemm_f32, float, float, float, ember_f32_choice,
                       ember_f32_narrow, )
 #endif
 #if !defined(EMBER_GEMM_TYPE) || EMBER_GEMM_TYPE == 64
 EMBER_DEFINE_TYPE(ember_f64, double)
 EMBER_DEFINE_TILE(ember_f64, ember_f64_wide, double, double, EMBER_LOAD_AS_IS, EMBER_MR, EMBER_NV)
 EMBER_DEFINE_PACKED(ember_f64, ember_f64_wide, double, double, EMBER_LOAD_AS_IS)
+#if EMBER_GEMM_INTEL
+EMBER_DEFINE_IN_PLACE(ember_f64, ember_f64_wide, double, double, EMBER_LOAD_AS_IS)
+EMBER_DEFINE_CHOICE(ember_f64, ember_f64_wide, double)
+#else
+#define ember_f64_choice_blocked ember_f64_wide_blocked
+#endif
 EMBER_DEFINE_TILE(ember_f64, ember_f64_narrow, double, double, EMBER_LOAD_AS_IS,
                   EMBER_NARROW_MR, 1)
 EMBER_DEFINE_IN_PLACE(ember_f64, ember_f64_narrow, double, double, EMBER_LOAD_AS_IS)
-EMBER_DEFINE_OWN_GEMM(ember_own_gemm_f64, double, double, double, ember_f64_wide,
+EMBER_DEFINE_OWN_GEMM(ember_own_gemm_f64, double, double, double, ember_f64_choice,
                       ember_f64_narrow, )
 #endif
 #if !defined(EMBER_GEMM_TYPE) || EMBER_GEMM_TYPE == 16 || EMBER_GEMM_TYPE == 17
