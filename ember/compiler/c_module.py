@@ -69,6 +69,10 @@ _MATH_CALL_COST = 1000
 # A unit of its own costs about 2000 more (the compiler's start and the headers), and a
 # split module a link step of about 1600: units are at least this large.
 MIN_UNIT_COST = 6000
+# A unit that calls a float GEMM compiles ember_gemm.h's BLAS wrapper (its split over
+# the team, its epilogues): 0.45 s of gcc 12 -O3, as much as this many characters of
+# loops. Once per unit that calls one, so the GEMM steps share a unit.
+GEMM_WRAPPER_COST = 20000
 
 
 def build_module(steps: list[LoweredStep], plan: BufferPlan, layout: Layout,
@@ -91,7 +95,7 @@ def build_module(steps: list[LoweredStep], plan: BufferPlan, layout: Layout,
                    for step, text in zip(steps, definitions))
     team = renderer.threads if hold_team and parallel else 0
     parts = _parts(segments, [_compile_cost(d, c) for d, c in zip(definitions, calls)],
-                   max_units)
+                   max_units, {i for i, step in enumerate(steps) if step.gemm is not None})
     if len({unit for unit, _ in parts}) <= 1:
         cases = _cases(segments, lambda segment: _calls(segment, calls, steps, "    "))
         entry = _run_function(cases, team)
@@ -139,31 +143,39 @@ def _compile_cost(definition: str, call: list[str]) -> int:
             + _MATH_CALL_COST * len(re.findall(r"\bember_\w+f\(", text)))
 
 
-def _parts(segments: list[list[int]], costs: list[int],
-           max_units: int) -> list[tuple[int, list[int]]]:
+def _parts(segments: list[list[int]], costs: list[int], max_units: int,
+           gemms: set[int] = frozenset()) -> list[tuple[int, list[int]]]:
     """(unit, step indices) of each part, in execution order: the native steps cut into
-    units of contiguous steps of about equal cost, and at segment boundaries."""
+    units of about equal cost, at segment boundaries; the ``gemms`` steps all in unit 0
+    (which pays for the GEMM wrapper once), the others cut into contiguous runs."""
     native = [i for segment in segments for i in segment]
-    total = sum(costs[i] for i in native)
-    count = max(1, min(max_units, total // MIN_UNIT_COST))
+    gemms = gemms & set(native)
+    wrapper = GEMM_WRAPPER_COST if gemms else 0
+    total = sum(costs[i] for i in native) + wrapper
+    done = wrapper + sum(costs[i] for i in gemms)  # (unit 0's GEMM steps come first)
+    # (a unit besides the GEMMs' must be worth its own compiler run)
+    count = max(1, min(max_units, total // MIN_UNIT_COST,
+                       1 + (total - done) // MIN_UNIT_COST if gemms else max_units))
     parts: list[tuple[int, list[int]]] = []
-    done = 0
     for segment in segments:
         first = len(parts)
         for index in segment:
-            unit = min(count - 1, (done + costs[index] // 2) * count // max(total, 1))
-            done += costs[index]
+            unit = 0
+            if index not in gemms:
+                unit = min(count - 1, (done + costs[index] // 2) * count // max(total, 1))
+                done += costs[index]
             if len(parts) == first or parts[-1][0] != unit:
                 parts.append((unit, []))
             parts[-1][1].append(index)
-    return parts
+    dense = {unit: number for number, unit in enumerate(sorted({u for u, _ in parts}))}
+    return [(dense[unit], indices) for unit, indices in parts]
 
 
 def _split_units(steps: list[LoweredStep], segments: list[list[int]],
                  parts: list[tuple[int, list[int]]], definitions: list[str],
                  calls: list[list[str]], team: int, profile: bool) -> list[str]:
     """One source per unit: its kernels and part functions; the last one holds ``run``."""
-    last = parts[-1][0] if parts else 0
+    last = max((unit for unit, _ in parts), default=0)
     units = []
     for unit in range(last + 1):
         mine = [(number, indices) for number, (owner, indices) in enumerate(parts)

@@ -1,32 +1,30 @@
 """Convolutions as im2col + one matrix product, for backends without a convolution kernel.
 
 A covered ``conv_general_dilated`` (float32 / float64 throughout, at most
-``MAX_SLICES`` slices, see below) becomes primitives every code generator
+``MAX_SLICES`` taps or positions, see below) becomes primitives every code generator
 handles: the input in the canonical layout (N, C, spatial...), padded (``lhs_dilation``
 as interior padding, negative padding crops), then the patch matrix (N, P, C, T) of the
-P output positions and T kernel taps, one strided slice per tap (or per output position,
-whichever is fewer: the weight gradient of a convolution has a big "kernel", the
-gradient, and few positions), concatenated; fusion makes that one loop kernel filling
-the patch buffer. A ``dot_general`` contracting (C, T) with the kernel (O, C, T), a GEMM
-for BLAS, gives (N, P, O), reshaped and transposed to the layout of the output. With
-feature or batch groups (grouped and depthwise convolutions, and their gradients) the
-product is batched over the groups.
+P output positions and T kernel taps, one gather at positions computed from iotas (a
+loop kernel filling the patch buffer). A ``dot_general`` contracting (C, T) with the
+kernel (O, C, T), a GEMM for BLAS, gives (N, P, O), reshaped and transposed to the layout
+of the output. With feature or batch groups (grouped and depthwise convolutions, and
+their gradients) the product is batched over the groups.
 
-Everything else (other dtypes, many slices, empty shapes) stays one equation.
+Everything else (other dtypes, many taps and positions, empty shapes) stays one equation.
 """
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import numpy as np
 
 from ember.ir.graph import Eqn, Graph
 from ember.ops import structural
+from ember.ops.indexing import GatherDimensionNumbers, GatherScatterMode, gather
 from ember.ops.linalg import dot_general
 from ember.passes.rewrite import Expansion, expand_equations
 
-MAX_SLICES = 64  # more slices make the patch kernel's C code (and its compile) too big
+MAX_SLICES = 64  # more taps and positions both: a patch matrix too big to pay
 _DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
@@ -98,28 +96,24 @@ def _im2col_conv(lhs: Any, rhs: Any, params: dict[str, Any],
 
 def _patches(x: Any, taps: tuple[int, ...], spatial: tuple[int, ...],
              params: dict[str, Any]) -> Any:
-    """The patch matrix (N, P, C, T) of padded ``x`` (N, C, S...): one strided slice per
-    tap, each holding every output position, or one per output position, holding every
-    tap, whichever is fewer."""
-    n, c = x.shape[:2]
+    """The patch matrix (N, P, C, T) of padded ``x`` (N, C, S...): one gather from the
+    flattened spatial axes, at positions computed from iotas (so the patch kernel reads
+    ``x`` once per element and stores no index array). Slices concatenated took two
+    kernels, one storing every slice and one copying them into place: 1.5x the time."""
+    n, c, *extents = x.shape
     strides, dilation = params["window_strides"], params["rhs_dilation"]
     t, p = int(np.prod(taps)), int(np.prod(spatial))
-    by_tap = t <= p
-    # by tap: starts k * dilation, step stride, `spatial` long; by position: the reverse
-    outer, step, start_step, length = ((taps, strides, dilation, spatial) if by_tap
-                                       else (spatial, dilation, strides, taps))
-    pieces = []
-    for index in itertools.product(*(range(e) for e in outer)):
-        starts = [i * s for i, s in zip(index, start_step)]
-        limits = [a + (m - 1) * s + 1 for a, m, s in zip(starts, length, step)]
-        piece = structural.slice(x, (0, 0, *starts), (n, c, *limits), (1, 1, *step))
-        if by_tap:  # (N, C, S...) -> (N, P, C, 1)
-            ndim = len(spatial) + 2
-            piece = structural.transpose(piece, (0, *range(2, ndim), 1))
-            piece = structural.reshape(piece, (n, p, c, 1))
-        else:  # (N, C, K...) -> (N, 1, C, T)
-            piece = structural.reshape(piece, (n, 1, c, t))
-        pieces.append(piece)
-    if len(pieces) == 1:
-        return pieces[0]
-    return structural.concatenate(pieces, 3 if by_tap else 1)
+    rank, shape = len(spatial), (*spatial, *taps)
+    position, flat_stride = None, 1
+    for d in reversed(range(rank)):  # position d * stride + tap d * dilation, row-major
+        along = (structural.broadcasted_iota(np.int32, shape, d) * (strides[d] * flat_stride)
+                 + structural.broadcasted_iota(np.int32, shape, rank + d)
+                 * (dilation[d] * flat_stride))
+        position = along if position is None else position + along
+        flat_stride *= extents[d]
+    flat = structural.reshape(x, (n, c, flat_stride))
+    dnums = GatherDimensionNumbers(offset_dims=(0, 1), collapsed_slice_dims=(2,),
+                                   start_index_map=(2,))
+    patches = gather(flat, structural.reshape(position, (p * t, 1)), dnums, (n, c, 1),
+                     mode=GatherScatterMode.PROMISE_IN_BOUNDS)  # (N, C, P T)
+    return structural.transpose(structural.reshape(patches, (n, c, p, t)), (0, 2, 1, 3))

@@ -132,6 +132,22 @@ def test_uncovered_convolutions_stay_host_calls():
     assert "host" in [k.kind for k in compiled(integer, *ints).kernels]
 
 
+def test_the_patch_matrix_is_one_kernel_reading_the_padded_input():
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal((4, 8, 12, 12)), rng.standard_normal((16, 8, 3, 3))
+    x, w = x.astype(np.float32), w.astype(np.float32)
+
+    def fun(x, w):
+        return lax.conv_general_dilated(x, w, (1, 1), "SAME")
+
+    assert_matches_reference(fun, x, w, tolerance=(1e-4, 1e-4))
+    # the padding, the patches (one gather, no slices stored and concatenated), the GEMM,
+    # its (N, H, W, O) product to NCHW
+    kinds = [(k.kind, "gather" in k.ops) for k in compiled(fun, x, w).kernels]
+    assert kinds == [("kernel", False), ("kernel", True), ("library", False),
+                     ("kernel", False)], kinds
+
+
 def test_a_convolution_with_many_taps_and_positions_stays_a_host_call():
     rng = np.random.default_rng(0)
     x, w = rng.standard_normal((1, 1, 140)), rng.standard_normal((1, 1, 70))

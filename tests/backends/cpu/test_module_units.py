@@ -32,6 +32,20 @@ def test_parts_are_contiguous_balanced_and_within_segments():
         assert {unit for unit, _ in module._parts(segments, costs, max_units=8)} == {0}
 
 
+def test_the_gemm_steps_share_a_unit_that_pays_for_the_wrapper_once():
+    costs = [10, 30, 10, 30, 10, 10, 10]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(module, "MIN_UNIT_COST", 10)
+        patch.setattr(module, "GEMM_WRAPPER_COST", 40)
+        # steps 1 and 3 (GEMMs) in unit 0 with 100 of the 150; the others fill unit 1
+        parts = module._parts([list(range(7))], costs, max_units=2, gemms={1, 3})
+        assert parts == [(1, [0]), (0, [1]), (1, [2]), (0, [3]), (1, [4, 5, 6])]
+        # the GEMM-free steps are too few for a compiler run of their own
+        patch.setattr(module, "MIN_UNIT_COST", 60)
+        parts = module._parts([list(range(7))], costs, max_units=2, gemms={1, 3})
+        assert {unit for unit, _ in parts} == {0}
+
+
 def network(a, b):
     h = jnp.tanh(a @ b + 1.0)
     h = jnp.exp(-h * h) @ b
@@ -69,7 +83,8 @@ def test_a_split_module_computes_what_the_whole_one_does(tmp_path, monkeypatch, 
     whole, units = _compile_with_units(tmp_path, monkeypatch, fun, 1)
     assert len(units) == 1 and "ember_part_" not in units[0]
     split, units = _compile_with_units(tmp_path, monkeypatch, fun, 3)
-    assert len(units) == 3
+    assert len(units) > 1
+    assert sum('#include "ember_gemm.h"' in unit for unit in units) == 1  # (GEMMs share one)
     assert sum("void run(" in unit for unit in units) == 1 and "void run(" in units[-1]
     for got, want in zip(split, whole):
         np.testing.assert_array_equal(got, want)
