@@ -11,13 +11,14 @@ import torch.fx
 
 import ember
 from ember.config import config
+from ember.core.source_info import source_override
 from ember.errors import EmberTypeError
 from ember.torch.exchange import to_ember
 from ember.torch.buckets import BucketPlan, plan_buckets
 from ember.torch.lowerings import LOWERINGS
 from ember.torch.metrics import metrics
 from ember.torch.program_call import ProgramCall
-from ember.torch.source import node_source
+from ember.torch.source import node_location, node_source
 
 log = logging.getLogger("ember.torch")
 
@@ -38,7 +39,8 @@ class _EmberInterpreter(torch.fx.Interpreter):
 
     def run_node(self, node: torch.fx.Node) -> Any:
         try:
-            return super().run_node(node)
+            with source_override(node_location(node)):
+                return super().run_node(node)
         except EmberTypeError:
             raise
         except Exception as error:  # name the op and the user's line, not torch internals
