@@ -1,5 +1,6 @@
-"""Fixtures of the PyTorch bridge's tests: a fresh Dynamo for every test. Without PyTorch
-the folder is skipped (each module also skips itself)."""
+"""Fixtures of the PyTorch bridge's tests: a fresh Dynamo for every test, and the Ember
+programs a test compiles. Without PyTorch the folder is skipped (each module also skips
+itself)."""
 from __future__ import annotations
 
 import pytest
@@ -17,3 +18,19 @@ def _fresh_dynamo():
     torch.manual_seed(0)
     yield
     torch._dynamo.reset()
+
+
+@pytest.fixture
+def programs(monkeypatch):
+    """The Compiled programs of the graphs Ember compiles in the test, in order."""
+    from ember.torch import program_call
+
+    compiled = []
+    init = program_call.ProgramCall.__init__
+
+    def record(self, program, *args, **kwargs):
+        compiled.append(program)
+        init(self, program, *args, **kwargs)
+
+    monkeypatch.setattr(program_call.ProgramCall, "__init__", record)
+    return compiled

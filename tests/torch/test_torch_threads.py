@@ -12,25 +12,10 @@ import torch
 
 import ember.torch
 from ember.config import config
-from ember.torch import program_call
 
 # ember_gemm_f32(split, parts, ...): parts is the size of the OpenMP team of the call
 _GEMM_PARTS = re.compile(r"ember_gemm_f(?:32|64)\(\d+, (\d+),")
 _TEAM = re.compile(r"num_threads\((\d+)\)")
-
-
-@pytest.fixture
-def programs(monkeypatch):
-    """The Compiled programs of the graphs Ember compiles in the test, in order."""
-    compiled = []
-    init = program_call.ProgramCall.__init__
-
-    def record(self, program, *args, **kwargs):
-        compiled.append(program)
-        init(self, program, *args, **kwargs)
-
-    monkeypatch.setattr(program_call.ProgramCall, "__init__", record)
-    return compiled
 
 
 @pytest.fixture
