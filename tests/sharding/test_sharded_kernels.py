@@ -59,7 +59,9 @@ def test_the_sharded_transformer_step_has_the_unsharded_steps_kernels(cpu):
     unsharded = _kernels(ember.jit(unsharded_step(ember, transformer_loss)),
                          _inputs(TRANSFORMER))
     sharded = _kernels(*_sharded(8, True, TRANSFORMER, transformer_loss))
-    assert len(sharded) == len(unsharded) == 36
+    # (35: the GELU after the first MLP product is computed by the epilogue kernel that
+    # stores its tanh for the backward, passes/fusion.py _merge_into_epilogues)
+    assert len(sharded) == len(unsharded) == 35
 
 
 @pytest.mark.parametrize("placed", [True, False], ids=["partitioned", "shard_map"])
