@@ -71,7 +71,9 @@ _MATH_CALL_COST = 1000
 MIN_UNIT_COST = 6000
 # A unit that calls a float GEMM compiles ember_gemm.h's BLAS wrapper (its split over
 # the team, its epilogues): 0.45 s of gcc 12 -O3, as much as this many characters of
-# loops. Once per unit that calls one, so the GEMM steps share a unit.
+# loops. Once per unit that calls one, so the GEMM steps share a unit. (Once the
+# wrapper's own library is built, modules link it instead and the cost is not paid:
+# toolchain._with_gemm_wrapper.)
 GEMM_WRAPPER_COST = 20000
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import functools
 import hashlib
 import importlib.util
@@ -437,10 +438,11 @@ def build_command(source: str | Sequence[str], *, name: str, link_blas: bool = F
 
 
 def find_shared_library(source: str | Sequence[str], *, name: str, link_blas: bool = False,
-                        extra_flags: Sequence[str] = ()) -> Path | None:
+                        extra_flags: Sequence[str] = (),
+                        blas_info: BlasInfo | None = None) -> Path | None:
     """The library ``compile_shared_library`` would return, if the compile cache holds it
     already (else None: nothing is built)."""
-    build = _LibraryBuild(source, name, link_blas, extra_flags)
+    build = _LibraryBuild(source, name, link_blas, extra_flags, blas_info)
     return default_cache().find(key_of(build.key_parts, ".so"), ".so")
 
 
@@ -454,7 +456,7 @@ class _LibraryBuild:
         self.name = name
         self.units = [source] if isinstance(source, str) else list(source)
         if blas_info is None and link_blas:
-            blas_info = _required_blas()
+            blas_info = _with_gemm_wrapper(_required_blas())
         self.compile_flags, self.link_flags = _flags(blas_info, extra_flags)
         self.key_parts = [*_toolchain_key(toolchain, self.compile_flags, self.link_flags,
                                           blas_info),
@@ -515,6 +517,50 @@ def _required_toolchain() -> Toolchain:
         raise BackendUnavailableError(
             "the CPU backend needs a C compiler: install gcc or clang, or set $CC")
     return toolchain
+
+
+# ember_gemm.h's BLAS wrapper as a library of its own (ember_gemm_f32 / _f64: the split
+# over the OpenMP team around single-threaded BLAS calls, the epilogue, activations).
+_GEMM_WRAPPER_SOURCE = ('#define EMBER_GEMM_LINKAGE __attribute__((visibility("default")))\n'
+                        '#include "ember_gemm.h"\n')
+
+
+def _with_gemm_wrapper(info: BlasInfo) -> BlasInfo:
+    """``info``, linking ember_gemm.h's wrapper from its library once the compile cache
+    holds that: compiled into every module that multiplies matrices, the wrapper costs
+    gcc about 0.5 s, four times the fused kernels of an MLP's train step. Until then the
+    module compiles it, and the library is built in the background, as Ember's GEMM
+    library is (a first compile neither waits for nor competes much with it)."""
+    build = _gemm_wrapper_build(info, find_toolchain(), str(default_cache().directory))
+    build.start()
+    path = build.loaded
+    if path is None or not path.exists():
+        return info
+    return dataclasses.replace(
+        info, compile_flags=(*info.compile_flags, "-DEMBER_GEMM_WRAPPER_LINKED"),
+        link_flags=(f"-L{path.parent}", f"-l:{path.name}", f"-Wl,-rpath,{path.parent}",
+                    *info.link_flags),
+        version=f"{info.version} + wrapper {path.stem}")
+
+
+def gemm_wrapper_path(wait: bool = False) -> Path | None:
+    """The library of ember_gemm.h's wrapper for the BLAS ``config.blas`` chooses, if it is
+    built (``wait``: after waiting for its background build; None where it failed)."""
+    info = _required_blas()
+    build = _gemm_wrapper_build(info, find_toolchain(), str(default_cache().directory))
+    return build.wait() if wait else (build.start(), build.loaded)[1]
+
+
+@functools.lru_cache(maxsize=None)
+def _gemm_wrapper_build(info: BlasInfo, toolchain: Toolchain | None, cache_directory: str):
+    from ember.backends.cpu.background_build import BackgroundBuild
+
+    options = {"name": "ember_gemm_wrapper", "blas_info": info}
+    return BackgroundBuild(
+        "ember-gemm-wrapper",
+        find=lambda: find_shared_library(_GEMM_WRAPPER_SOURCE, **options),
+        build=lambda: compile_shared_library(_GEMM_WRAPPER_SOURCE, **options),
+        load=lambda path: path)
 
 
 def _required_blas() -> BlasInfo:

@@ -2,6 +2,8 @@
 and compare the results with a tolerance that fits the dtype."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -11,6 +13,15 @@ from ember.runtime.devices import available_backends
 
 requires_cpu = pytest.mark.skipif("cpu" not in available_backends(),
                                   reason="no C compiler on this machine")
+
+# A program's library name (compiler.pipeline.source_name), not the libraries the backend
+# builds for itself beside it (the launcher, Ember's GEMM, the GEMM wrapper).
+_PROGRAM_NAME = re.compile(r"ember_[0-9a-f]{12}")
+
+
+def is_program(name: str) -> bool:
+    """Whether ``compile_shared_library`` was asked to build a program's module."""
+    return _PROGRAM_NAME.fullmatch(name) is not None
 
 # (rtol, atol) by dtype: float32 math is the vectorized ember_math.h (a few ulp); half
 # precision is computed in float32 and rounded once, where NumPy rounds every op.

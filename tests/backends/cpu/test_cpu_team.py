@@ -11,7 +11,7 @@ import textwrap
 
 import numpy as np
 import pytest
-from cpu_testing import assert_matches_reference, requires_cpu
+from cpu_testing import assert_matches_reference, is_program, requires_cpu
 
 import ember.numpy as jnp
 from ember import jit
@@ -39,7 +39,7 @@ def module_source(tmp_path, monkeypatch, fun, *args, threads=2, pin=True) -> str
     compile_library = toolchain.compile_shared_library
 
     def recording(source, **kwargs):
-        if kwargs["name"].startswith("ember_") and kwargs["name"] != "ember_launcher":
+        if is_program(kwargs["name"]):
             seen.append(source if isinstance(source, str) else "\n".join(source))
         return compile_library(source, **kwargs)
 

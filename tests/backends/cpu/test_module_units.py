@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from cpu_testing import assert_same, requires_cpu
+from cpu_testing import assert_same, is_program, requires_cpu
 
 import ember
 import ember.numpy as jnp
@@ -65,7 +65,7 @@ def _compile_with_units(tmp_path, monkeypatch, fun, max_units):
     compile_library = toolchain.compile_shared_library
 
     def recording(source, **kwargs):
-        if kwargs["name"].startswith("ember_") and kwargs["name"] != "ember_launcher":
+        if is_program(kwargs["name"]):
             seen.append(source)
         return compile_library(source, **kwargs)
 

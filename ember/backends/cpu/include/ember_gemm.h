@@ -192,9 +192,14 @@ EMBER_DEFINE_GEMM_FINISH(double)
 #define EMBER_GEMM_OWN_CALL(OWN)
 #endif
 
+/* (static in each module; exported from the wrapper library, which defines
+ * EMBER_GEMM_LINKAGE before including this header) */
+#ifndef EMBER_GEMM_LINKAGE
+#define EMBER_GEMM_LINKAGE static
+#endif
 #define EMBER_DEFINE_GEMM(NAME, OWN, T, CBLAS_GEMM)                                        \
   EMBER_DEFINE_GEMM_START(NAME, T)                                                         \
-  static __attribute__((noinline, unused)) EMBER_GEMM_SIGNATURE(NAME, T) {                 \
+  EMBER_GEMM_LINKAGE __attribute__((noinline, unused)) EMBER_GEMM_SIGNATURE(NAME, T) {     \
     EMBER_GEMM_OWN_CALL(OWN)                                                               \
     const int saved_threads = ember_blas_single_threaded();                                \
     EMBER_GEMM_PARTS(T, T, T, {                                                            \
@@ -260,6 +265,12 @@ EMBER_DECLARE_CASTS(gemm_f16_f16, uint16_t)
 #if EMBER_GEMM_OWN_CLASSES == EMBER_GEMM_ALL_CLASSES
 EMBER_DEFINE_OWN_CALL(ember_gemm_f32, ember_own_gemm_f32, float, float, float)
 EMBER_DEFINE_OWN_CALL(ember_gemm_f64, ember_own_gemm_f64, double, double, double)
+#elif defined(EMBER_GEMM_WRAPPER_LINKED)
+/* Compiled once per toolchain and BLAS into the wrapper library that the module links
+ * (toolchain.py's _with_gemm_wrapper): its OpenMP region and activation loops cost gcc
+ * about 0.5 s, four times a module's fused kernels. */
+EMBER_GEMM_SIGNATURE(ember_gemm_f32, float);
+EMBER_GEMM_SIGNATURE(ember_gemm_f64, double);
 #else
 #include "ember_blas.h"
 EMBER_DEFINE_GEMM(ember_gemm_f32, ember_own_gemm_f32, float, EMBER_CBLAS(sgemm))
