@@ -531,7 +531,7 @@ def _with_gemm_wrapper(info: BlasInfo) -> BlasInfo:
     gcc about 0.5 s, four times the fused kernels of an MLP's train step. Until then the
     module compiles it, and the library is built in the background, as Ember's GEMM
     library is (a first compile neither waits for nor competes much with it)."""
-    build = _gemm_wrapper_build(info, find_toolchain(), str(default_cache().directory))
+    build = _gemm_wrapper_build(info)
     build.start()
     path = build.loaded
     if path is None or not path.exists():
@@ -543,16 +543,19 @@ def _with_gemm_wrapper(info: BlasInfo) -> BlasInfo:
         version=f"{info.version} + wrapper {path.stem}")
 
 
-def gemm_wrapper_path(wait: bool = False) -> Path | None:
-    """The library of ember_gemm.h's wrapper for the BLAS ``config.blas`` chooses, if it is
-    built (``wait``: after waiting for its background build; None where it failed)."""
-    info = _required_blas()
-    build = _gemm_wrapper_build(info, find_toolchain(), str(default_cache().directory))
-    return build.wait() if wait else (build.start(), build.loaded)[1]
+def gemm_wrapper_path() -> Path | None:
+    """The library of ember_gemm.h's wrapper for the BLAS ``config.blas`` chooses, after
+    waiting for its background build (None where it failed)."""
+    return _gemm_wrapper_build(_required_blas()).wait()
+
+
+def _gemm_wrapper_build(info: BlasInfo):
+    """The wrapper's build for ``info``, once per toolchain and compile cache."""
+    return _wrapper_build_in(info, find_toolchain(), str(default_cache().directory))
 
 
 @functools.lru_cache(maxsize=None)
-def _gemm_wrapper_build(info: BlasInfo, toolchain: Toolchain | None, cache_directory: str):
+def _wrapper_build_in(info: BlasInfo, toolchain: Toolchain | None, cache_directory: str):
     from ember.backends.cpu.background_build import BackgroundBuild
 
     options = {"name": "ember_gemm_wrapper", "blas_info": info}
