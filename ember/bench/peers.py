@@ -150,6 +150,11 @@ class JaxStylePeer(Peer):
         """Environment of a compile probe: which persistent compile cache it may use."""
         raise NotImplementedError
 
+    def new_cache(self, scratch: Path) -> Path:
+        """A compile cache for a compile probe that holds no program: a new, empty
+        folder, unless the framework builds libraries of its own once per host."""
+        return Path(tempfile.mkdtemp(prefix=f"{self.name}-cache-", dir=scratch))
+
     def runner(self, workload, args, sizes, scratch):
         ns = self.namespace()
         if isinstance(workload, CompileWorkload):
@@ -163,13 +168,10 @@ class JaxStylePeer(Peer):
     def _probe_runner(self, workload: CompileWorkload, sizes: str, scratch: Path) -> Runner:
         """Each sample is a new process. For the warm variant every process shares one
         cache directory, which the first (untimed, checked) call populates."""
-        def new_cache() -> Path:
-            return Path(tempfile.mkdtemp(prefix=f"{self.name}-cache-", dir=scratch))
-
-        shared_cache = new_cache() if workload.warm else None
+        shared_cache = self.new_cache(scratch) if workload.warm else None
 
         def sample() -> tuple[float, Any]:
-            cache = shared_cache or new_cache()
+            cache = shared_cache or self.new_cache(scratch)
             env = dict(os.environ, **self.cache_env(cache, workload.warm))
             env["PYTHONPATH"] = os.pathsep.join(p or os.getcwd() for p in sys.path)
             command = [sys.executable, "-m", "ember.bench.compile_probe", self.loader,
@@ -190,6 +192,8 @@ class EmberPeer(JaxStylePeer):
                  loader: str = "ember.bench.peers:load_ember") -> None:
         super().__init__("ember", loader)
         self.backend = backend
+        self._host_libraries: tempfile.TemporaryDirectory | None = None  # new_cache's
+        self._libraries: set[Path] = set()  # what it holds once built
 
     def namespace(self) -> Any:
         first_load = self._namespace is None
@@ -198,6 +202,31 @@ class EmberPeer(JaxStylePeer):
             from ember.config import config
             config.update("backend", self.backend)
         return ns
+
+    def new_cache(self, scratch):
+        """The per-host libraries (the launcher, Ember's GEMM, the BLAS wrapper and the
+        BLAS choice's rates: ``host_libraries``) and nothing else, as on a host where Ember
+        ran before, and as JAX's wheel brings its runtime compiled: a cold compile is the
+        program's. They are built once per run into one folder, from which each probe's
+        programs are removed before the next (a copy elsewhere would not do: the keys of
+        libraries that link others hold the folder's path)."""
+        if target.platform(self.backend) != "cpu":
+            return super().new_cache(scratch)
+        if self._host_libraries is None:  # (removed with the peer, or at exit)
+            self._host_libraries = tempfile.TemporaryDirectory(prefix="ember-host-")
+            start = time.perf_counter()
+            env = self.cache_env(Path(self._host_libraries.name), False)
+            subprocess.run([sys.executable, "-c", "from ember.backends.cpu.host_libraries "
+                            "import prepare; prepare()"], env=dict(os.environ, **env),
+                           check=True, timeout=PROBE_TIMEOUT_S)
+            print(f"  (Ember's per-host libraries, built once before compile_cold: "
+                  f"{time.perf_counter() - start:.1f} s)", file=sys.stderr, flush=True)
+            self._libraries = set(Path(self._host_libraries.name).rglob("*"))
+        folder = Path(self._host_libraries.name)
+        for path in sorted(folder.rglob("*"), reverse=True):  # (files before their folders)
+            if path not in self._libraries:
+                path.rmdir() if path.is_dir() else path.unlink()
+        return folder
 
     def cache_env(self, cache_dir, warm):
         env = {"EMBER_CACHE_DIR": str(cache_dir)}

@@ -5,9 +5,9 @@ eager PyTorch, ``torch.compile`` with inductor (one compile thread), and
 For each model: the first call (a train step that includes the compile), then train-step
 time (forward, backward, AdamW), the median of samples taken round-robin so that a shared
 machine's drift hits the three alike. Both compilers start cold: their persistent caches
-point at a fresh folder (Ember's launcher library, built once per installation, is built
-there before timing). The losses of the first steps are compared with eager's, and a
-compiler whose loss disagrees is reported wrong.
+point at a fresh folder (Ember's per-host libraries, built once per installation, are
+built there before timing: ``host_libraries.prepare``). The losses of the first steps
+are compared with eager's, and a compiler whose loss disagrees is reported wrong.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ember.backends.cpu.launcher import launcher
+from ember.backends.cpu.host_libraries import prepare
 from ember.bench import machine
 from ember.config import config
 
@@ -205,7 +205,7 @@ def run(quick: bool = False, json_path: str | None = None,
             torch._dynamo.config.patch(allow_rnn=True):
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(cold, "inductor")
         try:
-            launcher()
+            prepare()
             for name, (describe, make_model, make_batch) in models.items():
                 if only and name not in only:
                     continue

@@ -305,7 +305,8 @@ DISPATCH = Workload(
 # --- compile time ------------------------------------------------------------------------
 
 COMPILE_COLD = CompileWorkload(
-    "compile_cold", "first call of mlp_step in a fresh process, empty compile cache",
+    "compile_cold", "first call of mlp_step in a fresh process, no program in the compile "
+    "cache (Ember's per-host libraries are there)",
     MLP_STEP, warm=False,
 )
 COMPILE_WARM = CompileWorkload(

@@ -73,18 +73,20 @@ MIN_UNIT_COST = 6000
 # the team, its epilogues): 0.45 s of gcc 12 -O3, as much as this many characters of
 # loops. Once per unit that calls one, so the GEMM steps share a unit. (Once the
 # wrapper's own library is built, modules link it instead and the cost is not paid:
-# toolchain._with_gemm_wrapper.)
+# the CPU backend passes 0, toolchain._with_gemm_wrapper.)
 GEMM_WRAPPER_COST = 20000
 
 
 def build_module(steps: list[LoweredStep], plan: BufferPlan, layout: Layout,
                  renderer: CRenderer, max_units: int = 1, hold_team: bool = False,
-                 profile: bool = False) -> Module:
+                 profile: bool = False, gemm_wrapper_cost: int = GEMM_WRAPPER_COST) -> Module:
     """The module of ``steps``, in at most ``max_units`` translation units.
 
     ``hold_team``: a call of a module with parallel work keeps its threads on distinct
     cores while it runs (include/ember_team.h). ``profile``: every step counts its calls
-    and time (include/ember_profile.h; ``ember_profile_read``)."""
+    and time (include/ember_profile.h; ``ember_profile_read``). ``gemm_wrapper_cost``:
+    what compiling the GEMM wrapper adds to the unit of the GEMM steps (0 where the
+    module links the wrapper's library)."""
     rendered = [_render_step(step, plan, layout, renderer) for step in steps]
     definitions = [definition for definition, _, _ in rendered]
     calls = [call for _, _, call in rendered]
@@ -97,7 +99,8 @@ def build_module(steps: list[LoweredStep], plan: BufferPlan, layout: Layout,
                    for step, text in zip(steps, definitions))
     team = renderer.threads if hold_team and parallel else 0
     parts = _parts(segments, [_compile_cost(d, c) for d, c in zip(definitions, calls)],
-                   max_units, {i for i, step in enumerate(steps) if step.gemm is not None})
+                   max_units, {i for i, step in enumerate(steps) if step.gemm is not None},
+                   gemm_wrapper_cost)
     if len({unit for unit, _ in parts}) <= 1:
         cases = _cases(segments, lambda segment: _calls(segment, calls, steps, "    "))
         entry = _run_function(cases, team)
@@ -146,13 +149,14 @@ def _compile_cost(definition: str, call: list[str]) -> int:
 
 
 def _parts(segments: list[list[int]], costs: list[int], max_units: int,
-           gemms: set[int] = frozenset()) -> list[tuple[int, list[int]]]:
+           gemms: set[int] = frozenset(),
+           gemm_wrapper_cost: int = GEMM_WRAPPER_COST) -> list[tuple[int, list[int]]]:
     """(unit, step indices) of each part, in execution order: the native steps cut into
     units of about equal cost, at segment boundaries; the ``gemms`` steps all in unit 0
-    (which pays for the GEMM wrapper once), the others cut into contiguous runs."""
+    (which pays ``gemm_wrapper_cost`` once), the others cut into contiguous runs."""
     native = [i for segment in segments for i in segment]
     gemms = gemms & set(native)
-    wrapper = GEMM_WRAPPER_COST if gemms else 0
+    wrapper = gemm_wrapper_cost if gemms else 0
     total = sum(costs[i] for i in native) + wrapper
     done = wrapper + sum(costs[i] for i in gemms)  # (unit 0's GEMM steps come first)
     # (a unit besides the GEMMs' must be worth its own compiler run)

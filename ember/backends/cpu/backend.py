@@ -26,7 +26,7 @@ from ember.backends.cpu.executable import CpuExecutable, HostCall, entry_point
 from ember.backends.cpu.launcher import start_launcher
 from ember.codegen import c_sort
 from ember.codegen.c import CRenderer
-from ember.compiler.c_module import Layout, Module, build_module
+from ember.compiler.c_module import GEMM_WRAPPER_COST, Layout, Module, build_module
 from ember.compiler.steps import LoweredStep
 from ember.compiler.pipeline import Compilation, compile_program, schedule_text, source_name
 from ember.codegen.policy import gemm_eligible, native
@@ -108,9 +108,12 @@ class CpuTarget:
         self.compile_body = compile_body
 
     def render(self, program: Compilation) -> Module:
+        linked = (any(step.gemm is not None for step in program.steps)
+                  and toolchain.links_gemm_wrapper())
         return build_module(program.steps, program.plan, _layout(program), self.renderer,
                             max_units=toolchain.parallel_jobs(), hold_team=config.pin_threads,
-                            profile=config.profile)
+                            profile=config.profile,
+                            gemm_wrapper_cost=0 if linked else GEMM_WRAPPER_COST)
 
     def build(self, program: Compilation) -> Path:
         return toolchain.compile_shared_library(program.source.units,

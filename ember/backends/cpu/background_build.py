@@ -1,11 +1,15 @@
 """Shared libraries that the CPU backend builds for itself (the launcher, Ember's GEMM),
 loaded from the compile cache, else built by a background thread whose compiler runs at
 a low priority, so that a fresh machine's first compile neither waits for nor competes
-much with them. Until one is ready its user goes on without it."""
+much with them. Until one is ready its user goes on without it. A build unfinished at
+exit is handed to a process of its own (``host_libraries``), so that it is done once per
+host however short the scripts that start it."""
 from __future__ import annotations
 
 import atexit
 import os
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -69,13 +73,41 @@ class BackgroundBuild(Generic[Loaded]):
         self.loaded = self._load(path)
 
     def _finish(self) -> None:
-        """At exit: give a running build a moment to end, then stop its compiler (a
-        compiler left running would leave temporary files behind; a build at a low
-        priority on a busy machine could otherwise hold the exit for seconds)."""
-        self._thread.join(EXIT_WAIT_S)
+        """At exit: stop a running build's compiler, and hand the per-host libraries to
+        a process that outlives this one (waiting here would hold a short script's exit
+        for seconds: a build runs at a low priority). The stopped build fails and
+        removes its temporary files."""
         if self._thread.is_alive():
             toolchain.stop_compilers()
             self._thread.join(EXIT_WAIT_S)
+            hand_off()
+
+
+_handed_off = False
+
+
+def hand_off() -> None:
+    """Start ``python -m ember.backends.cpu.host_libraries`` for this process's compile
+    cache and settings, detached (its own session, no terminal, nothing inherited), once
+    per process."""
+    global _handed_off
+    if _handed_off:
+        return
+    _handed_off = True
+    from ember.config import FLAGS, config
+    from ember.runtime.compile_cache import default_cache
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p or os.getcwd() for p in sys.path))
+    for name in ("blas", "cflags", "sanitize", "num_threads"):  # what the libraries' keys hold
+        value = getattr(config, name)
+        env[FLAGS[name].env_var] = "" if value is None else str(value)
+    env[FLAGS["cache_dir"].env_var] = str(default_cache().directory)
+    try:
+        subprocess.Popen([sys.executable, "-m", "ember.backends.cpu.host_libraries"],
+                         env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+    except OSError:
+        pass  # the next process builds them in the background again
 
 
 def low_priority() -> None:

@@ -52,10 +52,15 @@ def _new_build() -> BackgroundBuild[tuple[Launch, Loops]]:
     """The launcher's build (one per process): the entry point and the native loops."""
     return BackgroundBuild(
         "ember-launcher",
-        find=lambda: toolchain.find_shared_library(_SOURCE.read_text(), **_build_options()),
+        find=built_path,
         build=lambda: toolchain.compile_shared_library(_SOURCE.read_text(),
                                                        **_build_options()),
         load=lambda path: (_load(path), Loops(path)))
+
+
+def built_path() -> Path | None:
+    """The launcher library, if the compile cache holds it (nothing is built)."""
+    return toolchain.find_shared_library(_SOURCE.read_text(), **_build_options())
 
 
 def _build_options() -> dict:

@@ -543,10 +543,30 @@ def _with_gemm_wrapper(info: BlasInfo) -> BlasInfo:
         version=f"{info.version} + wrapper {path.stem}")
 
 
+def links_gemm_wrapper() -> bool:
+    """Whether a module that multiplies matrices, built now, links the wrapper's library
+    (else it compiles the wrapper: the cost its C units are balanced by)."""
+    try:
+        info = _required_blas()
+    except BackendUnavailableError:
+        return False
+    return "-DEMBER_GEMM_WRAPPER_LINKED" in _with_gemm_wrapper(info).compile_flags
+
+
 def gemm_wrapper_path() -> Path | None:
     """The library of ember_gemm.h's wrapper for the BLAS ``config.blas`` chooses, after
     waiting for its background build (None where it failed)."""
     return _gemm_wrapper_build(_required_blas()).wait()
+
+
+def built_gemm_wrapper_path() -> Path | None:
+    """The wrapper's library for the BLAS ``config.blas`` chooses, if the compile cache
+    holds it (nothing is built)."""
+    return find_shared_library(_GEMM_WRAPPER_SOURCE, **_wrapper_options(_required_blas()))
+
+
+def _wrapper_options(info: BlasInfo) -> dict:
+    return {"name": "ember_gemm_wrapper", "blas_info": info}
 
 
 def _gemm_wrapper_build(info: BlasInfo):
@@ -558,7 +578,7 @@ def _gemm_wrapper_build(info: BlasInfo):
 def _wrapper_build_in(info: BlasInfo, toolchain: Toolchain | None, cache_directory: str):
     from ember.backends.cpu.background_build import BackgroundBuild
 
-    options = {"name": "ember_gemm_wrapper", "blas_info": info}
+    options = _wrapper_options(info)
     return BackgroundBuild(
         "ember-gemm-wrapper",
         find=lambda: find_shared_library(_GEMM_WRAPPER_SOURCE, **options),

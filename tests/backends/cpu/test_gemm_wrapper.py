@@ -38,5 +38,6 @@ def test_modules_link_the_wrapper_once_it_is_built(tmp_path, blas):
         linked, command = _run_and_build_command(
             tmp_path, lambda x, w: jnp.maximum(x @ w, 0.0) * 2.0 + 0.0, x, w)
         assert "-DEMBER_GEMM_WRAPPER_LINKED" in command and path.name in command
+        assert toolchain.links_gemm_wrapper()  # (its C units are balanced without it)
     for got in (first, linked):
         np.testing.assert_allclose(np.asarray(got), expected, rtol=1e-5, atol=1e-5)

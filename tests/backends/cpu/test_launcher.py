@@ -1,6 +1,7 @@
 """The launcher is built in the background, at a low priority: executables run
-without it until it is ready, then use it; at exit a build still running is stopped
-(background_build.py, which Ember's GEMM library is built by too)."""
+without it until it is ready, then use it; at exit a build still running is stopped and
+handed to a process of its own (background_build.py, which Ember's GEMM library is
+built by too)."""
 from __future__ import annotations
 
 import os
@@ -66,7 +67,7 @@ def test_the_launcher_compiles_at_a_low_priority_and_may_fail(monkeypatch):
     assert os.getpriority(os.PRIO_PROCESS, 0) == priority
 
 
-def test_at_exit_a_build_still_running_is_stopped(monkeypatch, tmp_path):
+def test_at_exit_a_build_still_running_is_stopped_and_handed_off(monkeypatch, tmp_path):
     def slow_compile(source, **kwargs):
         [result] = launcher.toolchain._run_all([["sleep", "60"]], str(tmp_path))
         raise CompileError(f"stopped: {result.returncode}")
@@ -75,6 +76,8 @@ def test_at_exit_a_build_still_running_is_stopped(monkeypatch, tmp_path):
     monkeypatch.setattr(launcher.toolchain, "compile_shared_library", slow_compile)
     monkeypatch.setattr(background_build, "EXIT_WAIT_S", 0.2)
     monkeypatch.setattr(launcher.toolchain, "_stopped", False)  # restored after the test
+    handed_off = []
+    monkeypatch.setattr(background_build, "hand_off", lambda: handed_off.append(True))
     others = set(launcher.toolchain._running)  # (e.g. the real launcher, still building)
     build = launcher._new_build()
     build.start()
@@ -82,6 +85,7 @@ def test_at_exit_a_build_still_running_is_stopped(monkeypatch, tmp_path):
     build._finish()
     assert not build._thread.is_alive() and time.monotonic() - start < 5
     assert build.loaded is None and set(launcher.toolchain._running) <= others
+    assert handed_off == [True]
 
 
 def test_python_headers_are_found_where_sysconfig_says():

@@ -36,14 +36,27 @@ def test_the_gemm_steps_share_a_unit_that_pays_for_the_wrapper_once():
     costs = [10, 30, 10, 30, 10, 10, 10]
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(module, "MIN_UNIT_COST", 10)
-        patch.setattr(module, "GEMM_WRAPPER_COST", 40)
         # steps 1 and 3 (GEMMs) in unit 0 with 100 of the 150; the others fill unit 1
-        parts = module._parts([list(range(7))], costs, max_units=2, gemms={1, 3})
+        parts = module._parts([list(range(7))], costs, max_units=2, gemms={1, 3},
+                              gemm_wrapper_cost=40)
         assert parts == [(1, [0]), (0, [1]), (1, [2]), (0, [3]), (1, [4, 5, 6])]
         # the GEMM-free steps are too few for a compiler run of their own
         patch.setattr(module, "MIN_UNIT_COST", 60)
-        parts = module._parts([list(range(7))], costs, max_units=2, gemms={1, 3})
+        parts = module._parts([list(range(7))], costs, max_units=2, gemms={1, 3},
+                              gemm_wrapper_cost=40)
         assert {unit for unit, _ in parts} == {0}
+
+
+def test_a_linked_gemm_wrapper_leaves_room_for_kernels_in_the_gemm_unit():
+    costs = [10] * 7
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(module, "MIN_UNIT_COST", 10)
+        compiled = module._parts([list(range(7))], costs, max_units=2, gemms={1},
+                                 gemm_wrapper_cost=40)
+        assert compiled == [(1, [0]), (0, [1]), (1, [2, 3, 4, 5, 6])]  # 50 and 60
+        linked = module._parts([list(range(7))], costs, max_units=2, gemms={1},
+                               gemm_wrapper_cost=0)
+        assert linked == [(0, [0, 1, 2]), (1, [3, 4, 5, 6])]  # 30 and 40
 
 
 def network(a, b):
