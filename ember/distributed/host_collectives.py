@@ -127,24 +127,52 @@ def reduce_in_order(stacked: np.ndarray, ranks: Sequence[int], op: str = "sum",
         padded[:, :n] = flat
         flat = padded
     send = np.ascontiguousarray(flat.reshape(local, count, chunk).transpose(1, 0, 2))
-    received = np.empty_like(send)  # [source process, its contribution, chunk]
+    received = _scratch(send.nbytes).view(stacked.dtype)  # [source, its contribution, chunk]
     job.guard.run(description, lambda: comm.Alltoall(_bytes(send), _bytes_out(received)))
-    mine = _reduce_rows(received.reshape(count * local, chunk), op)
-    chunks = np.empty((count, chunk), stacked.dtype)
-    job.guard.run(description, lambda: comm.Allgather(_bytes(mine), _bytes_out(chunks)))
-    return chunks.reshape(-1)[:n].reshape(shape)
+    # this process's chunk of the result reduced in place, then everyone's shared in place
+    result = np.empty(count * chunk, stacked.dtype)
+    mine = ranks.index(job.guard.rank)
+    _reduce_rows(received.reshape(count * local, chunk), op, result[mine * chunk:][:chunk])
+    job.guard.run(description, lambda: comm.Allgather(_in_place(), _bytes_out(result)))
+    return result[:n].reshape(shape)
 
 
 _REDUCERS = {"sum": np.add, "max": np.maximum, "min": np.minimum}
 
 
-def _reduce_rows(rows: np.ndarray, op: str) -> np.ndarray:
-    """Row 0, then row 1, ... folded in: one fixed order, whatever the chunking."""
+def _reduce_rows(rows: np.ndarray, op: str, out: np.ndarray | None = None) -> np.ndarray:
+    """Row 0, then row 1, ... folded in (into ``out`` where given): one fixed order,
+    whatever the chunking."""
     combine = _REDUCERS[op]
-    total = np.array(rows[0], copy=True)  # an array even for scalar rows
-    for row in rows[1:]:
-        combine(total, row, out=total)
-    return total
+    if out is None:
+        out = np.empty(rows.shape[1:], rows.dtype)
+    if len(rows) == 1:
+        out[...] = rows[0]
+        return out
+    combine(rows[0], rows[1], out=out)
+    for row in rows[2:]:
+        combine(out, row, out=out)
+    return out
+
+
+_scratch_buffer = np.empty(0, np.uint8)
+
+
+def _scratch(nbytes: int) -> np.ndarray:
+    """``nbytes`` of memory reused by every call, kept for the process's later ones: a
+    large reduction's received contributions, read once (fresh pages would cost the
+    kernel's zeroing and a fault each). Collectives across processes run one at a time,
+    in the guard's order."""
+    global _scratch_buffer
+    if _scratch_buffer.nbytes < nbytes:
+        _scratch_buffer = np.empty(nbytes, np.uint8)
+    return _scratch_buffer[:nbytes]
+
+
+def _in_place():
+    from mpi4py import MPI
+
+    return MPI.IN_PLACE
 
 
 def broadcast(array: np.ndarray, root: int = 0, what: str = "") -> np.ndarray:

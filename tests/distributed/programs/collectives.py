@@ -67,9 +67,10 @@ results = {
 }
 
 # more than a meeting's signature carries: the data moves in MPI collectives of its own
-# (sums: a reduce-scatter whose chunks need padding, here; gathers: an Allgather)
+# (sums, maxima: a reduce-scatter whose chunks need padding, here; gathers: an Allgather)
 wide = rng.standard_normal((8, 16387)).astype(np.float32)
 for name, body, spec in [("psum_large", lambda v: lax.psum(v, "i"), P()),
+                         ("pmax_large", lambda v: lax.pmax(v, "i"), P()),
                          ("ppermute_large", lambda v: lax.ppermute(v, "i", shift), P("i"))]:
     shape = (1, 16387) if spec == P() else wide.shape
     value = np.asarray(run(line, body, P("i"), spec, wide, shape), np.float32)
