@@ -1,5 +1,5 @@
 """The ``ember`` command: ``ember demo``, ``ember bench``, ``ember info``, ``ember fuzz``,
-``ember launch``."""
+``ember launch``, ``ember prepare``."""
 from __future__ import annotations
 
 import argparse
@@ -47,6 +47,32 @@ def _info(argv: Sequence[str]) -> int:
     return 0
 
 
+def _prepare(argv: Sequence[str]) -> int:
+    """Build the CPU backend's per-host libraries now, in the foreground."""
+    parser = argparse.ArgumentParser(
+        prog="ember prepare",
+        description="Build what the CPU backend compiles once per host (the launcher, "
+                    "Ember's GEMM, the BLAS choice's measurement, the GEMM wrapper) into "
+                    "the compile cache now, as in a container image, rather than in the "
+                    "background of the first programs.")
+    parser.parse_args(argv)
+    import time
+
+    from ember.backends.cpu.host_libraries import missing, prepare
+    from ember.runtime.compile_cache import default_cache
+
+    start = time.perf_counter()
+    prepare()
+    absent = missing()
+    if absent:
+        print(f"ember prepare: could not build {', '.join(absent)} (see `ember info`)",
+              file=sys.stderr)
+        return 1
+    print(f"ember prepare: per-host libraries ready in {default_cache().directory} "
+          f"({time.perf_counter() - start:.1f} s)")
+    return 0
+
+
 def _pipeline(backend: str) -> int:
     from ember.compiler.pipeline import PIPELINES, stage_names
     from ember.passes.pipeline import GRAPH_PIPELINES
@@ -89,6 +115,7 @@ COMMANDS: dict[str, tuple[Callable[[Sequence[str]], int], str]] = {
     "fuzz": (_lazy("ember.fuzz"), "differential fuzzing of the compiler against the reference"),
     "launch": (_lazy("ember.distributed.launcher"),
                "run a script in N processes through mpirun (ember.distributed)"),
+    "prepare": (_prepare, "build the CPU backend's per-host libraries now"),
 }
 
 

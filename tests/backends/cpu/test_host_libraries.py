@@ -72,3 +72,11 @@ def test_a_second_process_leaves_a_cache_being_prepared_alone(monkeypatch, tmp_p
         os.close(lock)
     assert not list((tmp_path / "cache").glob("*/*.so"))  # it built nothing
     assert "launcher" in _missing_in(env)
+
+
+def test_ember_prepare_builds_them_in_the_foreground(capsys):
+    from ember import cli
+
+    assert cli.main(["prepare"]) == 0
+    assert "per-host libraries ready in" in capsys.readouterr().out
+    assert host_libraries.missing() == []
