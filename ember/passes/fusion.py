@@ -21,7 +21,9 @@ needed, as exact index expressions (``ember.codegen.access``):
   stored, their indices computed in place); other scatters and scans are stored by a
   kernel of their own, which computes their operands in place
   (``ember.codegen.access.is_ordered``);
-- equations without a native lowering run on the host; their operands are stored.
+- equations without a native lowering run on the host; their operands are stored (an
+  operand that is a reshape read by that call alone is read, where the target can, as
+  a view of what it reshapes: ``FusionPolicy.host_reads_reshapes``).
 
 Kernels of the same shape that read a common input are then merged (sibling fusion),
 as are a GEMM epilogue that stores a transcendental and the elementwise kernels that read
@@ -35,7 +37,7 @@ from dataclasses import dataclass
 from ember.codegen import access, indexing as ix
 from ember.codegen.gemm import operand_matrix, operand_syms, product_matrix, view_strides
 from ember.codegen.indexing import Index, Sym
-from ember.ir.graph import Eqn, Graph, Literal, Var, has_effects, uses
+from ember.ir.graph import Eqn, Graph, Literal, Var, has_effects, subgraphs, uses
 from ember.ops.elementwise import ELEMENTWISE
 from ember.ops.structural import broadcast_in_dim_p
 from ember.passes.rewrite import new_eqn
@@ -57,6 +59,9 @@ class FusionPolicy:
     # The library GEMM reads a float32 operand of a 16-bit product and rounds it as it
     # packs it (``x.astype(bfloat16) @ w``: the cast is never stored).
     casts_operands: bool = False
+    # A host call reads an operand that only it uses and that is a reshape of a stored
+    # value as a view of that value (``Group.host_reads``): the reshape is never stored.
+    host_reads_reshapes: bool = False
 
 
 def schedule_groups(graph: Graph, policy: FusionPolicy) -> Schedule:
@@ -188,6 +193,7 @@ class _Fuser:
         self.loaded_by_calls: set[Var] = set()
         self.groups: list[Group] = []
         self.ordered_groups: set[Group] = set()  # kernels of scatters and scans
+        self.uses = uses(graph)
         for atom in graph.outputs:
             self.need(atom, "program output")
 
@@ -273,9 +279,26 @@ class _Fuser:
         group.host = eqn
         group.reasons.append(f"{name} {where}" + ("" if group.kind == "call" else
                                                    " (no native lowering yet)"))
-        for atom in eqn.inputs:
+        # (control flow's runners may point native loops at their operands: not views)
+        views = group.kind == "host" and not any(subgraphs(eqn.params))
+        for position, atom in enumerate(eqn.inputs):
+            if views:
+                base = self._reshaped_for_host(atom)
+                if base is not None:
+                    group.host_reads[position] = atom = base
             self.need(atom, f"input of {name}, which {where}")
             self.loaded_by_calls.add(atom)
+
+    def _reshaped_for_host(self, atom: Var | Literal) -> Var | None:
+        """The value ``atom`` reshapes, where a host call may read it in ``atom``'s place
+        (the call alone reads ``atom``; its shape comes when it is read): a psum across
+        processes stacks a process's one shard on a new axis, which would copy it."""
+        eqn = self.producer.get(atom) if isinstance(atom, Var) else None
+        if (not self.policy.host_reads_reshapes or eqn is None
+                or eqn.prim.name != "reshape" or self.uses.get(atom) != 1
+                or not isinstance(eqn.inputs[0], Var)):
+            return None
+        return eqn.inputs[0]
 
     def place_ordered(self, eqn: Eqn) -> None:
         """A scatter or scan: a kernel of its own stores its result (no consumer can

@@ -36,6 +36,9 @@ class Group:
     library: Eqn | None = None
     library_operands: list[tuple[Var, Index, tuple[Sym, ...]]] = field(default_factory=list)
     host: Eqn | None = None  # the equation of a 'host' or 'call' group
+    # (host) operand position -> the stored value read in that operand's place: the
+    # operand is a row-major reshape of it, which the host call reads as a view
+    host_reads: dict[int, Var] = field(default_factory=dict)
     reasons: list[str] = field(default_factory=list)  # why its results are not fused further
     # (library) the product goes straight into ``roots[0]``, laid out as the member views
     # (a transpose, a reshape) would copy it there: where in that buffer. No epilogue.
@@ -79,12 +82,14 @@ class Group:
         """Values this group loads from buffers, in first-use order."""
         computed = self.member_outputs()
         seen: dict[Var, None] = {}
-        eqns = list(self.members.values())
-        if self.host is not None:
-            eqns.append(self.host)
-        for eqn in eqns:
+        for eqn in self.members.values():
             for atom in eqn.inputs:
                 if isinstance(atom, Var) and atom not in computed:
+                    seen.setdefault(atom)
+        if self.host is not None:
+            for position, atom in enumerate(self.host.inputs):
+                atom = self.host_reads.get(position, atom)
+                if isinstance(atom, Var):
                     seen.setdefault(atom)
         for base, _, _ in self.library_operands:
             seen.setdefault(base)

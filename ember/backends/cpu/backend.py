@@ -22,7 +22,7 @@ from typing import Any
 from ember.backends.base import Backend, Executable, literal_result
 from ember.backends.cpu import program_cache, toolchain
 from ember.backends.cpu.control import control_runner
-from ember.backends.cpu.executable import CpuExecutable, HostCall, entry_point
+from ember.backends.cpu.executable import CpuExecutable, HostCall, Reshaped, entry_point
 from ember.backends.cpu.launcher import start_launcher
 from ember.codegen import c_sort
 from ember.codegen.c import CRenderer
@@ -143,7 +143,7 @@ def cpu_policy(renderer: CRenderer) -> FusionPolicy:
     """What C computes natively: what the renderer's tables cover, GEMMs as BLAS calls
     where a BLAS is installed, sorts as functions of the module (``c_sort``)."""
     return FusionPolicy(native=functools.partial(native, renderer), library=_blas_gemm,
-                        call=c_sort.supported, casts_operands=True)
+                        call=c_sort.supported, casts_operands=True, host_reads_reshapes=True)
 
 
 def _build_options(module: Module) -> dict[str, Any]:
@@ -230,9 +230,10 @@ def _program(steps: list[LoweredStep], segments: list[list[int]], plan: BufferPl
     program: list = []
     for index, step in enumerate(steps):
         if step.host:
-            eqn = step.group.host
-            inputs = [literal_result(a) if isinstance(a, Literal) else plan.locations[a]
-                      for a in eqn.inputs]
+            eqn, views = step.group.host, step.group.host_reads
+            inputs = [literal_result(a) if isinstance(a, Literal)
+                      else Reshaped(plan.locations[views[i]]) if i in views
+                      else plan.locations[a] for i, a in enumerate(eqn.inputs)]
             outputs = [plan.locations.get(v) for v in eqn.outputs]
             program.append(HostCall(eqn, inputs, outputs, control_runner(eqn, compile_graph),
                                     step=index))

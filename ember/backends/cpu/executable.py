@@ -24,10 +24,18 @@ from ember.ir.interpreter import as_numpy, reference_results
 from ember.passes.memory import Location
 
 
+@dataclass(frozen=True)
+class Reshaped:
+    """A host call's operand read from where another value, which it reshapes, is stored
+    (``Group.host_reads``)."""
+
+    location: Location
+
+
 @dataclass
 class HostCall:
     eqn: Eqn
-    inputs: list[Any]  # Location, or a Literal's value
+    inputs: list[Any]  # Location, Reshaped, or a Literal's value
     outputs: list[Location | None]  # None: an output nothing reads
     runner: Callable[[list], list] | None = None  # instead of the NumPy reference
     step: int = -1  # its position among the program's steps (kernels)
@@ -59,21 +67,24 @@ class _Read:
     """Where a call finds a value, worked out once per program: a literal, a slot of the
     pointer array, or bytes of the arena (viewed with the value's dtype and shape)."""
 
-    __slots__ = ("literal", "slot", "start", "end", "dtype", "shape")
+    __slots__ = ("literal", "slot", "start", "end", "dtype", "shape", "reshape")
 
     def __init__(self, item: Any, aval: Any, layout: Layout) -> None:
+        self.reshape = isinstance(item, Reshaped)  # (a slot's array comes in its own shape)
+        if self.reshape:
+            item = item.location
         self.literal = None if isinstance(item, Location) else item
         self.slot = None
         self.start = self.end = -1  # (not in the arena)
+        self.dtype, self.shape = (aval.dtype, aval.shape) if aval is not None else (None, None)
         if isinstance(item, Location) and item.kind == "arena":
             self.start, self.end = item.offset, item.offset + aval.nbytes
-            self.dtype, self.shape = aval.dtype, aval.shape
         elif isinstance(item, Location):
             self.slot = layout.slot(item)
 
     def value(self, arrays: list) -> Any:
         if self.slot is not None:
-            return arrays[self.slot]
+            return arrays[self.slot].reshape(self.shape) if self.reshape else arrays[self.slot]
         if self.start < 0:
             return self.literal
         return arrays[0][self.start:self.end].view(self.dtype).reshape(self.shape)

@@ -114,6 +114,32 @@ def test_library_calls_and_host_calls_are_listed():
     assert kernels[1].why_boundary
 
 
+def test_a_host_call_reads_a_reshape_of_a_stored_value_as_a_view():
+    rng = np.random.default_rng(1)
+    v = rng.standard_normal(64).astype(np.float32)
+    kept = v.copy()
+    expected = np.linalg.det(v.astype(np.float64).reshape(8, 8))
+    # an input (a slot of the pointer array) and a kernel's result (the arena), read by
+    # the host call (lu) in the reshape's place: no kernel copies them into its operand
+    for fun, kinds in [(lambda a: jnp.linalg.det(a.reshape(8, 8)), ["host", "kernel"]),
+                       (lambda a: jnp.linalg.det((a * 2.0).reshape(8, 8)) / 256.0,
+                        ["kernel", "host", "kernel"])]:
+        program = compiled(fun, v)
+        assert [k.kind for k in program.kernels] == kinds
+        np.testing.assert_allclose(np.asarray(program(v)), expected, rtol=1e-4)
+    np.testing.assert_array_equal(v, kept)  # (the call read the argument in place)
+
+
+def test_a_reshape_read_by_other_steps_is_still_stored():
+    v = np.random.default_rng(2).standard_normal(64).astype(np.float32)
+    program = compiled(lambda a: (jnp.linalg.det(a.reshape(8, 8)), a.reshape(8, 8)), v)
+    assert [k.kind for k in program.kernels][0] == "kernel"  # (the reshape, an output)
+    det, matrix = program(v)
+    np.testing.assert_array_equal(np.asarray(matrix), v.reshape(8, 8))
+    np.testing.assert_allclose(np.asarray(det), np.linalg.det(v.astype(np.float64)
+                                                              .reshape(8, 8)), rtol=1e-4)
+
+
 def test_as_text_shows_the_graph_and_the_fused_groups():
     text = compiled(lambda a: jnp.exp(a).T * 2.0, x).as_text()
     assert "graph(" in text and "schedule: 1 steps" in text and "fusion_0 [loop]" in text
