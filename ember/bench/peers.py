@@ -34,6 +34,7 @@ import numpy as np
 from ember.bench import target
 from ember.bench.trees import tree_map
 from ember.bench.workloads import CompileWorkload, Workload
+from ember.child_process import python_path
 
 PROBE_TIMEOUT_S = 600
 
@@ -173,7 +174,7 @@ class JaxStylePeer(Peer):
         def sample() -> tuple[float, Any]:
             cache = shared_cache or self.new_cache(scratch)
             env = dict(os.environ, **self.cache_env(cache, workload.warm))
-            env["PYTHONPATH"] = os.pathsep.join(p or os.getcwd() for p in sys.path)
+            env["PYTHONPATH"] = python_path()
             command = [sys.executable, "-m", "ember.bench.compile_probe", self.loader,
                        workload.source.name, "--sizes", sizes]
             done = subprocess.run(command, env=env, capture_output=True, text=True,
@@ -215,10 +216,11 @@ class EmberPeer(JaxStylePeer):
         if self._host_libraries is None:  # (removed with the peer, or at exit)
             self._host_libraries = tempfile.TemporaryDirectory(prefix="ember-host-")
             start = time.perf_counter()
-            env = self.cache_env(Path(self._host_libraries.name), False)
+            env = dict(os.environ, PYTHONPATH=python_path(),
+                       **self.cache_env(Path(self._host_libraries.name), False))
             subprocess.run([sys.executable, "-c", "from ember.backends.cpu.host_libraries "
-                            "import prepare; prepare()"], env=dict(os.environ, **env),
-                           check=True, timeout=PROBE_TIMEOUT_S)
+                            "import prepare; prepare()"], env=env, check=True,
+                           timeout=PROBE_TIMEOUT_S)
             print(f"  (Ember's per-host libraries, built once before compile_cold: "
                   f"{time.perf_counter() - start:.1f} s)", file=sys.stderr, flush=True)
             self._libraries = set(Path(self._host_libraries.name).rglob("*"))

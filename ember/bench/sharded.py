@@ -34,6 +34,7 @@ from ember.bench import machine
 from ember.bench.reference import LEARNING_RATE
 from ember.bench.settings import SETTLE_S
 from ember.bench.workloads import MLP_STEP, TRANSFORMER, mlp_loss, transformer_loss
+from ember.child_process import python_path
 
 DEVICE_COUNTS = (1, 2, 8)
 FRAMEWORKS = ("ember", "jax")
@@ -141,7 +142,7 @@ class Cell:
                  rewarm: int) -> None:
         self._cache = tempfile.TemporaryDirectory(prefix="ember-bench-sharded-")
         env = dict(os.environ, EMBER_CACHE_DIR=self._cache.name)
-        env["PYTHONPATH"] = os.pathsep.join(p or os.getcwd() for p in sys.path)
+        env["PYTHONPATH"] = python_path()
         command = [sys.executable, "-m", "ember.bench.sharded", "--child", framework,
                    "--program", program, "--devices", str(devices), "--sizes", sizes,
                    "--rewarm", str(rewarm)]
