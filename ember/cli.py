@@ -58,12 +58,17 @@ def _prepare(argv: Sequence[str]) -> int:
     parser.parse_args(argv)
     import time
 
-    from ember.backends.cpu.host_libraries import missing, prepare
+    from ember.backends.cpu import host_libraries
+    from ember.errors import BackendUnavailableError
     from ember.runtime.compile_cache import default_cache
 
     start = time.perf_counter()
-    prepare()
-    absent = missing()
+    try:
+        host_libraries.prepare()
+        absent = host_libraries.missing()
+    except BackendUnavailableError as error:  # (a BLAS the configuration names is absent)
+        print(f"ember prepare: {error}", file=sys.stderr)
+        return 1
     if absent:
         print(f"ember prepare: could not build {', '.join(absent)} (see `ember info`)",
               file=sys.stderr)

@@ -80,3 +80,16 @@ def test_ember_prepare_builds_them_in_the_foreground(capsys):
     assert cli.main(["prepare"]) == 0
     assert "per-host libraries ready in" in capsys.readouterr().out
     assert host_libraries.missing() == []
+
+
+def test_ember_prepare_names_what_it_lacks_without_a_traceback(monkeypatch, capsys):
+    from ember import cli
+    from ember.errors import BackendUnavailableError
+
+    def no_blas():
+        raise BackendUnavailableError("this kernel calls BLAS, which needs the mkl wheel")
+
+    monkeypatch.setattr(host_libraries, "prepare", no_blas)
+    assert cli.main(["prepare"]) == 1
+    assert "ember prepare: this kernel calls BLAS, which needs the mkl wheel" in \
+        capsys.readouterr().err
