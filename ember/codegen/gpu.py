@@ -115,10 +115,11 @@ class GpuRenderer(CRenderer):
         return self.builtins["barrier"]
 
     # --- a whole kernel ------------------------------------------------------------------
-    def render_body(self, kernel: Kernel, aliases: Mapping[Buffer, Buffer]) -> str:
+    def render_body(self, kernel: Kernel, aliases: Mapping[Buffer, Buffer],
+                    shifts: Mapping[Buffer, int] | None = None) -> str:
         self.mapping = _map_loops(kernel)
         self.index_type = "int" if _fits_int32(kernel, self.max_blocks) else "int64_t"
-        header, _, rest = super().render_body(kernel, aliases).partition("\n")
+        header, _, rest = super().render_body(kernel, aliases, shifts).partition("\n")
         shared = [line for acc in self.mapping.accumulators
                   for line in self.combine_scratch(acc)]
         shared.append(f"const int {THREAD} = {self.builtin('thread')};")

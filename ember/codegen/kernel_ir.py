@@ -30,7 +30,7 @@ this IR; none of them re-derives fusion or indexing.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -265,6 +265,42 @@ def walk(body: list[Stmt]) -> Iterator[Stmt]:
         yield stmt
         if isinstance(stmt, Loop):
             yield from walk(stmt.body)
+
+
+def base_shifts(kernel: Kernel, aliases: Mapping[Buffer, Buffer]) -> dict[Buffer, int]:
+    """Parameter -> how far its caller may advance its pointer: the lowest constant term
+    of the positions the kernel reads and writes in that memory (a parameter that
+    ``aliases`` maps to another shares its target's), where that is above 0 and within
+    the buffer. Kernels that differ only in where they start in their buffers (an
+    LSTM's steps, each reading its slice of one stacked product) then render alike."""
+    lowest: dict[Buffer, int] = {}
+
+    def access(buffer: Buffer, index: Affine) -> None:
+        if not buffer.scratch:
+            memory = aliases.get(buffer, buffer)
+            lowest[memory] = min(lowest.get(memory, index.const), index.const)
+
+    seen: set[int] = set()
+
+    def visit(node: Node | None) -> None:
+        if node is None or id(node) in seen:
+            return
+        seen.add(id(node))
+        if isinstance(node, Load):
+            access(node.buffer, node.index)
+        for operand in node.operands():
+            visit(operand)
+
+    for stmt in kernel.walk():
+        if isinstance(stmt, Let):
+            visit(stmt.node)
+            visit(stmt.value)
+        elif isinstance(stmt, Store):
+            access(stmt.buffer, stmt.index)
+    shifts = {memory: shift for memory, shift in lowest.items() if 0 < shift < memory.size}
+    shifts.update({buffer: shifts[target] for buffer, target in aliases.items()
+                   if target in shifts})
+    return shifts
 
 
 def split_at_barriers(kernel: Kernel) -> list[Kernel]:

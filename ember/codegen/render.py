@@ -108,18 +108,22 @@ class Renderer:
         raise NotImplementedError
 
     # --- rendering ----------------------------------------------------------------------
-    def render_kernel(self, kernel: Kernel,
-                      aliases: Mapping[Buffer, Buffer] | None = None) -> str:
+    def render_kernel(self, kernel: Kernel, aliases: Mapping[Buffer, Buffer] | None = None,
+                      shifts: Mapping[Buffer, int] | None = None) -> str:
         """Source of ``kernel``. ``aliases`` maps a parameter to another one that holds
         the same memory (an in-place update): only the target becomes a parameter.
+        ``shifts``: parameters whose caller passes the pointer advanced by this many
+        elements (``base_shifts``); their positions are rendered that much lower.
 
         The renderer itself keeps nothing of a call: each renders with a copy of it,
         which holds that kernel's names (and a GPU target's loop mapping)."""
-        return copy.copy(self).render_body(kernel, aliases or {})
+        return copy.copy(self).render_body(kernel, aliases or {}, shifts or {})
 
-    def render_body(self, kernel: Kernel, aliases: Mapping[Buffer, Buffer]) -> str:
+    def render_body(self, kernel: Kernel, aliases: Mapping[Buffer, Buffer],
+                    shifts: Mapping[Buffer, int] | None = None) -> str:
         """``render_kernel`` on the call's own copy of the renderer."""
         self.names: dict[int, str] = {}
+        self.shifts = shifts or {}
         written = {b for b in kernel.params if b.written}
         written |= {aliases[b] for b in written if b in aliases}
         params = [(b, b in written) for b in kernel.params if b not in aliases]
@@ -185,6 +189,9 @@ class Renderer:
 
     def element(self, buffer: Buffer, index: Affine, offset: Node | None) -> str:
         """The element of ``buffer`` at ``index + offset``."""
+        shift = self.shifts.get(buffer, 0) if self.shifts else 0
+        if shift:
+            index = Affine(index.terms, index.const - shift)
         return f"{buffer.name}[{self.position(index, offset)}]"
 
     def position(self, index: Affine, offset: Node | None) -> str:

@@ -23,7 +23,7 @@ from ember.codegen.c_gemm import gemm_parts, render_gemm
 from ember.compiler.steps import LoweredStep, call_name, kernel_info
 from ember.codegen.c_sort import render_call
 from ember.codegen.c import CRenderer
-from ember.codegen.kernel_ir import Buffer, KernelInfo
+from ember.codegen.kernel_ir import Buffer, KernelInfo, base_shifts
 from ember.ir.graph import Var
 from ember.passes.memory import BufferPlan, Location
 
@@ -88,8 +88,8 @@ def build_module(steps: list[LoweredStep], plan: BufferPlan, layout: Layout,
     what compiling the GEMM wrapper adds to the unit of the GEMM steps (0 where the
     module links the wrapper's library)."""
     rendered = [_render_step(step, plan, layout, renderer) for step in steps]
-    definitions = [definition for definition, _, _ in rendered]
-    calls = [call for _, _, call in rendered]
+    definitions, calls, declarations = _share_kernels(
+        steps, [definition for definition, _, _ in rendered], [call for _, _, call in rendered])
     if profile:
         calls = [_timed(index, call) for index, call in enumerate(calls)]
     infos = [kernel_info(step, shown) for step, (_, shown, _) in zip(steps, rendered)]
@@ -108,8 +108,38 @@ def build_module(steps: list[LoweredStep], plan: BufferPlan, layout: Layout,
             entry += _profile_counters(len(steps))
         units = [_unit_source(uses_blas, definitions, entry, team, profile)]
     else:
-        units = _split_units(steps, segments, parts, definitions, calls, team, profile)
+        units = _split_units(steps, segments, parts, definitions, calls, declarations, team,
+                             profile)
     return Module(units, segments, infos, uses_blas)
+
+
+_SHARED_QUALIFIER = '__attribute__((visibility("hidden"), noinline)) '
+
+
+def _share_kernels(steps: list[LoweredStep], definitions: list[str], calls: list[list[str]]
+                   ) -> tuple[list[str], list[list[str]], dict[int, str]]:
+    """Steps whose kernels render alike but for their names call the first one's, which
+    is compiled once: kept out of line and visible to the library's other units. Returns
+    the definitions (empty where a step calls another's), the calls, and the declaration
+    of the kernel each such step calls (for a unit that does not define it)."""
+    first: dict[str, int] = {}
+    owner: dict[int, int] = {}
+    for index, step in enumerate(steps):
+        if step.kernel is not None and definitions[index]:
+            alike = definitions[index].replace(f" {step.kernel.name}(", " @(", 1)
+            owner[index] = first.setdefault(alike, index)
+    definitions, calls = list(definitions), [list(call) for call in calls]
+    declarations: dict[int, str] = {}
+    for index, shared in owner.items():
+        if index == shared:
+            continue
+        if not definitions[shared].startswith(_SHARED_QUALIFIER):
+            definitions[shared] = definitions[shared].replace("static ", _SHARED_QUALIFIER, 1)
+        declarations[index] = definitions[shared].split(" {", 1)[0] + ";"
+        definitions[index] = ""
+        calls[index][-1] = calls[index][-1].replace(
+            f"{steps[index].kernel.name}(", f"{steps[shared].kernel.name}(", 1)
+    return definitions, calls, declarations
 
 
 def _timed(index: int, call: list[str]) -> list[str]:
@@ -179,14 +209,18 @@ def _parts(segments: list[list[int]], costs: list[int], max_units: int,
 
 def _split_units(steps: list[LoweredStep], segments: list[list[int]],
                  parts: list[tuple[int, list[int]]], definitions: list[str],
-                 calls: list[list[str]], team: int, profile: bool) -> list[str]:
-    """One source per unit: its kernels and part functions; the last one holds ``run``."""
+                 calls: list[list[str]], declarations: dict[int, str], team: int,
+                 profile: bool) -> list[str]:
+    """One source per unit: the shared kernels it calls, its kernels and part functions;
+    the last one holds ``run``."""
     last = max((unit for unit, _ in parts), default=0)
     units = []
     for unit in range(last + 1):
         mine = [(number, indices) for number, (owner, indices) in enumerate(parts)
                 if owner == unit]
-        body = [definitions[i] for _, indices in mine for i in indices]
+        body = list(dict.fromkeys(declarations[i] for _, indices in mine for i in indices
+                                  if i in declarations))
+        body += [definitions[i] for _, indices in mine for i in indices]
         body += [_part_function(number, indices, calls, steps) for number, indices in mine]
         entry = _dispatch(segments, parts, team) if unit == last else ""
         if profile and unit == last:
@@ -294,28 +328,32 @@ def _render_step(step: LoweredStep, plan: BufferPlan, layout: Layout,
         call += gemm
         shown.append("\n".join(gemm))
     if step.kernel is not None:
-        aliases, args = _kernel_arguments(step, plan, layout, renderer)
-        definition = renderer.render_kernel(step.kernel, aliases)
+        aliases, args, shifts = _kernel_arguments(step, plan, layout, renderer)
+        definition = renderer.render_kernel(step.kernel, aliases, shifts)
         call.append(f"{step.kernel.name}({', '.join(args)});")
         shown.append(definition)
     return definition, "\n".join(shown), call
 
 
-def _kernel_arguments(step: LoweredStep, plan: BufferPlan, layout: Layout,
-                      renderer: CRenderer) -> tuple[dict[Buffer, Buffer], list[str]]:
-    """Call arguments (one per distinct memory) and the parameters that alias another."""
+def _kernel_arguments(step: LoweredStep, plan: BufferPlan, layout: Layout, renderer: CRenderer
+                      ) -> tuple[dict[Buffer, Buffer], list[str], dict[Buffer, int]]:
+    """Call arguments (one per distinct memory), the parameters that alias another, and
+    how far each argument's pointer is advanced (``base_shifts``)."""
     var_of = {buf: var for var, buf in step.bindings.items()}
     first_at: dict[Location, Buffer] = {}
     aliases: dict[Buffer, Buffer] = {}
-    args = []
     for buf in step.kernel.params:
         location = plan.locations[var_of[buf]]
         if location in first_at:
             aliases[buf] = first_at[location]
-            continue
-        first_at[location] = buf
-        args.append(_pointer(var_of[buf], plan, layout, renderer.storage_types[buf.dtype.name]))
-    return aliases, args
+        else:
+            first_at[location] = buf
+    shifts = base_shifts(step.kernel, aliases)
+    args = []
+    for buf in first_at.values():
+        pointer = _pointer(var_of[buf], plan, layout, renderer.storage_types[buf.dtype.name])
+        args.append(f"{pointer} + {shifts[buf]}" if buf in shifts else pointer)
+    return aliases, args, shifts
 
 
 def _gemm_call(step: LoweredStep, plan: BufferPlan, layout: Layout,

@@ -2,6 +2,8 @@
 cut into units, and that a split program computes exactly what the whole one does."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from cpu_testing import assert_same, is_program, requires_cpu
@@ -104,3 +106,33 @@ def test_a_split_module_computes_what_the_whole_one_does(tmp_path, monkeypatch, 
     reference = ember.tree_util.tree_leaves(ember.jit(fun, backend="reference")(x, w))
     for got, want in zip(split, reference):
         assert_same(got, want, tolerance=(1e-4, 1e-5))
+
+
+def recurrence(a, b):
+    """Four steps, each reading its own slice of one stacked input: kernels that differ
+    only in where they start in it."""
+    stacked = jnp.exp(a)  # [64, 96]: 4 slices of 16 rows
+    h = a[:16]
+    for step in range(4):
+        z = stacked[16 * step:16 * (step + 1)]
+        h = jnp.tanh(h @ b) * (1.0 / (1.0 + jnp.exp(-z))) + z * 0.5
+    return h
+
+
+@pytest.mark.parametrize("max_units", [1, 3])
+def test_kernels_that_differ_only_in_their_offsets_are_compiled_once(
+        tmp_path, monkeypatch, max_units):
+    [got], units = _compile_with_units(tmp_path, monkeypatch, recurrence, max_units)
+    source = "\n".join(units)
+    defined = re.findall(r"^(?:static |__attribute__.* )?void (\w+)\(.*\{$", source,
+                         re.MULTILINE)
+    defined = [name for name in defined if name != "run" and "ember_part_" not in name]
+    called = {name for name in re.findall(r"^[ \t]+(\w+)\(.*\);$", source, re.MULTILINE)
+              if name != "ember_gemm_f32" and "ember_part_" not in name}
+    assert len(defined) == len(set(defined))  # (each defined in one unit only)
+    compiled = ember.jit(recurrence, backend="cpu").lower(x, w).compile()
+    kernels = [k for k in compiled.kernels if "static void" in k.source]  # (C of its own)
+    assert len(kernels) == 5 and len(defined) == 2  # the steps' epilogues share one
+    assert called <= set(defined)
+    reference = ember.jit(recurrence, backend="reference")(x, w)
+    assert_same(got, np.asarray(reference), tolerance=(1e-4, 1e-5))
