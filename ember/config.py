@@ -103,6 +103,11 @@ FLAGS: dict[str, Flag] = {
              "fastest on this host in a short probe (kept in the compile cache), once "
              "Ember's GEMM is built (in the background on first use); MKL or OpenBLAS "
              "before."),
+        Flag("build_at_exit", True, _parse_bool,
+             "At exit, hand a per-host library build still running (the launcher, "
+             "Ember's GEMM, the BLAS wrapper) to a detached process that finishes it for "
+             "the next script. Off for a compile cache removed at exit (a benchmark's or "
+             "a test's temporary folder)."),
         Flag("profile", False, _parse_bool,
              "Compile native CPU programs to count the calls and time of every kernel; "
              "read them with compiled.profile()."),

@@ -25,6 +25,8 @@ def _private_cache(tmp_path_factory):
     """Never touch the user's real compile cache from tests."""
     if not os.environ.get("EMBER_CACHE_DIR"):
         ember.config.update("cache_dir", str(tmp_path_factory.mktemp("ember-cache")))
+    # (the processes tests start mostly use temporary caches: no builds left behind)
+    os.environ.setdefault("EMBER_BUILD_AT_EXIT", "0")
     yield
 
 

@@ -141,7 +141,8 @@ class Cell:
     def __init__(self, framework: str, program: str, devices: int, sizes: str,
                  rewarm: int) -> None:
         self._cache = tempfile.TemporaryDirectory(prefix="ember-bench-sharded-")
-        env = dict(os.environ, EMBER_CACHE_DIR=self._cache.name)
+        # (removed at close: a library build left at the child's exit is not handed off)
+        env = dict(os.environ, EMBER_CACHE_DIR=self._cache.name, EMBER_BUILD_AT_EXIT="0")
         env["PYTHONPATH"] = python_path()
         command = [sys.executable, "-m", "ember.bench.sharded", "--child", framework,
                    "--program", program, "--devices", str(devices), "--sizes", sizes,

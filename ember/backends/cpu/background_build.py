@@ -76,11 +76,15 @@ class BackgroundBuild(Generic[Loaded]):
         """At exit: stop a running build's compiler, and hand the per-host libraries to
         a process that outlives this one (waiting here would hold a short script's exit
         for seconds: a build runs at a low priority). The stopped build fails and
-        removes its temporary files."""
+        removes its temporary files. (Not where ``config.build_at_exit`` is off: the
+        compile cache goes with this process.)"""
+        from ember.config import config
+
         if self._thread.is_alive():
             toolchain.stop_compilers()
             self._thread.join(EXIT_WAIT_S)
-            hand_off()
+            if config.build_at_exit:
+                hand_off()
 
 
 _handed_off = False

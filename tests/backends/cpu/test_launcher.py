@@ -17,6 +17,7 @@ import ember
 import ember.numpy as jnp
 from ember.backends.cpu import executable as cpu_executable
 from ember.backends.cpu import background_build, launcher
+from ember.config import config
 from ember.errors import CompileError
 
 pytestmark = requires_cpu
@@ -75,17 +76,19 @@ def test_at_exit_a_build_still_running_is_stopped_and_handed_off(monkeypatch, tm
     monkeypatch.setattr(launcher.toolchain, "find_shared_library", lambda *a, **k: None)
     monkeypatch.setattr(launcher.toolchain, "compile_shared_library", slow_compile)
     monkeypatch.setattr(background_build, "EXIT_WAIT_S", 0.2)
-    monkeypatch.setattr(launcher.toolchain, "_stopped", False)  # restored after the test
     handed_off = []
     monkeypatch.setattr(background_build, "hand_off", lambda: handed_off.append(True))
     others = set(launcher.toolchain._running)  # (e.g. the real launcher, still building)
-    build = launcher._new_build()
-    build.start()
-    start = time.monotonic()
-    build._finish()
-    assert not build._thread.is_alive() and time.monotonic() - start < 5
-    assert build.loaded is None and set(launcher.toolchain._running) <= others
-    assert handed_off == [True]
+    for build_at_exit in (False, True):  # (off: the cache goes with the process)
+        monkeypatch.setattr(launcher.toolchain, "_stopped", False)  # (the last one stopped)
+        build = launcher._new_build()
+        build.start()
+        start = time.monotonic()
+        with config.override(build_at_exit=build_at_exit):
+            build._finish()
+        assert not build._thread.is_alive() and time.monotonic() - start < 5
+        assert build.loaded is None and set(launcher.toolchain._running) <= others
+        assert handed_off == ([True] if build_at_exit else [])
 
 
 def test_python_headers_are_found_where_sysconfig_says():
