@@ -231,7 +231,8 @@ class EmberPeer(JaxStylePeer):
         return folder
 
     def cache_env(self, cache_dir, warm):
-        env = {"EMBER_CACHE_DIR": str(cache_dir)}
+        # (the folders are removed with the run: no library build outlives a probe)
+        env = {"EMBER_CACHE_DIR": str(cache_dir), "EMBER_BUILD_AT_EXIT": "0"}
         if self.backend is not None:
             env["EMBER_BACKEND"] = self.backend
         return env
