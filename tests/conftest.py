@@ -25,7 +25,9 @@ def _private_cache(tmp_path_factory):
     """Never touch the user's real compile cache from tests."""
     if not os.environ.get("EMBER_CACHE_DIR"):
         ember.config.update("cache_dir", str(tmp_path_factory.mktemp("ember-cache")))
-    # (the processes tests start mostly use temporary caches: no builds left behind)
+        # (and the processes tests start share it, with the per-host libraries this
+        # long-lived process builds: a short child leaves no build behind)
+        os.environ["EMBER_CACHE_DIR"] = ember.config.cache_dir
     os.environ.setdefault("EMBER_BUILD_AT_EXIT", "0")
     yield
 
