@@ -34,7 +34,7 @@ import numpy as np
 from ember.bench import target
 from ember.bench.trees import tree_map
 from ember.bench.workloads import CompileWorkload, Workload
-from ember.child_process import python_path
+from ember.child_process import environment, throwaway_cache
 
 PROBE_TIMEOUT_S = 600
 
@@ -173,8 +173,7 @@ class JaxStylePeer(Peer):
 
         def sample() -> tuple[float, Any]:
             cache = shared_cache or self.new_cache(scratch)
-            env = dict(os.environ, **self.cache_env(cache, workload.warm))
-            env["PYTHONPATH"] = python_path()
+            env = environment(**self.cache_env(cache, workload.warm))
             command = [sys.executable, "-m", "ember.bench.compile_probe", self.loader,
                        workload.source.name, "--sizes", sizes]
             done = subprocess.run(command, env=env, capture_output=True, text=True,
@@ -216,8 +215,7 @@ class EmberPeer(JaxStylePeer):
         if self._host_libraries is None:  # (removed with the peer, or at exit)
             self._host_libraries = tempfile.TemporaryDirectory(prefix="ember-host-")
             start = time.perf_counter()
-            env = dict(os.environ, PYTHONPATH=python_path(),
-                       **self.cache_env(Path(self._host_libraries.name), False))
+            env = environment(**self.cache_env(Path(self._host_libraries.name), False))
             subprocess.run([sys.executable, "-c", "from ember.backends.cpu.host_libraries "
                             "import prepare; prepare()"], env=env, check=True,
                            timeout=PROBE_TIMEOUT_S)
@@ -232,7 +230,7 @@ class EmberPeer(JaxStylePeer):
 
     def cache_env(self, cache_dir, warm):
         # (the folders are removed with the run: no library build outlives a probe)
-        env = {"EMBER_CACHE_DIR": str(cache_dir), "EMBER_BUILD_AT_EXIT": "0"}
+        env = throwaway_cache(cache_dir)
         if self.backend is not None:
             env["EMBER_BACKEND"] = self.backend
         return env

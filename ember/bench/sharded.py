@@ -34,7 +34,7 @@ from ember.bench import machine
 from ember.bench.reference import LEARNING_RATE
 from ember.bench.settings import SETTLE_S
 from ember.bench.workloads import MLP_STEP, TRANSFORMER, mlp_loss, transformer_loss
-from ember.child_process import python_path
+from ember.child_process import environment, throwaway_cache
 
 DEVICE_COUNTS = (1, 2, 8)
 FRAMEWORKS = ("ember", "jax")
@@ -142,8 +142,7 @@ class Cell:
                  rewarm: int) -> None:
         self._cache = tempfile.TemporaryDirectory(prefix="ember-bench-sharded-")
         # (removed at close: a library build left at the child's exit is not handed off)
-        env = dict(os.environ, EMBER_CACHE_DIR=self._cache.name, EMBER_BUILD_AT_EXIT="0")
-        env["PYTHONPATH"] = python_path()
+        env = environment(**throwaway_cache(self._cache.name))
         command = [sys.executable, "-m", "ember.bench.sharded", "--child", framework,
                    "--program", program, "--devices", str(devices), "--sizes", sizes,
                    "--rewarm", str(rewarm)]

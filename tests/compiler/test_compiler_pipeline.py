@@ -3,7 +3,6 @@ times and dumps every stage (``EMBER_DUMP``: one folder per program, one file pe
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
 import subprocess
 import sys
@@ -15,6 +14,7 @@ import pytest
 import ember
 import ember.numpy as jnp
 from ember.backends.cpu.backend import CpuTarget
+from ember.child_process import environment
 from ember.compiler import checks, pipeline
 from ember.compiler.pipeline import PIPELINES, Stage, stage_names
 from ember.config import Config
@@ -103,8 +103,7 @@ def test_the_readme_dump_command_writes_the_stages(tmp_path):
     variable = re.search(r"Run with `(EMBER_\w+)=", readme).group(1)
     script = ("import numpy as np, ember, ember.numpy as jnp\n"
               "ember.jit(lambda a: jnp.cos(a) + 3.0, backend='cpu')(np.ones(4, np.float32))\n")
-    env = {**os.environ, variable: str(tmp_path / "dump"),
-           "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
+    env = environment(**{variable: str(tmp_path / "dump")})
     env.pop("EMBER_DUMP_DIR", None)
     subprocess.run([sys.executable, "-c", script], check=True, env=env, cwd=tmp_path,
                    timeout=300)

@@ -99,10 +99,10 @@ def hand_off() -> None:
         return
     _handed_off = True
     from ember.config import FLAGS, config
-    from ember.child_process import python_path
+    from ember.child_process import environment
     from ember.runtime.compile_cache import default_cache
 
-    env = dict(os.environ, PYTHONPATH=python_path())
+    env = environment()
     for name in ("blas", "cflags", "sanitize", "num_threads"):  # what the libraries' keys hold
         value = getattr(config, name)
         env[FLAGS[name].env_var] = "" if value is None else str(value)

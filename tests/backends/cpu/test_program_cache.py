@@ -18,6 +18,7 @@ import ember
 import ember.numpy as jnp
 from ember import lax
 from ember.backends.cpu import program_cache
+from ember.child_process import environment
 from ember.passes import pipeline as graph_pipeline
 from ember.config import config
 from ember.runtime.compile_cache import default_cache
@@ -225,8 +226,7 @@ print(json.dumps(np.asarray(f(x, w)).tolist()))
 
 
 def _child(cache_dir, mode):
-    env = {**os.environ, "EMBER_CACHE_DIR": str(cache_dir),
-           "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
+    env = environment(EMBER_CACHE_DIR=str(cache_dir))
     child = subprocess.run([sys.executable, "-c", CHILD, mode], check=False,
                            capture_output=True, text=True, env=env, cwd=REPO_ROOT, timeout=300)
     assert child.returncode == 0, child.stderr

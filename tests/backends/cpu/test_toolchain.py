@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from ember.backends.cpu import toolchain
+from ember.child_process import environment
 from ember.config import config
 from ember.errors import BackendUnavailableError, CompileError
 from ember.runtime import compile_cache
@@ -99,6 +100,7 @@ def test_everything_that_changes_the_binary_changes_the_key(cache_dir):
 CHILD = """
 import json, sys
 from ember.backends.cpu import toolchain
+from ember.child_process import environment
 from ember.runtime import compile_cache
 from ember.runtime.compile_cache import default_cache
 toolchain.find_toolchain()  # (first: the compiler probes are entries of the cache too)
@@ -113,8 +115,7 @@ print(json.dumps({"path": str(path), "disk_hits": stats.disk_hits - hits,
 
 def test_another_process_finds_the_artifact_on_disk(cache_dir):
     path = toolchain.compile_shared_library(ADD_SOURCE, name="add")
-    env = {**os.environ, "EMBER_CACHE_DIR": str(cache_dir),
-           "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
+    env = environment(EMBER_CACHE_DIR=str(cache_dir))
     child = subprocess.run([sys.executable, "-c", CHILD, ADD_SOURCE], capture_output=True,
                            text=True, env=env, cwd=REPO_ROOT, timeout=300)
     assert child.returncode == 0, child.stderr
@@ -296,6 +297,7 @@ def test_blas_sgemm_matches_numpy(cache_dir, choice):
 BLAS_THREADS_CHILD = """
 import json, os, sys
 from ember.backends.cpu import toolchain
+from ember.child_process import environment
 path = toolchain.compile_shared_library(sys.argv[1], name="gemm", link_blas=True)
 before = len(os.listdir("/proc/self/task"))
 toolchain.load_library(path)
@@ -308,8 +310,7 @@ print(json.dumps({"new_threads": len(os.listdir("/proc/self/task")) - before,
 def test_openblas_starts_no_thread_of_its_own_unless_asked(cache_dir, user_setting):
     if toolchain._openblas() is None or not os.path.isdir("/proc/self/task"):
         pytest.skip("needs scipy-openblas32 and /proc")
-    env = {**os.environ, "EMBER_CACHE_DIR": str(cache_dir),
-           "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
+    env = environment(EMBER_CACHE_DIR=str(cache_dir))
     env.pop("OPENBLAS_NUM_THREADS", None)
     env["EMBER_BLAS"] = "openblas"
     if user_setting is not None:
@@ -324,6 +325,7 @@ def test_openblas_starts_no_thread_of_its_own_unless_asked(cache_dir, user_setti
 PROBE_CHILD = """
 import json
 from ember.backends.cpu import toolchain
+from ember.child_process import environment
 found = toolchain.find_toolchain()
 print(json.dumps({"runs": toolchain.probe_stats.runs, "disk_hits": toolchain.probe_stats.disk_hits,
                   "version": found.version, "target_isa": found.target_isa, "openmp": found.openmp}))
@@ -331,8 +333,7 @@ print(json.dumps({"runs": toolchain.probe_stats.runs, "disk_hits": toolchain.pro
 
 
 def _probe_in_child(cache_dir):
-    env = {**os.environ, "EMBER_CACHE_DIR": str(cache_dir),
-           "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
+    env = environment(EMBER_CACHE_DIR=str(cache_dir))
     child = subprocess.run([sys.executable, "-c", PROBE_CHILD], capture_output=True,
                            text=True, env=env, cwd=REPO_ROOT, timeout=300)
     assert child.returncode == 0, child.stderr
