@@ -511,6 +511,28 @@ class Compiled:
                    for position, (a, aval) in enumerate(zip(arrays, self._in_avals))]
         return self.executable.run(buffers)
 
+    def call_addresses(self, addresses: Sequence[int]) -> list[np.ndarray] | None:
+        """The flat results of a call whose inputs are given by address (a front end's
+        own tensors: C-contiguous host memory of the compiled shapes and dtypes, kept
+        alive and unchanged by the caller during the call), as fresh NumPy arrays, and
+        None for a result that is an argument as it is (``returned_arguments``); None,
+        running nothing, where the program cannot take addresses (then ``call_host``)."""
+        if config.debug_nans or not self._takes_addresses:
+            return None
+        return self.executable.run_at(addresses)
+
+    def returned_arguments(self) -> dict[int, int]:
+        """{result position: argument position} of the results that ``call_addresses``
+        returns as None: arguments returned as they are."""
+        return self.executable.returned_arguments() if self._takes_addresses else {}
+
+    @functools.cached_property
+    def _takes_addresses(self) -> bool:
+        # (an empty input's address may be null)
+        return (hasattr(self.executable, "run_at") and self.partitioned is None
+                and not any(self.donated) and self._backend.host_memory
+                and all(aval.size for aval in self._in_avals))
+
     def _can_borrow(self, leaf: Any, aval: ShapedArray, position: int) -> bool:
         """A NumPy argument the program may read in place rather than copy: the
         backend runs synchronously on host memory, so the array cannot change while the

@@ -26,6 +26,7 @@ _NUMPY_DTYPES: dict[torch.dtype, np.dtype] = {
 if dtypes.bfloat16 is not None:  # (ml_dtypes' bfloat16, where that package is installed)
     _NUMPY_DTYPES[torch.bfloat16] = np.dtype(dtypes.bfloat16)
 _TORCH_DTYPES = {numpy: torch_dtype for torch_dtype, numpy in _NUMPY_DTYPES.items()}
+_BFLOAT16 = _NUMPY_DTYPES.get(torch.bfloat16)  # (None without ml_dtypes)
 _SHARED_BY_NUMPY = frozenset(_NUMPY_DTYPES) - {torch.bfloat16}  # (Tensor.numpy() takes these)
 
 
@@ -82,3 +83,11 @@ def to_torch(array: Any) -> torch.Tensor:
     if host.dtype == dtypes.bfloat16:
         return torch.from_numpy(host.view(np.int16)).view(torch.bfloat16)
     return torch.from_numpy(host)
+
+
+def fresh_to_torch(array: np.ndarray) -> torch.Tensor:
+    """A program's fresh result (a writable, C-contiguous NumPy array of its own) as a
+    tensor over the same memory, without ``to_torch``'s checks."""
+    if array.dtype == _BFLOAT16:
+        return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(array)

@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 
 import ember.torch
+from ember.backends.cpu import launcher
 from ember.torch.exchange import to_ember, to_torch
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -131,6 +132,24 @@ def test_an_output_that_is_an_input_is_that_tensor():
     same, total, none = _graph_call(lambda a, b: (a, a + b, None), x, y)
     assert same is x and none is None
     torch.testing.assert_close(total, x + y)
+
+
+def test_contiguous_tensors_cross_by_address(monkeypatch):
+    # (no NumPy view of each input: a call passes the tensors' addresses; an input that
+    # is returned as it is stays that tensor)
+    import ember.torch.program_call as program_call
+
+    def no_view(tensor):
+        raise AssertionError("a contiguous input took the NumPy path")
+
+    x, w = torch.randn(4, 3), torch.randn(3, 5)
+    monkeypatch.setattr(program_call, "to_ember", no_view)
+    launcher.launcher()  # (built: the address path needs it)
+    same, product, gelu = _graph_call(lambda a, b: (a, a @ b, F.gelu(a)), x, w)
+    assert same is x
+    torch.testing.assert_close(product, x @ w)
+    torch.testing.assert_close(gelu, F.gelu(x))
+    product.add_(1.0)  # (results are the program's fresh, writable memory)
 
 
 def test_a_result_never_shares_an_inputs_memory():

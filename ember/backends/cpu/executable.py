@@ -174,6 +174,8 @@ class CpuExecutable(Executable):
         self._profiling = hasattr(getattr(self, "library", None), "ember_profile_read")
         self._single_call = (arena_bytes == 0 and program == [0] and layout.host == 0
                              and self._direct)
+        self._result_places = _result_places(self._result_slots, layout, len(constants),
+                                             program, self._output_avals)
         self._set_launcher(ready_launcher())
         return self
 
@@ -212,6 +214,37 @@ class CpuExecutable(Executable):
         finally:
             if owned:
                 self._arena_lock.release()
+
+    def run_at(self, addresses: Sequence[int]) -> list[np.ndarray] | None:
+        """The results of a call whose inputs are given by address: C-contiguous host
+        memory of the compiled shapes and dtypes, which the caller keeps alive and
+        unchanged during the call (a front end's own tensors, read without a NumPy view
+        of each). None, running nothing, where this program cannot take addresses: it has
+        host calls (which read NumPy arrays), returns a constant, a literal or one output
+        twice, or the launcher is not built yet. A result that is an argument, as it is,
+        comes back as None (``returned_arguments``: the caller has it)."""
+        if self._launch is None:
+            self._set_launcher(ready_launcher())
+        if self._result_places is None or self._launch is None:
+            return None
+        outputs = [POOL.empty(*spec) for spec in self._output_avals]
+        owned = self._arena_lock.acquire(blocking=False)
+        arena = self._arena if owned else POOL.empty((self._arena_bytes,), np.uint8,
+                                                     self._arena_bytes)
+        try:
+            arrays = [arena, *addresses, *self._constants, *outputs]
+            for segment in self._program:  # (every item is an address or contiguous)
+                self._launch(self._address, arrays, segment)
+        finally:
+            if owned:
+                self._arena_lock.release()
+        return [outputs[place] if place >= 0 else None for place in self._result_places]
+
+    def returned_arguments(self) -> dict[int, int]:
+        """{result position: argument index} of the results that are an argument as it
+        is (``run_at`` returns None there)."""
+        return {position: ~place for position, place in enumerate(self._result_places or ())
+                if place < 0}
 
     def loop_frame(self) -> LoopFrame | None:
         """This program set up to be called from a native loop (launcher.c), or None
@@ -279,6 +312,30 @@ class CpuExecutable(Executable):
             if host.reads_arena and np.may_share_memory(array, arrays[0]):
                 array = array.copy()
             arrays[slot] = array
+
+
+def _result_places(result_slots: list, layout: Layout, constants: int, program: list,
+                   output_avals: list) -> list[int] | None:
+    """Where each result is, for ``run_at``: its output's index, or ``~i`` for argument
+    i returned as it is; None where a result is something else (a constant, a literal),
+    two results are one output, a host call runs, or an output is empty (a size-0
+    tensor's address may be null)."""
+    if layout.host or any(step.__class__ is not int for step in program):
+        return None
+    first_output = 1 + layout.inputs
+    arguments = layout.inputs - constants
+    places = []
+    for slot, _ in result_slots:
+        if slot is not None and first_output <= slot < first_output + layout.outputs:
+            places.append(slot - first_output)
+        elif slot is not None and 1 <= slot <= arguments:
+            places.append(~(slot - 1))
+        else:
+            return None
+    outputs = [place for place in places if place >= 0]
+    if len(set(outputs)) != len(outputs) or any(nbytes == 0 for _, _, nbytes in output_avals):
+        return None
+    return places
 
 
 def contiguous(buffer: Any) -> np.ndarray:

@@ -2,8 +2,9 @@
  * arrays, so that a jitted call costs one call of a builtin function. The library is
  * loaded with ctypes.PyDLL once, to make that function (``ember_launch_function``); the
  * function reads the pointers holding the GIL, then releases it while the kernels run.
- * A list item that is None passes NULL. Also the native loops of control flow (below),
- * loaded with ctypes.CDLL. */
+ * A list item that is None passes NULL, an int that address (memory a front end owns,
+ * such as a tensor's: ember.torch passes its tensors so). Also the native loops of
+ * control flow (below), loaded with ctypes.CDLL. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
@@ -17,8 +18,8 @@ typedef void (*ember_entry)(void **buffers, int64_t segment);
 static PyTypeObject *ndarray_type;
 
 /* launch(entry_address, arrays, segment) -> bool: False, running nothing, when an item
- * of ``arrays`` is neither None nor a C-contiguous NumPy array (the caller makes it
- * one and calls again). A builtin, not a ctypes function: ctypes converting the three
+ * of ``arrays`` is neither None, an int nor a C-contiguous NumPy array (the caller makes
+ * it one and calls again). A builtin, not a ctypes function: ctypes converting the three
  * arguments cost more than a small program runs. */
 static PyObject *ember_launch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -41,6 +42,15 @@ static PyObject *ember_launch(PyObject *self, PyObject *const *args, Py_ssize_t 
         PyObject *item = PyList_GET_ITEM(arrays, i);
         if (item == Py_None) {
             pointers[i] = NULL;
+            continue;
+        }
+        if (PyLong_CheckExact(item)) {
+            pointers[i] = PyLong_AsVoidPtr(item);
+            if (pointers[i] == NULL && PyErr_Occurred()) {
+                if (pointers != local)
+                    free(pointers);
+                return NULL;
+            }
             continue;
         }
         if (!PyObject_TypeCheck(item, ndarray_type)

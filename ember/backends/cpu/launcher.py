@@ -27,7 +27,7 @@ from ember.backends.cpu.background_build import BackgroundBuild
 _SOURCE = Path(__file__).with_name("launcher.c")
 
 # launch(entry_address, arrays, segment): False (nothing run) when an item of arrays is
-# neither None nor a C-contiguous NumPy array.
+# neither None, an int (an address) nor a C-contiguous NumPy array.
 Launch = Callable[[int, list, int], bool]
 
 

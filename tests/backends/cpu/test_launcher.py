@@ -112,3 +112,38 @@ def test_a_buffer_that_is_not_contiguous_is_made_so_before_the_call():
     view = x[::2]
     [out] = executable.run([view])
     np.testing.assert_allclose(out, np.exp(view) * 2.0, rtol=1e-6)
+
+
+def _addresses(*arrays):
+    return [a.__array_interface__["data"][0] for a in arrays]
+
+
+def test_a_program_called_with_addresses_matches_a_call_with_arrays():
+    a, b = np.arange(12, dtype=np.float32).reshape(3, 4), np.linspace(0, 1, 4, dtype=np.float32)
+    compiled = ember.jit(lambda p, q: (jnp.tanh(p) * q, (p @ q).sum())).lower(a, b).compile()
+    launcher.launcher()  # (ready: call_addresses does not wait for it)
+    results = compiled.call_addresses(_addresses(a, b))
+    expected = compiled.call_host([a, b])
+    assert len(results) == 2
+    for got, want in zip(results, expected):
+        assert got.flags.writeable and got.flags.c_contiguous
+        np.testing.assert_array_equal(got, want)
+
+
+def test_an_argument_returned_as_it_is_comes_back_as_none():
+    a, b = np.ones(5, np.float32), np.full(5, 2.0, np.float32)
+    compiled = ember.jit(lambda p, q: (q, p + q)).lower(a, b).compile()
+    launcher.launcher()
+    assert compiled.returned_arguments() == {0: 1}
+    same, total = compiled.call_addresses(_addresses(a, b))
+    assert same is None
+    np.testing.assert_array_equal(total, a + b)
+
+
+def test_programs_with_empty_inputs_or_nan_checks_take_no_addresses():
+    empty = np.zeros((0, 3), np.float32)
+    compiled = ember.jit(lambda p: p * 2).lower(empty).compile()
+    assert compiled.call_addresses([0]) is None
+    with config.override(debug_nans=True):
+        full = ember.jit(lambda p: p * 3).lower(x).compile()
+        assert full.call_addresses(_addresses(x)) is None
