@@ -299,7 +299,7 @@ class HuggingFaceGPT2(nn.Module):
 
 
 def test_huggingface_gpt2_with_a_tiny_config_trains_like_eager():
-    # (transformers is not in the test extra: this runs where it is installed)
+    # (transformers is in the test extra; a tiny config, random init: nothing downloaded)
     model = HuggingFaceGPT2(pytest.importorskip("transformers"))
     ids = torch.randint(0, 64, (2, 9))
     x, y = ids[:, :-1], ids[:, 1:].flatten()
