@@ -12,6 +12,7 @@ is MPI point-to-point messages on a communicator of its own, apart from the data
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -61,7 +62,6 @@ class Guard:
         ``payload`` (at most ``INLINE_BYTES``) goes to every peer with the signature;
         returns each peer's (empty without one)."""
         self.seq += 1
-        self._read_notices(what, ())
         others = [p for p in peers if p != self.rank]
         if not others:
             return {}
@@ -76,17 +76,32 @@ class Guard:
         buffers = {p: self._buffer(p) for p in others}
         pending = {p: self.control.Irecv(buffers[p], source=p, tag=TAG_SIGNATURE)
                    for p in others}
+        self._arrivals(pending, buffers, record, what, len(payload))
+        if pending:  # (peers usually come within microseconds: no notices read before)
+            self._wait(pending, buffers, record, what, len(payload))
+        self._prune_sends()
+        end = SIGNATURE_BYTES + len(payload)  # (the signatures agree on the size)
+        return {p: memoryview(buffers[p])[SIGNATURE_BYTES:end] for p in others}
+
+    def _arrivals(self, pending: dict, buffers: dict, record: bytes, what: str,
+                  size: int) -> None:
+        """Removes from ``pending`` the peers whose signatures have come; raises where
+        one differs from this process's ``record``."""
+        for peer, request in list(pending.items()):
+            if self._test(request, what):
+                del pending[peer]
+                if buffers[peer][:SIGNATURE_BYTES] != record:  # (one comparison)
+                    self._compare(peer, buffers[peer], what, size)
+
+    def _wait(self, pending: dict, buffers: dict, record: bytes, what: str,
+              size: int) -> None:
+        """Until every peer of ``pending`` has come: notices from processes that raised
+        or exited, and the timeout, end the wait with an error naming them."""
+        self._read_notices(what, pending)
         start = time.monotonic()
         deadline = start + float(config.distributed_timeout)
         polls = 0
         while pending:
-            for peer, request in list(pending.items()):
-                if self._test(request, what):
-                    del pending[peer]
-                    if buffers[peer][:SIGNATURE_BYTES] != record:  # (one comparison)
-                        self._compare(peer, buffers[peer], what, len(payload))
-            if not pending:
-                break
             polls += 1
             if polls % _POLLS_PER_NOTICE_READ == 0:  # notices matter only to a long wait
                 self._read_notices(what, pending)
@@ -99,15 +114,11 @@ class Guard:
                     f"distributed_timeout); this is rank "
                     f"{self.rank}. A process may be stuck, or run a different program")
             waited = time.monotonic() - start
-            if waited < _BUSY_SECONDS:
-                continue  # peers usually come within microseconds: keep the core
-            if waited < _SPIN_SECONDS:
-                os.sched_yield()
-            else:
+            if waited >= _SPIN_SECONDS:
                 time.sleep(_POLL_SECONDS)
-        self._prune_sends()
-        end = SIGNATURE_BYTES + len(payload)  # (the signatures agree on the size)
-        return {p: memoryview(buffers[p])[SIGNATURE_BYTES:end] for p in others}
+            elif waited >= _BUSY_SECONDS:
+                os.sched_yield()
+            self._arrivals(pending, buffers, record, what, size)
 
     def run(self, what: str, operation: Callable[[], Any]) -> Any:
         """Run an MPI data operation; a peer that dies during it is named."""
@@ -248,8 +259,13 @@ def _short(what: str) -> str:
 def _record(seq: int, what: str, size: int) -> bytes:
     """The signature: sequence number, data size and the collective's description,
     NUL-separated, padded to ``SIGNATURE_BYTES`` (equal records: the same collective)."""
-    record = f"{seq}\0{size}\0{_short(what)}".encode()
+    record = str(seq).encode() + _record_tail(what, size)
     return record.ljust(SIGNATURE_BYTES, b"\0")[:SIGNATURE_BYTES]
+
+
+@functools.lru_cache(maxsize=1024)  # a program's collectives repeat every step
+def _record_tail(what: str, size: int) -> bytes:
+    return f"\0{size}\0{_short(what)}".encode()
 
 
 def install_exit_hooks(guard: Guard) -> None:

@@ -66,11 +66,8 @@ def _inline(guard, description: str, array: np.ndarray,
     """``array`` of every process of ``ranks``, stacked in their order: sent with the
     meeting's signatures (one step)."""
     received = guard.check(description, ranks, array.tobytes() if len(ranks) > 1 else None)
-    out = np.empty((len(ranks), *array.shape), array.dtype)
-    for row, rank in zip(out, ranks):
-        row[...] = array if rank == guard.rank else np.frombuffer(
-            received[rank], array.dtype).reshape(array.shape)
-    return out
+    rows = bytearray().join([array if rank == guard.rank else received[rank] for rank in ranks])
+    return np.frombuffer(rows, array.dtype).reshape(len(ranks), *array.shape)
 
 
 def alltoall(array: np.ndarray, ranks: Sequence[int], what: str = "") -> np.ndarray:
@@ -144,12 +141,13 @@ def _reduce_rows(rows: np.ndarray, op: str, out: np.ndarray | None = None) -> np
     """Row 0, then row 1, ... folded in (into ``out`` where given): one fixed order,
     whatever the chunking."""
     combine = _REDUCERS[op]
-    if out is None:
-        out = np.empty(rows.shape[1:], rows.dtype)
     if len(rows) == 1:
+        if out is None:
+            return np.array(rows[0])
         out[...] = rows[0]
         return out
-    combine(rows[0], rows[1], out=out)
+    # (a fresh array where out is None; a 0-d one where the rows are scalars)
+    out = np.asarray(combine(rows[0], rows[1], out=out))
     for row in rows[2:]:
         combine(out, row, out=out)
     return out
