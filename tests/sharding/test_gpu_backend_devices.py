@@ -26,6 +26,13 @@ def test_opencl_lists_every_device_of_every_platform(monkeypatch):
              types.SimpleNamespace(name="gpu b", platform=platform("P1")),
              types.SimpleNamespace(name="cpu c", platform=platform("P2 ")))
     monkeypatch.setattr(runtime, "cl_devices", lambda: found)
+    # (where no OpenCL runtime is installed, the backend was found absent and cached so)
+    from ember.backends.opencl.backend import OpenCLBackend
+    from ember.runtime import devices
+
+    loaded = devices._load
+    monkeypatch.setattr(devices, "_load",
+                        lambda name: OpenCLBackend() if name == "opencl" else loaded(name))
     listed = ember.devices("opencl")
     assert [d.id for d in listed] == [0, 1, 2]
     assert [d.description for d in listed] == ["gpu a (P1)", "gpu b (P1)", "cpu c (P2)"]
