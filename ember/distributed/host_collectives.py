@@ -65,8 +65,9 @@ def _inline(guard, description: str, array: np.ndarray,
             ranks: tuple[int, ...]) -> np.ndarray:
     """``array`` of every process of ``ranks``, stacked in their order: sent with the
     meeting's signatures (one step)."""
-    received = guard.check(description, ranks, array.tobytes() if len(ranks) > 1 else None)
-    rows = bytearray().join([array if rank == guard.rank else received[rank] for rank in ranks])
+    mine = array.tobytes()
+    received = guard.check(description, ranks, mine if len(ranks) > 1 else None)
+    rows = bytearray().join([mine if rank == guard.rank else received[rank] for rank in ranks])
     return np.frombuffer(rows, array.dtype).reshape(len(ranks), *array.shape)
 
 
