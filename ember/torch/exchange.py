@@ -80,9 +80,7 @@ def to_torch(array: Any) -> torch.Tensor:
     host = np.asarray(array)
     if not (host.flags.writeable and host.flags.c_contiguous):
         host = host.copy(order="C")
-    if host.dtype == dtypes.bfloat16:
-        return torch.from_numpy(host.view(np.int16)).view(torch.bfloat16)
-    return torch.from_numpy(host)
+    return fresh_to_torch(host)
 
 
 def fresh_to_torch(array: np.ndarray) -> torch.Tensor:
