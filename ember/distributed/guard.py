@@ -8,16 +8,20 @@ two; a peer reads it only once the signatures agree. So processes that run
 different programs get an error naming the mismatch, a process that is gone is named
 within ``config.distributed_timeout`` seconds, and MPI's process-failure reports (Open
 MPI's ULFM, which ``ember launch`` turns on) name a process killed mid-step. All of it
-is MPI point-to-point messages on a communicator of its own, apart from the data.
+is MPI point-to-point messages on a communicator of its own, apart from the data. The
+meeting itself runs in C (``meeting.c``) once that is built, else through mpi4py.
 """
 from __future__ import annotations
 
+import ctypes
 import functools
 import json
 import os
 import sys
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Collection, Sequence
+
+import numpy as np
 
 from ember.config import config
 from ember.distributed.errors import DistributedError, PeerFailedError
@@ -32,6 +36,7 @@ _POLL_SECONDS = 0.0002
 _BUSY_SECONDS = 0.0005
 _SPIN_SECONDS = 0.005
 _POLLS_PER_NOTICE_READ = 16
+PENDING = -1  # the C meeting's status while peers have not come
 
 
 class Guard:
@@ -53,35 +58,101 @@ class Guard:
         # One receive buffer per peer, reused: a signature's data is read (copied) by
         # the caller before the next meeting.
         self._inbox: dict[int, bytearray] = {}
+        self._native: tuple | None = None  # the C meeting, once built (see check)
+        self._rank_arrays: dict[tuple[int, ...], tuple[np.ndarray, int]] = {}
+        self._rows = np.empty(0, np.uint8)  # the C meeting's data, in the ranks' order
+        self._rows_address = 0
 
     # --- meeting at a collective ----------------------------------------------------
-    def check(self, what: str, peers: Sequence[int],
-              payload: bytes | None = None) -> dict[int, memoryview]:
-        """Meet ``peers`` (ranks of the job) at the collective ``what``; raise a
-        DistributedError if one of them is elsewhere, failed, exited or too late.
+    def check(self, what: str, ranks: Sequence[int], payload: bytes = b"") -> memoryview:
+        """Meet the processes ``ranks`` (this one among them) at the collective ``what``;
+        raise a DistributedError if one of them is elsewhere, failed, exited or too late.
         ``payload`` (at most ``INLINE_BYTES``) goes to every peer with the signature;
-        returns each peer's (empty without one)."""
+        returns every process's, in the order of ``ranks`` (valid until the next
+        meeting)."""
         self.seq += 1
-        others = [p for p in peers if p != self.rank]
-        if not others:
-            return {}
-        payload = payload or b""
+        if len(ranks) == 1:
+            return memoryview(payload)
         if len(payload) > INLINE_BYTES:
             raise ValueError(f"a payload of {len(payload)} bytes does not fit with a "
                              f"signature (at most {INLINE_BYTES})")
         record = _record(self.seq, what, len(payload))
-        mine = record + payload
+        native = self._native_meeting()
+        if native is not None:
+            return self._meet_natively(native, what, tuple(ranks), record, payload)
+        return self._meet(what, ranks, record, payload)
+
+    def _meet(self, what: str, ranks: Sequence[int], record: bytes,
+              payload: bytes) -> memoryview:
+        """The meeting through mpi4py, message by message."""
+        others = [p for p in ranks if p != self.rank]
         for peer in others:
-            self._send(mine, peer, TAG_SIGNATURE)
+            self._send(record + payload, peer, TAG_SIGNATURE)
         buffers = {p: self._buffer(p) for p in others}
         pending = {p: self.control.Irecv(buffers[p], source=p, tag=TAG_SIGNATURE)
                    for p in others}
-        self._arrivals(pending, buffers, record, what, len(payload))
-        if pending:  # (peers usually come within microseconds: no notices read before)
-            self._wait(pending, buffers, record, what, len(payload))
+
+        def arrivals() -> Collection[int]:
+            self._arrivals(pending, buffers, record, what, len(payload))
+            return pending
+
+        if arrivals():  # (peers usually come within microseconds: no notices read before)
+            self._wait(what, arrivals)
         self._prune_sends()
         end = SIGNATURE_BYTES + len(payload)  # (the signatures agree on the size)
-        return {p: memoryview(buffers[p])[SIGNATURE_BYTES:end] for p in others}
+        return memoryview(b"".join(
+            payload if p == self.rank else memoryview(buffers[p])[SIGNATURE_BYTES:end]
+            for p in ranks))
+
+    def _meet_natively(self, native: tuple, what: str, ranks: tuple[int, ...],
+                       record: bytes, payload: bytes) -> memoryview:
+        """The same meeting in C (``meeting.c``): one call where peers are on time."""
+        library, state = native
+        ranks_address = self._rank_array(ranks)
+        size = len(payload) * len(ranks)
+        if self._rows.nbytes < size:
+            self._rows = np.empty(size, np.uint8)
+            self._rows_address = self._rows.ctypes.data
+
+        def outcome(status: int) -> Collection[int]:
+            if status == PENDING:
+                waiting = np.empty(len(ranks), np.int32)
+                return waiting[:library.pending(state, waiting.ctypes.data)].tolist()
+            if status > 0:
+                peer = status - 1
+                signature = ctypes.string_at(library.slot(state, peer), SIGNATURE_BYTES)
+                self._compare(peer, bytearray(signature), what, len(payload))
+                raise DistributedError(f"rank {peer}'s signature at collective #{self.seq} "
+                                       f"({what}) differs from rank {self.rank}'s")
+            if status < PENDING:
+                raise self._failure(what, self.MPI.Exception(-2 - status))  # (its code)
+            return ()
+
+        status = library.start(state, ranks_address, len(ranks), record, payload,
+                               len(payload), self._rows_address, _BUSY_SECONDS)
+        if status != 0 and outcome(status):
+            self._wait(what, lambda: outcome(library.poll(state, 0.0)))
+        return memoryview(self._rows)[:size]
+
+    def _native_meeting(self) -> tuple | None:
+        """(the C meeting's library, this communicator's state) once it is built."""
+        if self._native is None:
+            from ember.distributed.native_meeting import meeting_state, native_meetings
+
+            library = native_meetings()
+            if library is None:
+                return None
+            self._native = (library, meeting_state(library, self.control, TAG_SIGNATURE,
+                                                   SIGNATURE_BYTES, INLINE_BYTES))
+        return self._native
+
+    def _rank_array(self, ranks: tuple[int, ...]) -> int:
+        """The address of ``ranks`` as C int32s, made once per group."""
+        made = self._rank_arrays.get(ranks)
+        if made is None:
+            array = np.array(ranks, np.int32)
+            made = self._rank_arrays[ranks] = (array, array.ctypes.data)
+        return made[1]
 
     def _arrivals(self, pending: dict, buffers: dict, record: bytes, what: str,
                   size: int) -> None:
@@ -93,10 +164,13 @@ class Guard:
                 if buffers[peer][:SIGNATURE_BYTES] != record:  # (one comparison)
                     self._compare(peer, buffers[peer], what, size)
 
-    def _wait(self, pending: dict, buffers: dict, record: bytes, what: str,
-              size: int) -> None:
-        """Until every peer of ``pending`` has come: notices from processes that raised
-        or exited, and the timeout, end the wait with an error naming them."""
+    def _wait(self, what: str, arrivals: Callable[[], Collection[int]]) -> None:
+        """Until ``arrivals()`` (tests again, returns the peers not come yet) is empty:
+        notices from processes that raised or exited, and the timeout, end the wait
+        with an error naming them."""
+        pending = arrivals()
+        if not pending:
+            return
         self._read_notices(what, pending)
         start = time.monotonic()
         deadline = start + float(config.distributed_timeout)
@@ -118,7 +192,7 @@ class Guard:
                 time.sleep(_POLL_SECONDS)
             elif waited >= _BUSY_SECONDS:
                 os.sched_yield()
-            self._arrivals(pending, buffers, record, what, size)
+            pending = arrivals()
 
     def run(self, what: str, operation: Callable[[], Any]) -> Any:
         """Run an MPI data operation; a peer that dies during it is named."""

@@ -50,10 +50,10 @@ def allgather(array: np.ndarray, ranks: Sequence[int], what: str = "") -> np.nda
         return member.allgather(array, ranks)
     job = current("allgather across processes")
     ranks = tuple(ranks)
-    array = np.ascontiguousarray(array)
+    array = np.asarray(array, order="C")  # (ascontiguousarray would make a 0-d one 1-d)
     description = _describe("allgather", array, ranks, what)
     if array.nbytes <= INLINE_BYTES or len(ranks) == 1:
-        return _inline(job.guard, description, array, ranks)
+        return _inline(job.guard, description, array, ranks).copy()
     job.guard.check(description, ranks)
     out = np.empty((len(ranks), *array.shape), array.dtype)
     comm = job.communicator(ranks)
@@ -64,10 +64,9 @@ def allgather(array: np.ndarray, ranks: Sequence[int], what: str = "") -> np.nda
 def _inline(guard, description: str, array: np.ndarray,
             ranks: tuple[int, ...]) -> np.ndarray:
     """``array`` of every process of ``ranks``, stacked in their order: sent with the
-    meeting's signatures (one step)."""
-    mine = array.tobytes()
-    received = guard.check(description, ranks, mine if len(ranks) > 1 else None)
-    rows = bytearray().join([mine if rank == guard.rank else received[rank] for rank in ranks])
+    meeting's signatures (one step). A view of the guard's memory, valid until its next
+    meeting."""
+    rows = guard.check(description, ranks, array.tobytes())
     return np.frombuffer(rows, array.dtype).reshape(len(ranks), *array.shape)
 
 
@@ -113,8 +112,9 @@ def reduce_in_order(stacked: np.ndarray, ranks: Sequence[int], op: str = "sum",
     description = _describe(f"reduce({op})", stacked, ranks, what)
     count = len(ranks)
     if stacked.nbytes <= INLINE_BYTES or count == 1:  # latency-bound: with the meeting
-        every = _inline(job.guard, description, stacked, ranks)
-        return _reduce_rows(every.reshape(count * local, *shape), op)
+        rows = job.guard.check(description, ranks, stacked.tobytes())
+        return _reduce_rows(np.frombuffer(rows, stacked.dtype).reshape(count * local, *shape),
+                            op)
     job.guard.check(description, ranks)
     comm = job.communicator(ranks)
     n = math.prod(shape)

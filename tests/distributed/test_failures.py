@@ -26,14 +26,16 @@ def _free_address() -> str:
         return f"127.0.0.1:{probe.getsockname()[1]}"
 
 
+@pytest.mark.parametrize("meeting", ["native", "python"])  # (the guard's, in C or not)
 @pytest.mark.parametrize("mode", sorted(CASES))
-def test_survivor_names_the_failed_process(mode):
+def test_survivor_names_the_failed_process(mode, meeting):
     needs_mpi()
     marker = new_marker()
     # One of the jobs joins through an explicit coordinator (and its shared secret).
     explicit = [_free_address()] if mode == "mismatch" else []
     done = launch(2, "fail.py", mode, marker, *explicit,
-                  timeout=4 if mode == "stall" else 20, deadline=120)
+                  timeout=4 if mode == "stall" else 20, deadline=120,
+                  extra_env={"EMBER_TEST_MEETING": meeting})
     output = done.stdout + done.stderr
     survivor = [line for line in output.splitlines() if line.startswith("[rank 0]")]
     assert any(CASES[mode] in line for line in survivor), output

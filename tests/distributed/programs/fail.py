@@ -4,7 +4,8 @@
 the test finds the processes by it. The others must raise an error that
 names process 1, well within the timeout, and every process must end. A third argument,
 'host:port', makes the processes join explicitly through a coordinator there instead of
-by detecting the launch."""
+by detecting the launch. EMBER_TEST_MEETING='python' makes every process meet through
+mpi4py, 'native' in C (where it can be built)."""
 import os
 import signal
 import sys
@@ -24,6 +25,15 @@ if len(sys.argv) > 3:  # explicit: this process's place as another launcher woul
                                  process_id=int(os.environ["OMPI_COMM_WORLD_RANK"]))
 else:
     ember.distributed.initialize()
+if os.environ.get("EMBER_TEST_MEETING") == "python":
+    from ember.distributed.state import current
+
+    current().guard._native_meeting = lambda: None
+elif os.environ.get("EMBER_TEST_MEETING") == "native":
+    from ember.distributed.native_meeting import _build
+
+    if _build() is not None:
+        _build().wait()
 mode = sys.argv[1]
 mesh = ember.make_mesh((ember.device_count("cpu"),), ("data",))
 me = ember.process_index()

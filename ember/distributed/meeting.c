@@ -1,0 +1,223 @@
+/* meeting.c: the guard's meeting at a collective, in C (see guard.py).
+ *
+ * The same messages as the guard's Python path, on its control communicator: each
+ * process sends every peer its signature (SIGNATURE bytes) and the collective's small
+ * data, receives theirs into slots of INLINE + SIGNATURE bytes, and compares signatures.
+ * A meeting here costs about what MPI's own small Allreduce does; through mpi4py,
+ * message by message, it cost several times that. Waiting is bounded: after a short
+ * spin the call returns PENDING, and the guard goes on polling (ember_meeting_poll)
+ * while it reads failure notices and watches the timeout.
+ *
+ * The data of every process, this one's included, is copied into `rows` in the order
+ * of `ranks`, so the caller reduces or stacks them in one fixed order.
+ */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sched.h>
+#include <time.h>
+
+#define BUSY_SECONDS 50e-6
+
+enum { DONE = 0, PENDING = -1 };  /* else 1 + a peer's rank (mismatch), or -2 - code */
+
+typedef struct {
+    MPI_Request request;
+    char *message;
+} Send;
+
+typedef struct {
+    MPI_Comm comm;
+    int rank, tag;
+    int64_t signature, slot;        /* bytes: a signature; a receive slot */
+    char **slots;                   /* per process, made at its first meeting */
+    MPI_Request *receives;          /* per process; MPI_REQUEST_NULL when none */
+    Send *sends;                    /* in flight, with their messages */
+    int64_t sends_used, sends_size;
+    /* the meeting in progress */
+    const int32_t *ranks;
+    int64_t count, payload;
+    const char *record;
+    const char *mine;
+    char *rows;
+} Meeting;
+
+Meeting *ember_meeting_new(int64_t comm_handle, int64_t size, int64_t tag,
+                           int64_t signature, int64_t inline_bytes)
+{
+    Meeting *m = calloc(1, sizeof(Meeting));
+    if (m == NULL)
+        return NULL;
+    m->comm = (MPI_Comm)(intptr_t)comm_handle;
+    MPI_Comm_rank(m->comm, &m->rank);
+    m->tag = (int)tag;
+    m->signature = signature;
+    m->slot = signature + inline_bytes;
+    m->slots = calloc((size_t)size, sizeof(char *));
+    m->receives = malloc(sizeof(MPI_Request) * (size_t)size);
+    if (m->slots == NULL || m->receives == NULL) {
+        free(m->slots);
+        free(m->receives);
+        free(m);
+        return NULL;
+    }
+    for (int64_t i = 0; i < size; ++i)
+        m->receives[i] = MPI_REQUEST_NULL;
+    return m;
+}
+
+/* Peer `rank`'s slot: its signature, then its data (NULL before its first meeting). */
+char *ember_meeting_slot(Meeting *m, int64_t rank) { return m->slots[rank]; }
+
+static int64_t error_status(int code) { return -2 - (int64_t)code; }
+
+/* Forget the sends that have completed (their peers have the messages). */
+static int64_t prune_sends(Meeting *m)
+{
+    int64_t kept = 0;
+    for (int64_t i = 0; i < m->sends_used; ++i) {
+        int done = 0;
+        if (MPI_Test(&m->sends[i].request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            done = 1;  /* to a process that is gone: nothing left to deliver */
+        if (done)
+            free(m->sends[i].message);
+        else
+            m->sends[kept++] = m->sends[i];
+    }
+    m->sends_used = kept;
+    return kept;
+}
+
+static int64_t send_to(Meeting *m, int peer)
+{
+    if (m->sends_used == m->sends_size) {
+        int64_t size = m->sends_size ? 2 * m->sends_size : 16;
+        Send *grown = realloc(m->sends, sizeof(Send) * (size_t)size);
+        if (grown == NULL)
+            return error_status(MPI_ERR_NO_MEM);
+        m->sends = grown;
+        m->sends_size = size;
+    }
+    int64_t bytes = m->signature + m->payload;
+    char *copy = malloc((size_t)bytes);
+    if (copy == NULL)
+        return error_status(MPI_ERR_NO_MEM);
+    memcpy(copy, m->record, (size_t)m->signature);
+    if (m->payload)
+        memcpy(copy + m->signature, m->mine, (size_t)m->payload);
+    Send *s = &m->sends[m->sends_used];
+    int code = MPI_Isend(copy, (int)bytes, MPI_BYTE, peer, m->tag, m->comm, &s->request);
+    if (code != MPI_SUCCESS) {
+        free(copy);
+        return error_status(code);
+    }
+    s->message = copy;
+    m->sends_used += 1;
+    return DONE;
+}
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Test the receives still pending; DONE when none is, else PENDING, a mismatch or an
+ * error. A peer's data is copied to its row once its signature is checked. */
+static int64_t arrivals(Meeting *m)
+{
+    int64_t waiting = 0;
+    for (int64_t i = 0; i < m->count; ++i) {
+        int peer = m->ranks[i];
+        if (peer == m->rank || m->receives[peer] == MPI_REQUEST_NULL)
+            continue;
+        int done = 0;
+        int code = MPI_Test(&m->receives[peer], &done, MPI_STATUS_IGNORE);
+        if (code != MPI_SUCCESS)
+            return error_status(code);
+        if (!done) {
+            waiting += 1;
+            continue;
+        }
+        const char *slot = ember_meeting_slot(m, peer);
+        if (memcmp(slot, m->record, (size_t)m->signature) != 0)
+            return 1 + (int64_t)peer;
+        if (m->payload)
+            memcpy(m->rows + i * m->payload, slot + m->signature, (size_t)m->payload);
+    }
+    return waiting ? PENDING : DONE;
+}
+
+/* Continue the meeting for up to `spin_seconds`: busy at first (peers usually come
+ * within microseconds), then yielding the core (there may be more processes than
+ * cores). */
+int64_t ember_meeting_poll(Meeting *m, double spin_seconds)
+{
+    double start = 0.0;
+    for (;;) {
+        int64_t status = arrivals(m);
+        if (status != PENDING) {
+            if (status == DONE)
+                prune_sends(m);
+            return status;
+        }
+        if (start == 0.0) {
+            start = now();
+            continue;
+        }
+        double waited = now() - start;
+        if (waited > spin_seconds)
+            return PENDING;
+        if (waited > BUSY_SECONDS)
+            sched_yield();
+    }
+}
+
+/* Start the meeting of the processes `ranks` (this one among them) at the collective
+ * whose signature is `record`, sending `payload` bytes of `mine`; then poll as above.
+ * `rows` receives count x payload bytes. */
+int64_t ember_meeting_start(Meeting *m, const int32_t *ranks, int64_t count,
+                            const char *record, const char *mine, int64_t payload,
+                            char *rows, double spin_seconds)
+{
+    m->ranks = ranks;
+    m->count = count;
+    m->record = record;
+    m->mine = mine;
+    m->payload = payload;
+    m->rows = rows;
+    for (int64_t i = 0; i < count; ++i) {
+        int peer = ranks[i];
+        if (peer == m->rank) {
+            if (payload)
+                memcpy(rows + i * payload, mine, (size_t)payload);
+            continue;
+        }
+        if (m->slots[peer] == NULL && (m->slots[peer] = malloc((size_t)m->slot)) == NULL)
+            return error_status(MPI_ERR_NO_MEM);
+        int code = MPI_Irecv(m->slots[peer], (int)m->slot, MPI_BYTE, peer, m->tag,
+                             m->comm, &m->receives[peer]);
+        if (code != MPI_SUCCESS)
+            return error_status(code);
+    }
+    for (int64_t i = 0; i < count; ++i) {
+        int64_t status = ranks[i] == m->rank ? DONE : send_to(m, ranks[i]);
+        if (status != DONE)
+            return status;
+    }
+    return ember_meeting_poll(m, spin_seconds);
+}
+
+/* How many of the meeting's peers have not come yet; their ranks go to `out`. */
+int64_t ember_meeting_pending(Meeting *m, int32_t *out)
+{
+    int64_t n = 0;
+    for (int64_t i = 0; i < m->count; ++i) {
+        int peer = m->ranks[i];
+        if (peer != m->rank && m->receives[peer] != MPI_REQUEST_NULL)
+            out[n++] = peer;
+    }
+    return n;
+}

