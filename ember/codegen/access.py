@@ -15,10 +15,11 @@ those loops' variables (``gather.ordered_syms``).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from ember.codegen import gather, indexing as ix
 from ember.codegen.indexing import ZERO, Index, Sym
-from ember.ir.graph import Eqn, Literal
+from ember.ir.graph import Eqn, Literal, Var
 from ember.ops.elementwise import ELEMENTWISE_OPS
 from ember.ops.reductions import REDUCTIONS
 
@@ -218,6 +219,18 @@ def memory_operands(eqn: Eqn, producer: dict | None = None) -> list:
     if name == "concatenate":
         return list(eqn.inputs)
     return []
+
+
+def stored_through_reshapes(atom: Any, producer: dict) -> Any:
+    """The value whose buffer a gather reads for its operand ``atom``: through reshapes,
+    which keep every element at the same row-major offset, so the gather reads what
+    they reshape in place, at the offsets of ``atom``'s shape (nothing is copied)."""
+    while isinstance(atom, Var) and not isinstance(atom, Literal):
+        eqn = producer.get(atom)
+        if eqn is None or eqn.prim.name != "reshape" or isinstance(eqn.inputs[0], Literal):
+            return atom
+        atom = eqn.inputs[0]
+    return atom
 
 
 def operand_demands(eqn: Eqn, out: Index) -> list[tuple[object, Index]]:

@@ -100,10 +100,12 @@ def _in_bounds(b, starts: list[_StartValue]) -> Node | None:
     return b.all_of(conds)
 
 
-def _read(b, atom, index: Index, offset: Node | None, prim: str, guard: Node | None = None):
+def _read(b, atom, index: Index, offset: Node | None, prim: str, guard: Node | None = None,
+          shape: tuple[int, ...] | None = None):
+    """``atom`` at ``index`` (of ``shape``, where it reads ``atom`` through reshapes)."""
     if not isinstance(atom, Var):  # a literal scalar: the same everywhere
         return b.value(atom, ())
-    return b.load(atom, index, guard, offset, prim)
+    return b.load(atom, index, guard, offset, prim, shape)
 
 
 # --- values at an output position -----------------------------------------------------
@@ -115,7 +117,8 @@ def gather_value(b, eqn: Eqn, index: Index) -> Node:
     where, offset = _place(b, operand.aval.shape, positions.affine, starts)
     axis = gather.positional(operand, b.group.producer)
     if axis is None:
-        value = _read(b, operand, where, offset, "gather")
+        stored = access.stored_through_reshapes(operand, b.group.producer)
+        value = _read(b, stored, where, offset, "gather", shape=operand.aval.shape)
     else:
         value = _position(b, axis, where, offset, starts, operand.aval)
     inside = _in_bounds(b, starts) if positions.checked else None

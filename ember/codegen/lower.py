@@ -194,11 +194,14 @@ class _Builder:
         return self.make(("const", repr(value), dtype.str), lambda: Const(value, dtype))
 
     def load(self, var: Var, index: Index, guard: Node | None = None,
-             offset: Node | None = None, prim: str = "") -> Node:
+             offset: Node | None = None, prim: str = "",
+             shape: tuple[int, ...] | None = None) -> Node:
+        """``var`` at ``index``, row-major in ``shape`` (where given: a reshape of
+        ``var``'s, read in place) or in ``var``'s own."""
         if var.aval.size == 0:  # only read inside loops that never run
             return self.const(0, var.aval.dtype)
         buf = self.buffer(var)
-        flat = ix.linearize(index, var.aval.shape)
+        flat = ix.linearize(index, var.aval.shape if shape is None else shape)
         children = tuple(n for n in (guard, offset) if n is not None)
         key = ("load", buf.name, flat, *(n.id if n is not None else None for n in (guard, offset)))
         return self.make(key, lambda: Load(buf, flat, var.aval.dtype, guard, offset, prim),

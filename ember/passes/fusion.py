@@ -513,6 +513,8 @@ class _Fuser:
     def inline(self, eqn: Eqn, kind: str, group: Group, index_set: set[Index]) -> None:
         group.add_member(eqn)
         for atom in access.memory_operands(eqn, self.producer):
+            if eqn.prim.name == "gather":  # (a reshape is read in place, not stored)
+                atom = access.stored_through_reshapes(atom, self.producer)
             self.need(atom, f"read from memory by {eqn.prim.name}")
             self.loaded_by_calls.add(atom)
         for index in index_set:

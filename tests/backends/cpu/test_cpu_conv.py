@@ -3,6 +3,8 @@ compile to im2col + GEMM (ember/passes/im2col.py, no host call), the rest stay h
 against the reference backend, forward and gradient."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from cpu_testing import assert_matches_reference, compiled, requires_cpu
@@ -143,9 +145,14 @@ def test_the_patch_matrix_is_one_kernel_reading_the_padded_input():
     assert_matches_reference(fun, x, w, tolerance=(1e-4, 1e-4))
     # the padding, the patches (one gather, no slices stored and concatenated), the GEMM,
     # its (N, H, W, O) product to NCHW
-    kinds = [(k.kind, "gather" in k.ops) for k in compiled(fun, x, w).kernels]
+    kernels = compiled(fun, x, w).kernels
+    kinds = [(k.kind, "gather" in k.ops) for k in kernels]
     assert kinds == [("kernel", False), ("kernel", True), ("library", False),
                      ("kernel", False)], kinds
+    # The gather reads the padding's flattened reshape in place, so the padding is
+    # stored in its own shape: rows, vectorized, no division per element.
+    padding = kernels[0].source
+    assert "#pragma omp simd" in padding and not re.search(r"\)\s*[/%]\s*\d", padding)
 
 
 def test_a_convolution_with_many_taps_and_positions_stays_a_host_call():

@@ -292,6 +292,11 @@ def at_add(x, i, u):
     return x.at[i].add(u)
 
 
+def take_flattened(x, i):
+    """A gather from a reshape of an input: read in place, the reshape never copied."""
+    return jnp.take(jnp.reshape(x, (-1,)), i) * 2.0
+
+
 KERNEL_COUNTS = {
     "at_add": (at_add, lambda rng: (normal(rng, 9), ids(rng, (5,), -9, 9), normal(rng, 5))),
     "embedding_scaled": (embedding_scaled, _count_args),
@@ -300,6 +305,7 @@ KERNEL_COUNTS = {
     "cross_entropy": (cross_entropy, lambda rng: (normal(rng, 4, 8, 32), ids(rng, (4, 8), 0, 32))),
     "embedding_gradient": (embedding_gradient, lambda rng: (*_count_args(rng),
                                                             normal(rng, 4, 8, 16))),
+    "take_flattened": (take_flattened, lambda rng: (normal(rng, 6, 5), ids(rng, (3, 7), 0, 30))),
 }
 
 
