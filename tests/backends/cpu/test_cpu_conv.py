@@ -151,8 +151,11 @@ def test_the_patch_matrix_is_one_kernel_reading_the_padded_input():
                      ("kernel", False)], kinds
     # The gather reads the padding's flattened reshape in place, so the padding is
     # stored in its own shape: rows, vectorized, no division per element.
-    padding = kernels[0].source
+    padding, patches = kernels[0].source, kernels[1].source
     assert "#pragma omp simd" in padding and not re.search(r"\)\s*[/%]\s*\d", padding)
+    # The patches are stored (N, H, W, C, KH, KW) for the GEMM to read as (N, P, C, T):
+    # a loop per axis, no position decomposed by division per element.
+    assert not re.search(r"\)\s*[/%]\s*\d", patches), patches
 
 
 def test_a_convolution_with_many_taps_and_positions_stays_a_host_call():
