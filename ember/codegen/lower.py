@@ -38,6 +38,9 @@ from ember.ir.graph import Eqn, Literal, Var
 from ember.ops.reductions import accumulator_dtype
 
 MIN_PARALLEL_WORK = 1 << 18  # elements (times phases): below, waking a second thread costs more
+# An element of a kernel with an expensive op (erf, exp, tanh: ``access.is_expensive``)
+# counts as 1 + this many per such op: GELU's erf over 65536 elements took 85 µs alone.
+EXPENSIVE_OP_WORK = 4
 
 @dataclass
 class LoopGroup:
@@ -593,11 +596,14 @@ class _Emitter:
         return Kernel(name, params, top.stmts, self.ops, list(self.lines))
 
     def _work(self) -> int:
+        """Elements visited (times phases), weighted by the expensive ops computed."""
         rows = self.plan.outer + ([self.plan.lanes] if self.plan.lanes else [])
         total = int(np.prod([s.extent for s in rows + self.plan.inner], dtype=np.int64))
         for syms in {r.syms for r in self.b.reductions.values()}:
             total += int(np.prod([s.extent for s in rows + list(syms)], dtype=np.int64))
-        return total
+        expensive = sum(1 for node in self.b.nodes.values()
+                        if isinstance(node, Op) and access.is_expensive(node.op))
+        return total * (1 + EXPENSIVE_OP_WORK * expensive)
 
     def _parallel_rows(self) -> bool:
         """Whether the outer loops run in parallel: enough work, and rows enough for the

@@ -161,6 +161,17 @@ def test_thread_count_follows_the_config():
     assert "omp parallel" not in source
 
 
+def test_expensive_elements_go_parallel_sooner():
+    """65536 elements: too few to wake a second thread for a multiply, enough for an erf
+    (GELU's exact form: about 1 ns per element)."""
+    mid = np.ones((256, 256), np.float32)
+    with ember.config.override(num_threads=2):
+        cheap = compiled(lambda a: a * 3.0 + 1.0, mid).kernels[0].source
+        gelu = compiled(lambda a: a * 0.5 * (1.0 + lax.erf(a * 0.7071)), mid).kernels[0].source
+    assert "omp parallel" not in cheap
+    assert "#pragma omp parallel for" in gelu
+
+
 def test_a_parallel_reduction_combines_the_threads_in_a_fixed_order():
     """Bitwise reproducible: thread t sums the t-th block, the parts are added in thread
     order (no OpenMP reduction clause across threads, no guided schedule)."""
