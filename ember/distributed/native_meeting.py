@@ -19,7 +19,7 @@ from typing import Any
 from ember.backends.cpu import toolchain
 from ember.backends.cpu.background_build import BackgroundBuild
 
-__all__ = ["NativeMeetings", "native_meetings"]
+__all__ = ["NativeMeetings", "native_meetings", "same_mpi"]
 
 _SOURCE = Path(__file__).with_name("meeting.c")
 
@@ -78,10 +78,19 @@ def _build_options() -> dict | None:
     include = _mpi_include()
     if include is None or _loaded_mpi_library() is None:
         return None
+    version = " ".join(MPI.Get_library_version().replace("\0", " ").split())
+    if not same_mpi((Path(include) / "mpi.h").read_text(errors="replace"), version):
+        return None
     # (the library's version keys the compile cache: another MPI, another build)
-    version = " ".join(MPI.Get_library_version().split())
     return {"source": f"/* for {version} */\n" + _SOURCE.read_text(),
             "name": "ember_mpi_meeting", "extra_flags": (f"-I{include}",)}
+
+
+def same_mpi(header: str, library_version: str) -> bool:
+    """Whether ``mpi.h`` (its text) belongs to the MPI library loaded (its version
+    string): Open MPI's handles are pointers, MPICH's (and its derivatives') integers,
+    so a header of the one against a library of the other would crash."""
+    return ("#define OPEN_MPI 1" in header) == library_version.startswith("Open MPI")
 
 
 def _load(path: Path) -> NativeMeetings:

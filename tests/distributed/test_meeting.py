@@ -18,3 +18,14 @@ def test_small_collectives_agree_in_c_and_through_mpi4py(processes, others):
     assert "[rank 0] meetings agree; process 0 met in C" in output, output
     kind = "in C" if others == "native" else "through mpi4py"
     assert f"[rank 1] meetings agree; process 1 met {kind}" in output, output
+
+
+def test_the_c_meeting_is_built_only_against_the_loaded_mpis_header():
+    from ember.distributed.native_meeting import same_mpi
+
+    open_mpi = "#define OPEN_MPI 1\n#define OMPI_MAJOR_VERSION 5\n"
+    mpich = '#define MPICH_VERSION "4.2.0"\n'
+    assert same_mpi(open_mpi, "Open MPI v5.0.11, package: Open MPI")
+    assert same_mpi(mpich, "MPICH Version: 4.2.0")
+    assert not same_mpi(open_mpi, "MPICH Version: 4.2.0")  # would crash: another ABI
+    assert not same_mpi(mpich, "Open MPI v5.0.11")
