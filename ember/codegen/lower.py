@@ -595,8 +595,10 @@ class _Emitter:
         params = list(self.b.params.values())
         return Kernel(name, params, top.stmts, self.ops, list(self.lines))
 
+    @functools.cached_property
     def _work(self) -> int:
-        """Elements visited (times phases), weighted by the expensive ops computed."""
+        """Elements visited (times phases), weighted by the expensive ops computed (the
+        plan and the ops are fixed once the emitter exists: computed once)."""
         rows = self.plan.outer + ([self.plan.lanes] if self.plan.lanes else [])
         total = int(np.prod([s.extent for s in rows + self.plan.inner], dtype=np.int64))
         for syms in {r.syms for r in self.b.reductions.values()}:
@@ -608,7 +610,7 @@ class _Emitter:
     def _parallel_rows(self) -> bool:
         """Whether the outer loops run in parallel: enough work, and rows enough for the
         threads (the column form: blocks of columns the threads share evenly)."""
-        if self.threads < 2 or not self.plan.outer or self._work() < MIN_PARALLEL_WORK:
+        if self.threads < 2 or not self.plan.outer or self._work < MIN_PARALLEL_WORK:
             return False
         if self.plan.lanes is not None:
             blocks = self.plan.outer[0].extent
@@ -617,7 +619,7 @@ class _Emitter:
 
     def _parallel_inner(self) -> bool:
         return (self.threads > 1 and not self._parallel_rows()
-                and self._work() >= MIN_PARALLEL_WORK)
+                and self._work >= MIN_PARALLEL_WORK)
 
     # loops
     def _nest(self, syms: list[Sym], fill, parallel: bool, accs: list[Accumulator] = (),

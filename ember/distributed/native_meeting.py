@@ -61,22 +61,23 @@ _BUILD: list[BackgroundBuild[NativeMeetings] | None] = []
 
 def _build() -> BackgroundBuild[NativeMeetings] | None:
     if not _BUILD:
-        options = _build_options()
+        mpi_library = _loaded_mpi_library()
+        options = None if mpi_library is None else _build_options()
         _BUILD.append(None if options is None else BackgroundBuild(
             "ember-mpi-meeting",
             find=lambda: toolchain.find_shared_library(**options),
             build=lambda: toolchain.compile_shared_library(**options),
-            load=_load))
+            load=lambda path: _load(path, mpi_library)))
     return _BUILD[0]
 
 
 def _build_options() -> dict | None:
-    """How to build the library for the MPI in this process; None where its header or
-    library is not found."""
+    """How to build the library for the MPI in this process; None where its header is
+    not found or is another MPI's."""
     from mpi4py import MPI
 
     include = _mpi_include()
-    if include is None or _loaded_mpi_library() is None:
+    if include is None:
         return None
     version = " ".join(MPI.Get_library_version().replace("\0", " ").split())
     if not same_mpi((Path(include) / "mpi.h").read_text(errors="replace"), version):
@@ -93,9 +94,9 @@ def same_mpi(header: str, library_version: str) -> bool:
     return ("#define OPEN_MPI 1" in header) == library_version.startswith("Open MPI")
 
 
-def _load(path: Path) -> NativeMeetings:
+def _load(path: Path, mpi_library: str) -> NativeMeetings:
     # The library's MPI symbols resolve against the MPI that mpi4py loaded, made global.
-    ctypes.CDLL(_loaded_mpi_library(), mode=ctypes.RTLD_GLOBAL)
+    ctypes.CDLL(mpi_library, mode=ctypes.RTLD_GLOBAL)
     return NativeMeetings(path)
 
 
