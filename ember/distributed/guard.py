@@ -9,7 +9,8 @@ different programs get an error naming the mismatch, a process that is gone is n
 within ``config.distributed_timeout`` seconds, and MPI's process-failure reports (Open
 MPI's ULFM, which ``ember launch`` turns on) name a process killed mid-step. All of it
 is MPI point-to-point messages on a communicator of its own, apart from the data. The
-meeting itself runs in C (``meeting.c``) once that is built, else through mpi4py.
+meeting itself runs in C (``meeting.c``) once that is built, else through mpi4py; in C
+it also sums a small reduction's data, in the same order as NumPy does here.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ import numpy as np
 
 from ember.config import config
 from ember.distributed.errors import DistributedError, PeerFailedError
+from ember.distributed.in_order import reduce_rows
 
 __all__ = ["Guard"]
 
@@ -34,9 +36,15 @@ TAG_SIGNATURE = 7001
 TAG_NOTICE = 7002
 _POLL_SECONDS = 0.0002
 _BUSY_SECONDS = 0.0005
+_BUSY_NANOSECONDS = 500_000  # (the same, for the C meeting)
 _SPIN_SECONDS = 0.005
 _POLLS_PER_NOTICE_READ = 16
 PENDING = -1  # the C meeting's status while peers have not come
+STACK = 0  # the C meeting stacks every process's data (else sums them: meeting.c)
+_NATIVE_SUMS = {np.dtype(t): code for code, t in enumerate(
+    (np.float32, np.float64, np.uint8, np.uint16, np.uint32, np.uint64), start=1)}
+_NATIVE_SUMS.update({np.dtype(t): _NATIVE_SUMS[np.dtype(u)] for t, u in (
+    (np.int8, np.uint8), (np.int16, np.uint16), (np.int32, np.uint32), (np.int64, np.uint64))})
 
 
 class Guard:
@@ -59,32 +67,40 @@ class Guard:
         # the caller before the next meeting.
         self._inbox: dict[int, bytearray] = {}
         self._native: tuple | None = None  # the C meeting, once built (see check)
-        self._rank_arrays: dict[tuple[int, ...], tuple[np.ndarray, int]] = {}
-        self._rows = np.empty(0, np.uint8)  # the C meeting's data, in the ranks' order
-        self._rows_address = 0
+        self._rank_arrays: dict[tuple[int, ...], np.ndarray] = {}
+        self._status = np.zeros(1, np.int64)  # the C meeting's status, written there
 
     # --- meeting at a collective ----------------------------------------------------
-    def check(self, what: str, ranks: Sequence[int], payload: bytes = b"") -> memoryview:
+    def check(self, what: str, ranks: Sequence[int], data: np.ndarray | None = None, *,
+              total: bool = False) -> np.ndarray | None:
         """Meet the processes ``ranks`` (this one among them) at the collective ``what``;
         raise a DistributedError if one of them is elsewhere, failed, exited or too late.
-        ``payload`` (at most ``INLINE_BYTES``) goes to every peer with the signature;
-        returns every process's, in the order of ``ranks`` (valid until the next
-        meeting)."""
+        ``data`` (C-contiguous, at most ``INLINE_BYTES``) goes to every peer with the
+        signature. Returns every process's, stacked in the order of ``ranks`` (a fresh
+        array, None without data); where ``total``, the sum of the rows (axis 0) of
+        every process's in that order instead."""
         self.seq += 1
         if len(ranks) == 1:
-            return memoryview(payload)
-        if len(payload) > INLINE_BYTES:
-            raise ValueError(f"a payload of {len(payload)} bytes does not fit with a "
-                             f"signature (at most {INLINE_BYTES})")
-        record = _record(self.seq, what, len(payload))
-        native = self._native_meeting()
+            if data is None:
+                return None
+            return reduce_rows(data, "sum") if total else data[None].copy()
+        if data is not None and data.nbytes > INLINE_BYTES:
+            raise ValueError(f"{data.nbytes} bytes of data do not fit with a signature "
+                             f"(at most {INLINE_BYTES})")
+        native = self._native if self._native is not None else self._native_meeting()
         if native is not None:
-            return self._meet_natively(native, what, tuple(ranks), record, payload)
-        return self._meet(what, ranks, record, payload)
+            return self._meet_natively(native, what, tuple(ranks), data, total)
+        payload = b"" if data is None else data.tobytes()
+        rows = self._meet(what, ranks, _record(self.seq, what, len(payload)), payload)
+        if data is None:
+            return None
+        stacked = np.frombuffer(rows, data.dtype).reshape(len(ranks), *data.shape)
+        return _total(stacked) if total else stacked.copy()
 
     def _meet(self, what: str, ranks: Sequence[int], record: bytes,
               payload: bytes) -> memoryview:
-        """The meeting through mpi4py, message by message."""
+        """The meeting through mpi4py, message by message; every process's payload, in
+        the order of ``ranks``."""
         others = [p for p in ranks if p != self.rank]
         for peer in others:
             self._send(record + payload, peer, TAG_SIGNATURE)
@@ -105,34 +121,43 @@ class Guard:
             for p in ranks))
 
     def _meet_natively(self, native: tuple, what: str, ranks: tuple[int, ...],
-                       record: bytes, payload: bytes) -> memoryview:
-        """The same meeting in C (``meeting.c``): one call where peers are on time."""
+                       data: np.ndarray | None, total: bool) -> np.ndarray | None:
+        """The same meeting in C (``meeting.c``): one call where peers are on time. It
+        sums float32, float64 and integer data itself; other data it stacks, summed
+        here."""
         library, state = native
-        ranks_address = self._rank_array(ranks)
-        size = len(payload) * len(ranks)
-        if self._rows.nbytes < size:
-            self._rows = np.empty(size, np.uint8)
-            self._rows_address = self._rows.ctypes.data
+        if data is None:
+            size, out, fold, rows = 0, None, STACK, 1
+        else:
+            size = data.nbytes
+            fold = _NATIVE_SUMS.get(data.dtype, STACK) if total else STACK
+            out = np.empty(data.shape[1:] if fold else (len(ranks), *data.shape), data.dtype)
+            rows = data.shape[0] if total else 1
+        status = library.start([state, self._rank_array(ranks), len(ranks), self.seq,
+                                _record_tail_array(what, size), data, size, out, fold, rows,
+                                _BUSY_NANOSECONDS, self._status])
+        if status != 0 and self._native_outcome(native, status, what, ranks, size):
+            self._wait(what, lambda: self._native_outcome(
+                native, library.poll(state, 0.0), what, ranks, size))
+        return _total(out) if total and fold == STACK else out
 
-        def outcome(status: int) -> Collection[int]:
-            if status == PENDING:
-                waiting = np.empty(len(ranks), np.int32)
-                return waiting[:library.pending(state, waiting.ctypes.data)].tolist()
-            if status > 0:
-                peer = status - 1
-                signature = ctypes.string_at(library.slot(state, peer), SIGNATURE_BYTES)
-                self._compare(peer, bytearray(signature), what, len(payload))
-                raise DistributedError(f"rank {peer}'s signature at collective #{self.seq} "
-                                       f"({what}) differs from rank {self.rank}'s")
-            if status < PENDING:
-                raise self._failure(what, self.MPI.Exception(-2 - status))  # (its code)
-            return ()
-
-        status = library.start(state, ranks_address, len(ranks), record, payload,
-                               len(payload), self._rows_address, _BUSY_SECONDS)
-        if status != 0 and outcome(status):
-            self._wait(what, lambda: outcome(library.poll(state, 0.0)))
-        return memoryview(self._rows)[:size]
+    def _native_outcome(self, native: tuple, status: int, what: str,
+                        ranks: tuple[int, ...], size: int) -> Collection[int]:
+        """The peers the C meeting still waits for, from its status; raises for a
+        mismatch or an MPI error."""
+        library, state = native
+        if status == PENDING:
+            waiting = np.empty(len(ranks), np.int32)
+            return waiting[:library.pending(state, waiting.ctypes.data)].tolist()
+        if status > 0:
+            peer = status - 1
+            signature = ctypes.string_at(library.slot(state, peer), SIGNATURE_BYTES)
+            self._compare(peer, bytearray(signature), what, size)
+            raise DistributedError(f"rank {peer}'s signature at collective #{self.seq} "
+                                   f"({what}) differs from rank {self.rank}'s")
+        if status < PENDING:
+            raise self._failure(what, self.MPI.Exception(-2 - status))  # (its code)
+        return ()
 
     def _native_meeting(self) -> tuple | None:
         """(the C meeting's library, this communicator's state) once it is built."""
@@ -146,13 +171,12 @@ class Guard:
                                                    SIGNATURE_BYTES, INLINE_BYTES))
         return self._native
 
-    def _rank_array(self, ranks: tuple[int, ...]) -> int:
-        """The address of ``ranks`` as C int32s, made once per group."""
-        made = self._rank_arrays.get(ranks)
-        if made is None:
-            array = np.array(ranks, np.int32)
-            made = self._rank_arrays[ranks] = (array, array.ctypes.data)
-        return made[1]
+    def _rank_array(self, ranks: tuple[int, ...]) -> np.ndarray:
+        """``ranks`` as C int32s, made once per group."""
+        array = self._rank_arrays.get(ranks)
+        if array is None:
+            array = self._rank_arrays[ranks] = np.array(ranks, np.int32)
+        return array
 
     def _arrivals(self, pending: dict, buffers: dict, record: bytes, what: str,
                   size: int) -> None:
@@ -340,6 +364,19 @@ def _record(seq: int, what: str, size: int) -> bytes:
 @functools.lru_cache(maxsize=1024)  # a program's collectives repeat every step
 def _record_tail(what: str, size: int) -> bytes:
     return f"\0{size}\0{_short(what)}".encode()
+
+
+@functools.lru_cache(maxsize=1024)
+def _record_tail_array(what: str, size: int) -> np.ndarray:
+    """The record's tail padded to ``SIGNATURE_BYTES``, for the C meeting (which puts
+    the sequence number before it, as ``_record`` does)."""
+    tail = _record_tail(what, size).ljust(SIGNATURE_BYTES, b"\0")[:SIGNATURE_BYTES]
+    return np.frombuffer(tail, np.uint8)
+
+
+def _total(stacked: np.ndarray) -> np.ndarray:
+    """The sum of every process's rows (``stacked``: [process, rows, ...]) in order."""
+    return reduce_rows(stacked.reshape(-1, *stacked.shape[2:]), "sum")
 
 
 def install_exit_hooks(guard: Guard) -> None:

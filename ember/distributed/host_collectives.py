@@ -19,6 +19,7 @@ from typing import Sequence
 import numpy as np
 
 from ember.distributed.guard import INLINE_BYTES
+from ember.distributed.in_order import reduce_rows
 from ember.distributed.state import current
 from ember.sharding.device_communicator import current_member
 
@@ -53,21 +54,12 @@ def allgather(array: np.ndarray, ranks: Sequence[int], what: str = "") -> np.nda
     array = np.asarray(array, order="C")  # (ascontiguousarray would make a 0-d one 1-d)
     description = _describe("allgather", array, ranks, what)
     if array.nbytes <= INLINE_BYTES or len(ranks) == 1:
-        return _inline(job.guard, description, array, ranks).copy()
+        return job.guard.check(description, ranks, array)
     job.guard.check(description, ranks)
     out = np.empty((len(ranks), *array.shape), array.dtype)
     comm = job.communicator(ranks)
     job.guard.run(description, lambda: comm.Allgather(_bytes(array), _bytes_out(out)))
     return out
-
-
-def _inline(guard, description: str, array: np.ndarray,
-            ranks: tuple[int, ...]) -> np.ndarray:
-    """``array`` of every process of ``ranks``, stacked in their order: sent with the
-    meeting's signatures (one step). A view of the guard's memory, valid until its next
-    meeting."""
-    rows = guard.check(description, ranks, array.tobytes())
-    return np.frombuffer(rows, array.dtype).reshape(len(ranks), *array.shape)
 
 
 def alltoall(array: np.ndarray, ranks: Sequence[int], what: str = "") -> np.ndarray:
@@ -104,7 +96,7 @@ def reduce_in_order(stacked: np.ndarray, ranks: Sequence[int], op: str = "sum",
     buffers come whole with the meeting and are reduced in order on every process."""
     member = current_member()
     if member is not None:
-        return member.reduce(np.asarray(stacked), ranks, lambda rows: _reduce_rows(rows, op))
+        return member.reduce(np.asarray(stacked), ranks, lambda rows: reduce_rows(rows, op))
     job = current("a reduction across processes")
     ranks = tuple(ranks)
     stacked = np.ascontiguousarray(stacked)
@@ -112,8 +104,10 @@ def reduce_in_order(stacked: np.ndarray, ranks: Sequence[int], op: str = "sum",
     description = _describe(f"reduce({op})", stacked, ranks, what)
     count = len(ranks)
     if stacked.nbytes <= INLINE_BYTES or count == 1:  # latency-bound: with the meeting
-        every = _inline(job.guard, description, stacked, ranks)
-        return _reduce_rows(every.reshape(count * local, *shape), op)
+        if op == "sum":
+            return job.guard.check(description, ranks, stacked, total=True)
+        every = job.guard.check(description, ranks, stacked)
+        return reduce_rows(every.reshape(count * local, *shape), op)
     job.guard.check(description, ranks)
     comm = job.communicator(ranks)
     n = math.prod(shape)
@@ -129,28 +123,9 @@ def reduce_in_order(stacked: np.ndarray, ranks: Sequence[int], op: str = "sum",
     # this process's chunk of the result reduced in place, then everyone's shared in place
     result = np.empty(count * chunk, stacked.dtype)
     mine = ranks.index(job.guard.rank)
-    _reduce_rows(received.reshape(count * local, chunk), op, result[mine * chunk:][:chunk])
+    reduce_rows(received.reshape(count * local, chunk), op, result[mine * chunk:][:chunk])
     job.guard.run(description, lambda: comm.Allgather(_in_place(), _bytes_out(result)))
     return result[:n].reshape(shape)
-
-
-_REDUCERS = {"sum": np.add, "max": np.maximum, "min": np.minimum}
-
-
-def _reduce_rows(rows: np.ndarray, op: str, out: np.ndarray | None = None) -> np.ndarray:
-    """Row 0, then row 1, ... folded in (into ``out`` where given): one fixed order,
-    whatever the chunking."""
-    combine = _REDUCERS[op]
-    if len(rows) == 1:
-        if out is None:
-            return np.array(rows[0])
-        out[...] = rows[0]
-        return out
-    # (a fresh array where out is None; a 0-d one where the rows are scalars)
-    out = np.asarray(combine(rows[0], rows[1], out=out))
-    for row in rows[2:]:
-        combine(out, row, out=out)
-    return out
 
 
 _scratch_buffer = np.empty(0, np.uint8)

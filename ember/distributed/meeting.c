@@ -8,11 +8,17 @@
  * spin the call returns PENDING, and the guard goes on polling (ember_meeting_poll)
  * while it reads failure notices and watches the timeout.
  *
- * The data of every process, this one's included, is copied into `rows` in the order
- * of `ranks`, so the caller reduces or stacks them in one fixed order.
+ * Once every peer's signature has come and agrees, the data of every process, this
+ * one's included, goes to `out` in the order of `ranks`: stacked, or summed row by row
+ * in that order (the same additions, in the same order, as NumPy's in guard.py), so
+ * the result is bitwise the same on every process whichever meeting it used.
+ *
+ * A meeting starts with ember_meeting_call, which takes the CPU backend launcher's
+ * calling convention (launcher.c): a small collective then costs one builtin call.
  */
 #include <mpi.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
@@ -21,6 +27,9 @@
 #define BUSY_SECONDS 50e-6
 
 enum { DONE = 0, PENDING = -1 };  /* else 1 + a peer's rank (mismatch), or -2 - code */
+
+/* What happens to the data at the end: stacked, or summed as one of these types. */
+enum { STACK = 0, SUM_F32, SUM_F64, SUM_U8, SUM_U16, SUM_U32, SUM_U64 };
 
 typedef struct {
     MPI_Request request;
@@ -35,12 +44,13 @@ typedef struct {
     MPI_Request *receives;          /* per process; MPI_REQUEST_NULL when none */
     Send *sends;                    /* in flight, with their messages */
     int64_t sends_used, sends_size;
+    char *record;                   /* this meeting's signature */
     /* the meeting in progress */
     const int32_t *ranks;
     int64_t count, payload;
-    const char *record;
     const char *mine;
-    char *rows;
+    char *out;
+    int64_t fold, rows;             /* STACK or a sum of `rows` rows per process */
 } Meeting;
 
 Meeting *ember_meeting_new(int64_t comm_handle, int64_t size, int64_t tag,
@@ -56,9 +66,11 @@ Meeting *ember_meeting_new(int64_t comm_handle, int64_t size, int64_t tag,
     m->slot = signature + inline_bytes;
     m->slots = calloc((size_t)size, sizeof(char *));
     m->receives = malloc(sizeof(MPI_Request) * (size_t)size);
-    if (m->slots == NULL || m->receives == NULL) {
+    m->record = malloc((size_t)signature);
+    if (m->slots == NULL || m->receives == NULL || m->record == NULL) {
         free(m->slots);
         free(m->receives);
+        free(m->record);
         free(m);
         return NULL;
     }
@@ -125,7 +137,7 @@ static double now(void)
 }
 
 /* Test the receives still pending; DONE when none is, else PENDING, a mismatch or an
- * error. A peer's data is copied to its row once its signature is checked. */
+ * error. */
 static int64_t arrivals(Meeting *m)
 {
     int64_t waiting = 0;
@@ -141,13 +153,55 @@ static int64_t arrivals(Meeting *m)
             waiting += 1;
             continue;
         }
-        const char *slot = ember_meeting_slot(m, peer);
-        if (memcmp(slot, m->record, (size_t)m->signature) != 0)
+        if (memcmp(ember_meeting_slot(m, peer), m->record, (size_t)m->signature) != 0)
             return 1 + (int64_t)peer;
-        if (m->payload)
-            memcpy(m->rows + i * m->payload, slot + m->signature, (size_t)m->payload);
     }
     return waiting ? PENDING : DONE;
+}
+
+/* Process i's data (i in the order of `ranks`). */
+static const char *data_of(const Meeting *m, int64_t i)
+{
+    int peer = m->ranks[i];
+    return peer == m->rank ? m->mine : m->slots[peer] + m->signature;
+}
+
+/* out = row 0 + row 1, then + row 2, ...: every process's rows in the order of ranks.
+ * One pass per row, as NumPy does it (the compiler may not reorder float additions). */
+#define SUM_ROWS(type)                                                                  \
+    do {                                                                                \
+        int64_t n = m->payload / m->rows / (int64_t)sizeof(type);                       \
+        type *out = (type *)m->out;                                                     \
+        int first = 1;                                                                  \
+        for (int64_t i = 0; i < m->count; ++i)                                          \
+            for (int64_t r = 0; r < m->rows; ++r) {                                     \
+                const type *row = (const type *)data_of(m, i) + r * n;                  \
+                if (first)                                                              \
+                    memcpy(out, row, (size_t)n * sizeof(type));                         \
+                else                                                                    \
+                    for (int64_t k = 0; k < n; ++k)                                     \
+                        out[k] = (type)(out[k] + row[k]);                               \
+                first = 0;                                                              \
+            }                                                                           \
+    } while (0)
+
+/* The meeting's data to `out`, stacked or summed. */
+static void deliver(Meeting *m)
+{
+    if (m->payload == 0)
+        return;
+    switch (m->fold) {
+    case STACK:
+        for (int64_t i = 0; i < m->count; ++i)
+            memcpy(m->out + i * m->payload, data_of(m, i), (size_t)m->payload);
+        break;
+    case SUM_F32: SUM_ROWS(float); break;
+    case SUM_F64: SUM_ROWS(double); break;
+    case SUM_U8: SUM_ROWS(uint8_t); break;  /* (integers wrap, as NumPy's do) */
+    case SUM_U16: SUM_ROWS(uint16_t); break;
+    case SUM_U32: SUM_ROWS(uint32_t); break;
+    case SUM_U64: SUM_ROWS(uint64_t); break;
+    }
 }
 
 /* Continue the meeting for up to `spin_seconds`: busy at first (peers usually come
@@ -159,8 +213,10 @@ int64_t ember_meeting_poll(Meeting *m, double spin_seconds)
     for (;;) {
         int64_t status = arrivals(m);
         if (status != PENDING) {
-            if (status == DONE)
+            if (status == DONE) {
+                deliver(m);
                 prune_sends(m);
+            }
             return status;
         }
         if (start == 0.0) {
@@ -175,26 +231,27 @@ int64_t ember_meeting_poll(Meeting *m, double spin_seconds)
     }
 }
 
-/* Start the meeting of the processes `ranks` (this one among them) at the collective
- * whose signature is `record`, sending `payload` bytes of `mine`; then poll as above.
- * `rows` receives count x payload bytes. */
-int64_t ember_meeting_start(Meeting *m, const int32_t *ranks, int64_t count,
-                            const char *record, const char *mine, int64_t payload,
-                            char *rows, double spin_seconds)
+/* Start the meeting of the processes `ranks` (this one among them) at collective
+ * number `seq`, whose signature is the decimal `seq` followed by `tail` (padded with
+ * NULs to the signature's size, as guard.py's _record makes it), sending `payload`
+ * bytes of `mine`; then poll as above. */
+static int64_t start(Meeting *m, const int32_t *ranks, int64_t count, int64_t seq,
+                     const char *tail, const char *mine, int64_t payload, char *out,
+                     int64_t fold, int64_t rows, double spin_seconds)
 {
+    int digits = snprintf(m->record, (size_t)m->signature, "%lld", (long long)seq);
+    memcpy(m->record + digits, tail, (size_t)(m->signature - digits));
     m->ranks = ranks;
     m->count = count;
-    m->record = record;
     m->mine = mine;
     m->payload = payload;
-    m->rows = rows;
+    m->out = out;
+    m->fold = fold;
+    m->rows = rows > 0 ? rows : 1;
     for (int64_t i = 0; i < count; ++i) {
         int peer = ranks[i];
-        if (peer == m->rank) {
-            if (payload)
-                memcpy(rows + i * payload, mine, (size_t)payload);
+        if (peer == m->rank)
             continue;
-        }
         if (m->slots[peer] == NULL && (m->slots[peer] = malloc((size_t)m->slot)) == NULL)
             return error_status(MPI_ERR_NO_MEM);
         int code = MPI_Irecv(m->slots[peer], (int)m->slot, MPI_BYTE, peer, m->tag,
@@ -208,6 +265,23 @@ int64_t ember_meeting_start(Meeting *m, const int32_t *ranks, int64_t count,
             return status;
     }
     return ember_meeting_poll(m, spin_seconds);
+}
+
+/* The arguments of ember_meeting_call, in the launcher's list: addresses or integers. */
+enum { ARG_STATE, ARG_RANKS, ARG_COUNT, ARG_SEQ, ARG_TAIL, ARG_MINE, ARG_PAYLOAD, ARG_OUT,
+       ARG_FOLD, ARG_ROWS, ARG_SPIN_NS, ARG_STATUS };
+
+#define INTEGER(i) ((int64_t)(intptr_t)a[i])
+
+/* Start a meeting (the launcher's `segment` is not used); its status goes to
+ * *a[ARG_STATUS]. */
+void ember_meeting_call(void **a, int64_t segment)
+{
+    (void)segment;
+    *(int64_t *)a[ARG_STATUS] = start(
+        a[ARG_STATE], a[ARG_RANKS], INTEGER(ARG_COUNT), INTEGER(ARG_SEQ), a[ARG_TAIL],
+        a[ARG_MINE], INTEGER(ARG_PAYLOAD), a[ARG_OUT], INTEGER(ARG_FOLD), INTEGER(ARG_ROWS),
+        1e-9 * (double)INTEGER(ARG_SPIN_NS));
 }
 
 /* How many of the meeting's peers have not come yet; their ranks go to `out`. */

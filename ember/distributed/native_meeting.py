@@ -16,8 +16,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ember.backends.cpu import toolchain
 from ember.backends.cpu.background_build import BackgroundBuild
+from ember.backends.cpu.launcher import ready_launcher, start_launcher
 
 __all__ = ["NativeMeetings", "native_meetings", "same_mpi"]
 
@@ -25,7 +28,8 @@ _SOURCE = Path(__file__).with_name("meeting.c")
 
 
 class NativeMeetings:
-    """The library's functions, typed for ctypes."""
+    """The library's functions: ``start`` through the CPU backend's launcher where it
+    is built (one builtin call), the rest through ctypes."""
 
     def __init__(self, path: Path) -> None:
         library = ctypes.CDLL(str(path))
@@ -33,9 +37,10 @@ class NativeMeetings:
         self.new = library.ember_meeting_new
         self.new.argtypes = [count, count, count, count, count]
         self.new.restype = pointer
-        self.start = library.ember_meeting_start
-        self.start.argtypes = [pointer, pointer, count, ctypes.c_char_p, ctypes.c_char_p,
-                               count, pointer, ctypes.c_double]
+        self._call = library.ember_meeting_call
+        self._call.argtypes = [pointer, count]
+        self._call_address = ctypes.cast(self._call, ctypes.c_void_p).value
+        self._launch = None  # the launcher, once it is built
         self.poll = library.ember_meeting_poll
         self.poll.argtypes = [pointer, ctypes.c_double]
         self.pending = library.ember_meeting_pending
@@ -43,8 +48,27 @@ class NativeMeetings:
         self.slot = library.ember_meeting_slot
         self.slot.argtypes = [pointer, count]
         self.slot.restype = pointer
-        for function in (self.start, self.poll, self.pending):
+        for function in (self.poll, self.pending):
             function.restype = count
+
+    def start(self, arguments: list) -> int:
+        """Start a meeting: ``ember_meeting_call``'s arguments (integers, arrays or None),
+        its last an int64 array the status is written to; returns the status."""
+        launch = self._launch or self._ready_launch()
+        if launch is None or not launch(self._call_address, arguments, 0):
+            pointers = np.array([_address(a) for a in arguments], np.uintp)
+            self._call(pointers.ctypes.data, 0)
+        return int(arguments[-1][0])
+
+    def _ready_launch(self) -> Any:
+        self._launch = ready_launcher()
+        return self._launch
+
+
+def _address(argument: int | np.ndarray | None) -> int:
+    if argument is None:
+        return 0
+    return argument.ctypes.data if isinstance(argument, np.ndarray) else argument
 
 
 def native_meetings() -> NativeMeetings | None:
@@ -53,6 +77,7 @@ def native_meetings() -> NativeMeetings | None:
     if build is None:
         return None
     build.start()
+    start_launcher()  # (its meetings cost least through the launcher)
     return build.loaded
 
 

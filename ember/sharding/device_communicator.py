@@ -28,7 +28,12 @@ __all__ = ["DeviceAborted", "DeviceCommunicator", "DeviceMember", "current_membe
 # larger ones each thread reduces a chunk of the elements, then the chunks are shared.
 WHOLE_ELEMENTS = 1 << 14
 
-_THREAD = threading.local()
+
+class _Thread(threading.local):
+    member: DeviceMember | None = None  # (a class default: read without a failed lookup)
+
+
+_THREAD = _Thread()
 
 
 class DeviceAborted(RuntimeError):
@@ -38,7 +43,7 @@ class DeviceAborted(RuntimeError):
 
 def current_member() -> DeviceMember | None:
     """The device the calling thread runs, inside a per_device shard_map (else None)."""
-    return getattr(_THREAD, "member", None)
+    return _THREAD.member
 
 
 class DeviceCommunicator:
