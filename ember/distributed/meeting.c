@@ -31,9 +31,15 @@ enum { DONE = 0, PENDING = -1 };  /* else 1 + a peer's rank (mismatch), or -2 - 
 /* What happens to the data at the end: stacked, or summed as one of these types. */
 enum { STACK = 0, SUM_F32, SUM_F64, SUM_U8, SUM_U16, SUM_U32, SUM_U64 };
 
+/* A meeting's message (signature, then data), sent to every peer from one copy. */
+typedef struct {
+    int64_t sends;                  /* in flight */
+    char bytes[];
+} Message;
+
 typedef struct {
     MPI_Request request;
-    char *message;
+    Message *message;
 } Send;
 
 typedef struct {
@@ -92,16 +98,17 @@ static int64_t prune_sends(Meeting *m)
         int done = 0;
         if (MPI_Test(&m->sends[i].request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
             done = 1;  /* to a process that is gone: nothing left to deliver */
-        if (done)
-            free(m->sends[i].message);
-        else
+        if (done) {
+            if (--m->sends[i].message->sends == 0)
+                free(m->sends[i].message);
+        } else
             m->sends[kept++] = m->sends[i];
     }
     m->sends_used = kept;
     return kept;
 }
 
-static int64_t send_to(Meeting *m, int peer)
+static int64_t send_to(Meeting *m, Message *message, int peer)
 {
     if (m->sends_used == m->sends_size) {
         int64_t size = m->sends_size ? 2 * m->sends_size : 16;
@@ -111,22 +118,37 @@ static int64_t send_to(Meeting *m, int peer)
         m->sends = grown;
         m->sends_size = size;
     }
-    int64_t bytes = m->signature + m->payload;
-    char *copy = malloc((size_t)bytes);
-    if (copy == NULL)
-        return error_status(MPI_ERR_NO_MEM);
-    memcpy(copy, m->record, (size_t)m->signature);
-    if (m->payload)
-        memcpy(copy + m->signature, m->mine, (size_t)m->payload);
     Send *s = &m->sends[m->sends_used];
-    int code = MPI_Isend(copy, (int)bytes, MPI_BYTE, peer, m->tag, m->comm, &s->request);
-    if (code != MPI_SUCCESS) {
-        free(copy);
+    int code = MPI_Isend(message->bytes, (int)(m->signature + m->payload), MPI_BYTE, peer,
+                         m->tag, m->comm, &s->request);
+    if (code != MPI_SUCCESS)
         return error_status(code);
-    }
-    s->message = copy;
+    s->message = message;
+    message->sends += 1;
     m->sends_used += 1;
     return DONE;
+}
+
+/* Send this process's message to every peer of the meeting: one copy, kept until
+ * every send of it has completed (the caller's data may change once we return). */
+static int64_t send_all(Meeting *m)
+{
+    if (m->count < 2)
+        return DONE;
+    Message *message = malloc(sizeof(Message) + (size_t)(m->signature + m->payload));
+    if (message == NULL)
+        return error_status(MPI_ERR_NO_MEM);
+    message->sends = 0;
+    memcpy(message->bytes, m->record, (size_t)m->signature);
+    if (m->payload)
+        memcpy(message->bytes + m->signature, m->mine, (size_t)m->payload);
+    int64_t status = DONE;
+    for (int64_t i = 0; i < m->count && status == DONE; ++i)
+        if (m->ranks[i] != m->rank)
+            status = send_to(m, message, m->ranks[i]);
+    if (message->sends == 0)
+        free(message);
+    return status;
 }
 
 static double now(void)
@@ -259,12 +281,8 @@ static int64_t start(Meeting *m, const int32_t *ranks, int64_t count, int64_t se
         if (code != MPI_SUCCESS)
             return error_status(code);
     }
-    for (int64_t i = 0; i < count; ++i) {
-        int64_t status = ranks[i] == m->rank ? DONE : send_to(m, ranks[i]);
-        if (status != DONE)
-            return status;
-    }
-    return ember_meeting_poll(m, spin_seconds);
+    int64_t status = send_all(m);
+    return status != DONE ? status : ember_meeting_poll(m, spin_seconds);
 }
 
 /* The arguments of ember_meeting_call, in the launcher's list: addresses or integers. */

