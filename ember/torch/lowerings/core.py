@@ -1,9 +1,7 @@
-"""The ATen -> Ember table: one entry per core ATen overload (the opset left after
-PyTorch's core decompositions), each written with ``ember.numpy`` and ``ember.lax`` and
-following ATen's dtype promotion and broadcasting.
-
-An op missing here is not an error: the partitioner leaves it to PyTorch.
-"""
+"""Lowerings of the core ATen opset's common ops: elementwise, creation, dtypes, shapes,
+indexing, reductions, matrix products, convolutions, normalization and pooling. Each
+is written with ``ember.numpy`` and ``ember.lax``, following ATen's dtype promotion and
+broadcasting."""
 from __future__ import annotations
 
 import itertools
@@ -19,60 +17,14 @@ import ember
 import ember.numpy as jnp
 from ember import dtypes, lax
 from ember.torch.exchange import numpy_dtype
+from ember.torch.lowerings.table import (LOWERINGS, aten, cast, dim_index, lowers,
+                                         prims, reduction_dims, register_elementwise)
 from ember.torch.promotion import Kind, default_dtype, is_array, promote
-
-aten = torch.ops.aten
-prims = torch.ops.prims
-
-LOWERINGS: dict[Any, Callable[..., Any]] = {}
-
-
-def lowers(*overloads: Any) -> Callable[[Callable], Callable]:
-    def register(fn: Callable) -> Callable:
-        for overload in overloads:
-            LOWERINGS[overload] = fn
-        return fn
-    return register
-
-
-def _cast(value: Any, dtype: np.dtype) -> Any:
-    if is_array(value):
-        return value if value.dtype == dtype else lax.convert_element_type(value, dtype)
-    return jnp.asarray(value, dtype=dtype)
-
-
-def _dims(dim: Any, ndim: int) -> tuple[int, ...]:
-    """ATen's reduction dims: None or [] mean every dim; negative dims count from the end."""
-    if ndim == 0:  # (a 0-d tensor reduces over dim 0 or -1 as over nothing)
-        return ()
-    if dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0):
-        return tuple(range(ndim))
-    if isinstance(dim, int):
-        dim = [dim]
-    return tuple(d % ndim for d in dim)
-
-
-def _dim(dim: int, ndim: int) -> int:
-    return dim % max(ndim, 1)
 
 
 # --- elementwise ------------------------------------------------------------------------
 
-def _elementwise(fn: Callable, kind: Kind = Kind.DEFAULT) -> Callable:
-    """An ATen elementwise op: operands cast to the computation dtype, the result to the
-    result dtype, as ATen's type promotion decides."""
-    def lowering(*operands: Any) -> Any:
-        compute, result = promote(*operands, kind=kind)
-        return _cast(fn(*[_cast(x, compute) for x in operands]), result)
-    return lowering
-
-
-def _register_elementwise(table: dict[tuple, Callable], kind: Kind = Kind.DEFAULT) -> None:
-    for overloads, fn in table.items():
-        lowers(*overloads)(_elementwise(fn, kind))
-
-
-_register_elementwise({
+register_elementwise({
     (aten.mul.Tensor, aten.mul.Scalar): jnp.multiply,
     (aten.maximum.default,): jnp.maximum,
     (aten.minimum.default,): jnp.minimum,
@@ -95,7 +47,7 @@ _register_elementwise({
     (aten.copysign.Tensor, aten.copysign.Scalar): jnp.copysign,
     (aten.nextafter.default,): jnp.nextafter,
 })
-_register_elementwise({
+register_elementwise({
     (aten.exp.default,): jnp.exp,
     (aten.exp2.default,): jnp.exp2,
     (aten.expm1.default,): jnp.expm1,
@@ -128,7 +80,7 @@ _register_elementwise({
     (aten.digamma.default,): lax.digamma,
     (aten.hypot.default,): jnp.hypot,
 }, Kind.INT_TO_FLOAT)
-_register_elementwise({
+register_elementwise({
     (aten.eq.Tensor, aten.eq.Scalar): jnp.equal,
     (aten.ne.Tensor, aten.ne.Scalar): jnp.not_equal,
     (aten.lt.Tensor, aten.lt.Scalar): jnp.less,
@@ -148,19 +100,19 @@ _register_elementwise({
 @lowers(aten.add.Tensor, aten.add.Scalar)
 def _add(x: Any, y: Any, alpha: Any = 1) -> Any:
     compute, result = promote(x, y)
-    y = _cast(y, compute)
+    y = cast(y, compute)
     if alpha != 1:
-        y = y * _cast(alpha, compute)
-    return _cast(_cast(x, compute) + y, result)
+        y = y * cast(alpha, compute)
+    return cast(cast(x, compute) + y, result)
 
 
 @lowers(aten.sub.Tensor, aten.sub.Scalar)
 def _sub(x: Any, y: Any, alpha: Any = 1) -> Any:
     compute, result = promote(x, y)
-    y = _cast(y, compute)
+    y = cast(y, compute)
     if alpha != 1:
-        y = y * _cast(alpha, compute)
-    return _cast(_cast(x, compute) - y, result)
+        y = y * cast(alpha, compute)
+    return cast(cast(x, compute) - y, result)
 
 
 @lowers(aten.div.Tensor_mode, aten.div.Scalar_mode)
@@ -168,22 +120,22 @@ def _div_mode(x: Any, y: Any, *, rounding_mode: str | None = None) -> Any:
     if rounding_mode is None:
         return LOWERINGS[aten.div.Tensor](x, y)
     compute, result = promote(x, y)
-    x, y = _cast(x, compute), _cast(y, compute)
+    x, y = cast(x, compute), cast(y, compute)
     if dtypes.issubdtype(compute, np.integer):
         quotient = jnp.floor_divide(x, y) if rounding_mode == "floor" \
             else lax.div(*jnp.broadcast_arrays(x, y))  # (C's truncating division)
     else:
         quotient = jnp.floor(x / y) if rounding_mode == "floor" else jnp.trunc(x / y)
-    return _cast(quotient, result)
+    return cast(quotient, result)
 
 
 @lowers(aten.pow.Tensor_Tensor, aten.pow.Tensor_Scalar, aten.pow.Scalar)
 def _pow(x: Any, y: Any) -> Any:
     compute, result = promote(x, y)
     if not is_array(y) and float(y) == 2.0:
-        x = _cast(x, compute)
-        return _cast(x * x, result)
-    return _cast(jnp.power(_cast(x, compute), _cast(y, compute)), result)
+        x = cast(x, compute)
+        return cast(x * x, result)
+    return cast(jnp.power(cast(x, compute), cast(y, compute)), result)
 
 
 @lowers(aten.gelu.default)
@@ -212,17 +164,17 @@ def _hardtanh(x: Any, min_val: float = -1.0, max_val: float = 1.0) -> Any:
 @lowers(aten.where.self)
 def _where(condition: Any, x: Any, y: Any) -> Any:
     _, result = promote(x, y)
-    return jnp.where(condition, _cast(x, result), _cast(y, result))
+    return jnp.where(condition, cast(x, result), cast(y, result))
 
 
 @lowers(aten.clamp.default, aten.clamp.Tensor)
 def _clamp(x: Any, min: Any = None, max: Any = None) -> Any:
     _, result = promote(x, min, max)
-    out = _cast(x, result)
+    out = cast(x, result)
     if min is not None:
-        out = jnp.maximum(out, _cast(min, result))
+        out = jnp.maximum(out, cast(min, result))
     if max is not None:
-        out = jnp.minimum(out, _cast(max, result))
+        out = jnp.minimum(out, cast(max, result))
     return out
 
 
@@ -276,12 +228,12 @@ def _arange(start: Any, end: Any = None, step: Any = 1, *, dtype: torch.dtype | 
 
 @lowers(aten._to_copy.default)
 def _to_copy(x: Any, *, dtype: torch.dtype | None = None, **_layout: Any) -> Any:
-    return x if dtype is None else _cast(x, numpy_dtype(dtype))
+    return x if dtype is None else cast(x, numpy_dtype(dtype))
 
 
 @lowers(prims.convert_element_type.default)
 def _convert_element_type(x: Any, dtype: torch.dtype) -> Any:
-    return _cast(x, numpy_dtype(dtype))
+    return cast(x, numpy_dtype(dtype))
 
 
 @lowers(aten.clone.default, aten.alias.default, aten.lift_fresh_copy.default)
@@ -291,7 +243,7 @@ def _identity(x: Any, **_memory_format: Any) -> Any:
 
 @lowers(aten.copy.default)
 def _copy(destination: Any, source: Any, non_blocking: bool = False) -> Any:
-    return jnp.broadcast_to(_cast(source, destination.dtype), destination.shape)
+    return jnp.broadcast_to(cast(source, destination.dtype), destination.shape)
 
 
 # --- shape ------------------------------------------------------------------------------
@@ -303,7 +255,7 @@ def _view(x: Any, size: Sequence[int]) -> Any:
 
 @lowers(aten.permute.default)
 def _permute(x: Any, dims: Sequence[int]) -> Any:
-    return jnp.transpose(x, tuple(_dim(d, x.ndim) for d in dims))
+    return jnp.transpose(x, tuple(dim_index(d, x.ndim) for d in dims))
 
 
 @lowers(aten.t.default)
@@ -313,7 +265,7 @@ def _t(x: Any) -> Any:
 
 @lowers(aten.transpose.int)
 def _transpose(x: Any, dim0: int, dim1: int) -> Any:
-    return jnp.swapaxes(x, _dim(dim0, x.ndim), _dim(dim1, x.ndim)) if x.ndim else x
+    return jnp.swapaxes(x, dim_index(dim0, x.ndim), dim_index(dim1, x.ndim)) if x.ndim else x
 
 
 @lowers(aten.expand.default)
@@ -330,14 +282,14 @@ def _unsqueeze(x: Any, dim: int) -> Any:
 
 @lowers(aten.squeeze.dim, aten.squeeze.dims, aten.squeeze.default)
 def _squeeze(x: Any, dim: Any = None) -> Any:
-    dims = _dims(dim, x.ndim) if x.ndim else ()
+    dims = reduction_dims(dim, x.ndim) if x.ndim else ()
     return jnp.reshape(x, tuple(s for i, s in enumerate(x.shape) if not (i in dims and s == 1)))
 
 
 @lowers(aten.slice.Tensor)
 def _slice(x: Any, dim: int = 0, start: int | None = None, end: int | None = None,
            step: int = 1) -> Any:
-    dim = _dim(dim, x.ndim)
+    dim = dim_index(dim, x.ndim)
     begin, stop, step = slice(start, end, step).indices(x.shape[dim])
     stop = max(stop, begin)
     starts, limits, strides = [0] * x.ndim, list(x.shape), [1] * x.ndim
@@ -349,21 +301,21 @@ def _slice(x: Any, dim: int = 0, start: int | None = None, end: int | None = Non
 def _slice_scatter(x: Any, src: Any, dim: int = 0, start: int | None = None,
                    end: int | None = None, step: int = 1) -> Any:
     """``x`` with its ``aten.slice`` at (dim, start, end, step) replaced by ``src``."""
-    dim = _dim(dim, x.ndim)
+    dim = dim_index(dim, x.ndim)
     begin, stop, step = slice(start, end, step).indices(x.shape[dim])
     where = [slice(None)] * x.ndim
     where[dim] = slice(begin, max(stop, begin), step)
-    return x.at[tuple(where)].set(_cast(src, x.dtype))
+    return x.at[tuple(where)].set(cast(src, x.dtype))
 
 
 @lowers(aten.diagonal.default)
 def _diagonal(x: Any, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Any:
-    return jnp.diagonal(x, offset, _dim(dim1, x.ndim), _dim(dim2, x.ndim))
+    return jnp.diagonal(x, offset, dim_index(dim1, x.ndim), dim_index(dim2, x.ndim))
 
 
 @lowers(aten.select.int)
 def _select(x: Any, dim: int, index: int) -> Any:
-    dim = _dim(dim, x.ndim)
+    dim = dim_index(dim, x.ndim)
     return lax.index_in_dim(x, index % x.shape[dim], dim, keepdims=False)
 
 
@@ -372,20 +324,20 @@ def _cat(tensors: Sequence[Any], dim: int = 0) -> Any:
     _, result = promote(*tensors)
     kept = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)]  # ATen's legacy rule
     if not kept:
-        return _cast(tensors[0], result)
-    return jnp.concatenate([_cast(t, result) for t in kept], axis=_dim(dim, kept[0].ndim))
+        return cast(tensors[0], result)
+    return jnp.concatenate([cast(t, result) for t in kept], axis=dim_index(dim, kept[0].ndim))
 
 
 @lowers(aten.split_with_sizes.default)
 def _split_with_sizes(x: Any, split_sizes: Sequence[int], dim: int = 0) -> list[Any]:
-    dim = _dim(dim, x.ndim)
+    dim = dim_index(dim, x.ndim)
     offsets = np.cumsum([0, *split_sizes])
     return [lax.slice_in_dim(x, int(a), int(b), axis=dim) for a, b in itertools.pairwise(offsets)]
 
 
 @lowers(aten.split.Tensor)
 def _split(x: Any, split_size: int, dim: int = 0) -> list[Any]:
-    size = x.shape[_dim(dim, x.ndim)]
+    size = x.shape[dim_index(dim, x.ndim)]
     sizes = [min(split_size, size - start) for start in range(0, size, split_size)] or [0]
     return _split_with_sizes(x, sizes, dim)
 
@@ -400,7 +352,7 @@ def _constant_pad_nd(x: Any, pad: Sequence[int], value: Any = 0) -> Any:
 
 @lowers(aten.flip.default)
 def _flip(x: Any, dims: Sequence[int]) -> Any:
-    return lax.rev(x, _dims(dims, x.ndim)) if dims else x
+    return lax.rev(x, reduction_dims(dims, x.ndim)) if dims else x
 
 
 # --- indexing ---------------------------------------------------------------------------
@@ -413,7 +365,7 @@ def _index(x: Any, indices: Sequence[Any]) -> Any:
 @lowers(aten.index_put.default)
 def _index_put(x: Any, indices: Sequence[Any], values: Any, accumulate: bool = False) -> Any:
     where = x.at[tuple(slice(None) if i is None else i for i in indices)]
-    values = _cast(values, x.dtype)
+    values = cast(values, x.dtype)
     return where.add(values) if accumulate else where.set(values)
 
 
@@ -421,7 +373,7 @@ def _index_put(x: Any, indices: Sequence[Any], values: Any, accumulate: bool = F
 def _index_select(x: Any, dim: int, index: Any) -> Any:
     if x.ndim == 0:
         return x
-    return jnp.take(x, index, axis=_dim(dim, x.ndim))
+    return jnp.take(x, index, axis=dim_index(dim, x.ndim))
 
 
 @lowers(aten.embedding.default)
@@ -436,7 +388,7 @@ def _gather(x: Any, dim: int, index: Any, *, sparse_grad: bool = False) -> Any:
         return jnp.broadcast_to(x, index.shape)
     if index.size == 0:
         return jnp.zeros(index.shape, x.dtype)
-    dim = _dim(dim, x.ndim)
+    dim = dim_index(dim, x.ndim)
     limits = [s if d == dim else index.shape[d] for d, s in enumerate(x.shape)]
     return jnp.take_along_axis(lax.slice(x, [0] * x.ndim, limits), index, axis=dim)
 
@@ -449,20 +401,20 @@ def _scatter_positions(index: Any, dim: int) -> tuple[Any, ...]:
 @lowers(aten.scatter.src, aten.scatter.value)
 def _scatter(x: Any, dim: int, index: Any, src: Any) -> Any:
     if x.ndim == 0:
-        return _cast(src, x.dtype) if is_array(src) else jnp.full((), src, x.dtype)
-    dim = _dim(dim, x.ndim)
+        return cast(src, x.dtype) if is_array(src) else jnp.full((), src, x.dtype)
+    dim = dim_index(dim, x.ndim)
     if is_array(src):
         src = lax.slice(src, [0] * src.ndim, list(index.shape))
-    return x.at[_scatter_positions(index, dim)].set(_cast(src, x.dtype))
+    return x.at[_scatter_positions(index, dim)].set(cast(src, x.dtype))
 
 
 @lowers(aten.scatter_add.default)
 def _scatter_add(x: Any, dim: int, index: Any, src: Any) -> Any:
     if x.ndim == 0:
         return x + src
-    dim = _dim(dim, x.ndim)
+    dim = dim_index(dim, x.ndim)
     src = lax.slice(src, [0] * src.ndim, list(index.shape))
-    return x.at[_scatter_positions(index, dim)].add(_cast(src, x.dtype))
+    return x.at[_scatter_positions(index, dim)].add(cast(src, x.dtype))
 
 
 # --- reductions -------------------------------------------------------------------------
@@ -479,37 +431,37 @@ def _sum_dtype(x: Any, dtype: torch.dtype | None) -> np.dtype:
 def _sum(x: Any, dim: Any = None, keepdim: bool = False, *,
          dtype: torch.dtype | None = None) -> Any:
     out = _sum_dtype(x, dtype)
-    return jnp.sum(_cast(x, out), axis=_dims(dim, x.ndim), keepdims=keepdim)
+    return jnp.sum(cast(x, out), axis=reduction_dims(dim, x.ndim), keepdims=keepdim)
 
 
 @lowers(aten.prod.default, aten.prod.dim_int)
 def _prod(x: Any, dim: Any = None, keepdim: bool = False, *,
           dtype: torch.dtype | None = None) -> Any:
     out = _sum_dtype(x, dtype)
-    return jnp.prod(_cast(x, out), axis=_dims(dim, x.ndim), keepdims=keepdim)
+    return jnp.prod(cast(x, out), axis=reduction_dims(dim, x.ndim), keepdims=keepdim)
 
 
 @lowers(aten.mean.dim, aten.mean.default)
 def _mean(x: Any, dim: Any = None, keepdim: bool = False, *,
           dtype: torch.dtype | None = None) -> Any:
     out = numpy_dtype(dtype) if dtype is not None else x.dtype
-    return jnp.mean(_cast(x, out), axis=_dims(dim, x.ndim), keepdims=keepdim)
+    return jnp.mean(cast(x, out), axis=reduction_dims(dim, x.ndim), keepdims=keepdim)
 
 
 @lowers(aten.var.correction)
 def _var(x: Any, dim: Any = None, *, correction: Any = None, keepdim: bool = False) -> Any:
     ddof = 1 if correction is None else correction
-    return jnp.var(x, axis=_dims(dim, x.ndim), ddof=ddof, keepdims=keepdim)
+    return jnp.var(x, axis=reduction_dims(dim, x.ndim), ddof=ddof, keepdims=keepdim)
 
 
 @lowers(aten.amax.default)
 def _amax(x: Any, dim: Any = (), keepdim: bool = False) -> Any:
-    return jnp.max(x, axis=_dims(dim, x.ndim), keepdims=keepdim)
+    return jnp.max(x, axis=reduction_dims(dim, x.ndim), keepdims=keepdim)
 
 
 @lowers(aten.amin.default)
 def _amin(x: Any, dim: Any = (), keepdim: bool = False) -> Any:
-    return jnp.min(x, axis=_dims(dim, x.ndim), keepdims=keepdim)
+    return jnp.min(x, axis=reduction_dims(dim, x.ndim), keepdims=keepdim)
 
 
 def _arg_reduce(reduce: Callable) -> Callable:
@@ -519,8 +471,8 @@ def _arg_reduce(reduce: Callable) -> Callable:
             return jnp.reshape(index, (1,) * x.ndim if keepdim else ()).astype(np.int64)
         if x.ndim == 0:
             return jnp.zeros((), np.int64)
-        index = reduce(x, axis=_dim(dim, x.ndim), keepdims=keepdim)
-        return _cast(index, np.dtype(np.int64))
+        index = reduce(x, axis=dim_index(dim, x.ndim), keepdims=keepdim)
+        return cast(index, np.dtype(np.int64))
     return lowering
 
 
@@ -530,38 +482,38 @@ LOWERINGS[aten.argmin.default] = _arg_reduce(jnp.argmin)
 
 @lowers(aten.max.dim)
 def _max_dim(x: Any, dim: int, keepdim: bool = False) -> tuple[Any, Any]:
-    axis = _dim(dim, x.ndim)
+    axis = dim_index(dim, x.ndim)
     return jnp.max(x, axis=axis, keepdims=keepdim), _arg_reduce(jnp.argmax)(x, dim, keepdim)
 
 
 @lowers(aten.min.dim)
 def _min_dim(x: Any, dim: int, keepdim: bool = False) -> tuple[Any, Any]:
-    axis = _dim(dim, x.ndim)
+    axis = dim_index(dim, x.ndim)
     return jnp.min(x, axis=axis, keepdims=keepdim), _arg_reduce(jnp.argmin)(x, dim, keepdim)
 
 
 @lowers(aten.any.dim, aten.any.dims, aten.any.default)
 def _any(x: Any, dim: Any = None, keepdim: bool = False) -> Any:
-    return jnp.any(x != 0, axis=_dims(dim, x.ndim), keepdims=keepdim)
+    return jnp.any(x != 0, axis=reduction_dims(dim, x.ndim), keepdims=keepdim)
 
 
 @lowers(aten.all.dim, aten.all.dims, aten.all.default)
 def _all(x: Any, dim: Any = None, keepdim: bool = False) -> Any:
-    return jnp.all(x != 0, axis=_dims(dim, x.ndim), keepdims=keepdim)
+    return jnp.all(x != 0, axis=reduction_dims(dim, x.ndim), keepdims=keepdim)
 
 
 @lowers(aten.cumsum.default)
 def _cumsum(x: Any, dim: int, *, dtype: torch.dtype | None = None) -> Any:
     if x.ndim == 0:
-        return _cast(x, _sum_dtype(x, dtype))
-    return jnp.cumsum(_cast(x, _sum_dtype(x, dtype)), axis=_dim(dim, x.ndim))
+        return cast(x, _sum_dtype(x, dtype))
+    return jnp.cumsum(cast(x, _sum_dtype(x, dtype)), axis=dim_index(dim, x.ndim))
 
 
 @lowers(aten.cumprod.default)
 def _cumprod(x: Any, dim: int, *, dtype: torch.dtype | None = None) -> Any:
     if x.ndim == 0:
-        return _cast(x, _sum_dtype(x, dtype))
-    return jnp.cumprod(_cast(x, _sum_dtype(x, dtype)), axis=_dim(dim, x.ndim))
+        return cast(x, _sum_dtype(x, dtype))
+    return jnp.cumprod(cast(x, _sum_dtype(x, dtype)), axis=dim_index(dim, x.ndim))
 
 
 # --- linear algebra ---------------------------------------------------------------------
@@ -649,7 +601,7 @@ def _row_max(x: Any, axis: tuple[int, ...]) -> Any:
 
 @lowers(aten._softmax.default)
 def _softmax(x: Any, dim: int, half_to_float: bool = False) -> Any:
-    axis = _dims(dim, x.ndim)  # (none for a 0-d tensor)
+    axis = reduction_dims(dim, x.ndim)  # (none for a 0-d tensor)
     shifted = x - lax.stop_gradient(_row_max(x, axis))
     e = jnp.exp(shifted)
     return e / jnp.sum(e, axis=axis, keepdims=True)
@@ -657,7 +609,7 @@ def _softmax(x: Any, dim: int, half_to_float: bool = False) -> Any:
 
 @lowers(aten._log_softmax.default)
 def _log_softmax(x: Any, dim: int, half_to_float: bool = False) -> Any:
-    axis = _dims(dim, x.ndim)
+    axis = reduction_dims(dim, x.ndim)
     shifted = x - lax.stop_gradient(_row_max(x, axis))
     return shifted - jnp.log(jnp.sum(jnp.exp(shifted), axis=axis, keepdims=True))
 
@@ -676,16 +628,16 @@ def _native_layer_norm(x: Any, normalized_shape: Sequence[int], weight: Any, bia
                        eps: float) -> tuple[Any, Any, Any]:
     compute, stats = _norm_dtypes(x, weight)
     axes = tuple(range(x.ndim - len(normalized_shape), x.ndim))
-    y = _cast(x, compute)
+    y = cast(x, compute)
     mean = jnp.mean(y, axis=axes, keepdims=True)
     centered = y - mean
     rstd = lax.rsqrt(jnp.mean(centered * centered, axis=axes, keepdims=True) + eps)
     out = centered * rstd
     if weight is not None:
-        out = out * _cast(weight, compute)
+        out = out * cast(weight, compute)
     if bias is not None:
-        out = out + _cast(bias, compute)
-    return _cast(out, x.dtype), _cast(mean, stats), _cast(rstd, stats)
+        out = out + cast(bias, compute)
+    return cast(out, x.dtype), cast(mean, stats), cast(rstd, stats)
 
 
 def _channel(v: Any, ndim: int) -> Any:
@@ -696,9 +648,9 @@ def _batch_norm_apply(x: Any, mean: Any, rstd: Any, weight: Any, bias: Any,
                       compute: np.dtype) -> Any:
     out = (x - _channel(mean, x.ndim)) * _channel(rstd, x.ndim)
     if weight is not None:
-        out = out * _channel(_cast(weight, compute), x.ndim)
+        out = out * _channel(cast(weight, compute), x.ndim)
     if bias is not None:
-        out = out + _channel(_cast(bias, compute), x.ndim)
+        out = out + _channel(cast(bias, compute), x.ndim)
     return out
 
 
@@ -710,28 +662,28 @@ def _batch_norm_functional(x: Any, weight: Any, bias: Any, running_mean: Any, ru
                                                              running_var, momentum, eps)
         return out, save_mean, save_rstd, running_mean, running_var
     compute, stats = _norm_dtypes(x, weight, running_mean)
-    y = _cast(x, compute)
+    y = cast(x, compute)
     axes = (0, *range(2, x.ndim))
     count = math.prod(x.shape[a] for a in axes)
     mean = jnp.mean(y, axis=axes)
     var = jnp.mean(jnp.square(y - _channel(mean, x.ndim)), axis=axes)
     rstd = lax.rsqrt(var + eps)
-    out = _cast(_batch_norm_apply(y, mean, rstd, weight, bias, compute), x.dtype)
-    new_mean = (1 - momentum) * running_mean + momentum * _cast(mean, running_mean.dtype)
+    out = cast(_batch_norm_apply(y, mean, rstd, weight, bias, compute), x.dtype)
+    new_mean = (1 - momentum) * running_mean + momentum * cast(mean, running_mean.dtype)
     unbiased = var * (count / max(count - 1, 1))
-    new_var = (1 - momentum) * running_var + momentum * _cast(unbiased, running_var.dtype)
-    return out, _cast(mean, stats), _cast(rstd, stats), new_mean, new_var
+    new_var = (1 - momentum) * running_var + momentum * cast(unbiased, running_var.dtype)
+    return out, cast(mean, stats), cast(rstd, stats), new_mean, new_var
 
 
 @lowers(aten._native_batch_norm_legit_no_training.default)
 def _batch_norm_no_training(x: Any, weight: Any, bias: Any, running_mean: Any, running_var: Any,
                             momentum: float, eps: float) -> tuple[Any, Any, Any]:
     compute, stats = _norm_dtypes(x, weight, running_mean)
-    rstd = lax.rsqrt(_cast(running_var, compute) + eps)
-    out = _batch_norm_apply(_cast(x, compute), _cast(running_mean, compute), rstd, weight,
+    rstd = lax.rsqrt(cast(running_var, compute) + eps)
+    out = _batch_norm_apply(cast(x, compute), cast(running_mean, compute), rstd, weight,
                             bias, compute)
     empty = jnp.zeros((0,), stats)
-    return _cast(out, x.dtype), empty, empty
+    return cast(out, x.dtype), empty, empty
 
 
 def _pool_geometry(size: int, kernel: int, stride: int, pad: int, dilation: int,

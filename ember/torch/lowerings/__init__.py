@@ -1,0 +1,11 @@
+"""The ATen -> Ember table (``LOWERINGS``): one entry per core ATen overload (the opset
+left after PyTorch's core decompositions), each written with ``ember.numpy`` and
+``ember.lax`` and following ATen's dtype promotion and broadcasting. The table is
+``table.py``'s; each module of this package fills in one family of ops.
+
+An op missing here is not an error: the partitioner leaves it to PyTorch.
+"""
+from ember.torch.lowerings import core  # noqa: F401  (each module registers its lowerings)
+from ember.torch.lowerings.table import LOWERINGS
+
+__all__ = ["LOWERINGS"]
