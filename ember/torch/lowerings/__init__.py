@@ -5,7 +5,8 @@ left after PyTorch's core decompositions), each written with ``ember.numpy`` and
 
 An op missing here is not an error: the partitioner leaves it to PyTorch.
 """
-from ember.torch.lowerings import core  # noqa: F401  (each module registers its lowerings)
+# (each module registers its lowerings when imported)
+from ember.torch.lowerings import core, fft, linalg, pooling, selection, special  # noqa: F401
 from ember.torch.lowerings.table import LOWERINGS
 
 __all__ = ["LOWERINGS"]

@@ -1,0 +1,2 @@
+"""Lowerings of ATen's FFTs and complex-number ops."""
+from __future__ import annotations
