@@ -54,6 +54,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--distributed", action="store_true",
                         help="instead of the suite: all-reduce across 2 and 4 processes, "
                              "Ember against mpi4py (takes its own options)")
+    parser.add_argument("--torch-ops", action="store_true",
+                        help="instead of the suite: PyTorch's OpInfo ops through Ember "
+                             "and inductor against eager (takes its own options)")
     return parser
 
 
@@ -65,6 +68,10 @@ def main(argv: list[str] | None = None) -> int:
         from ember.bench import distributed
 
         return distributed.main([a for a in given if a != "--distributed"])
+    if "--torch-ops" in given:  # a sweep of its own
+        from ember.bench import torch_opinfo
+
+        return torch_opinfo.main([a for a in given if a != "--torch-ops"])
     parser = _parser()
     args = parser.parse_args(argv)
     if args.sharded:
