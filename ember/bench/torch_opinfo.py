@@ -85,6 +85,8 @@ def weighted_sum(outputs: Any) -> Any:
     total = torch.zeros(())
     for out in pytree.tree_leaves(outputs):
         if isinstance(out, torch.Tensor) and out.requires_grad:
+            if out.is_complex():  # (both parts weighted)
+                out = torch.view_as_real(out.resolve_conj())
             weights = torch.cos(torch.arange(out.numel(), dtype=out.dtype)).reshape(out.shape)
             total = total + (out * weights).sum()
     return total

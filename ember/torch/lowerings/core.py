@@ -35,7 +35,6 @@ register_elementwise({
     (aten.bitwise_xor.Tensor, aten.bitwise_xor.Scalar): jnp.bitwise_xor,
     (aten.bitwise_not.default,): jnp.bitwise_not,
     (aten.neg.default,): jnp.negative,
-    (aten.abs.default,): jnp.abs,
     (aten.sign.default, aten.sgn.default): jnp.sign,
     (aten.floor.default,): jnp.floor,
     (aten.ceil.default,): jnp.ceil,
@@ -95,6 +94,8 @@ register_elementwise({
     (aten.isinf.default,): jnp.isinf,
     (aten.signbit.default,): jnp.signbit,
 }, Kind.ALWAYS_BOOL)
+# (the absolute value of a complex tensor is real)
+register_elementwise({(aten.abs.default,): jnp.abs}, Kind.COMPLEX_TO_FLOAT)
 
 
 @lowers(aten.add.Tensor, aten.add.Scalar)
