@@ -18,7 +18,7 @@ from torch._guards import CompileContext
 from ember.errors import EmberTypeError
 from ember.torch.graph_compiler import compile_graph, log
 from ember.torch.onednn import onednn_off
-from ember.torch.partition import split_for_ember, unsupported_nodes
+from ember.torch.partition import split_for_ember, unsupported_nodes, unsupported_reason
 from ember.torch.source import node_source
 
 GraphCompiler = Callable[[torch.fx.GraphModule, Sequence[Any]], Callable[..., Any]]
@@ -47,7 +47,7 @@ def ember_graph_compiler(fallback: bool = True) -> GraphCompiler:
             first = unsupported[0]
             where = node_source(first)
             raise EmberTypeError(
-                f"Ember has no lowering for {first.target}{' (' + where + ')' if where else ''}"
+                f"{unsupported_reason(first)}{' (' + where + ')' if where else ''}"
                 f" and fallback is off; {len(unsupported)} op(s) unsupported: "
                 f"{sorted({str(n.target) for n in unsupported})}")
         split = split_for_ember(graph_module, compile_graph)

@@ -37,6 +37,25 @@ class EmberSupport(OperatorSupport):
         return _dtypes_supported(node.meta.get("val")) and _dtypes_supported(inputs)
 
 
+def unsupported_reason(node: torch.fx.Node) -> str:
+    """Why Ember leaves ``node`` (one of ``unsupported_nodes``) to PyTorch, in words."""
+    if node.target not in LOWERINGS:
+        return f"Ember has no lowering for {node.target}"
+    values = [node.meta.get("val"), *(arg.meta.get("val") for arg in node.all_input_nodes)]
+    held = sorted({str(t.dtype) for t in _tensors(values) if not is_supported_dtype(t.dtype)})
+    if held:
+        return f"Ember holds no {', '.join(held)} tensors, which {node.target} reads or makes"
+    return f"Ember cannot lower {node.target} with a symbolic float or bool argument"
+
+
+def _tensors(values: Any) -> list[torch.Tensor]:
+    if isinstance(values, torch.Tensor):
+        return [values]
+    if isinstance(values, (list, tuple)):
+        return [t for value in values for t in _tensors(value)]
+    return []
+
+
 def unsupported_nodes(graph_module: torch.fx.GraphModule) -> list[torch.fx.Node]:
     """The ATen ops of ``graph_module`` Ember cannot lower (not the ``getitem`` nodes that
     take apart their tuples)."""
