@@ -363,13 +363,6 @@ def _index(x: Any, indices: Sequence[Any]) -> Any:
     return x[tuple(slice(None) if i is None else i for i in indices)]
 
 
-@lowers(aten.index_put.default)
-def _index_put(x: Any, indices: Sequence[Any], values: Any, accumulate: bool = False) -> Any:
-    where = x.at[tuple(slice(None) if i is None else i for i in indices)]
-    values = cast(values, x.dtype)
-    return where.add(values) if accumulate else where.set(values)
-
-
 @lowers(aten.index_select.default)
 def _index_select(x: Any, dim: int, index: Any) -> Any:
     if x.ndim == 0:
@@ -483,13 +476,13 @@ LOWERINGS[aten.argmin.default] = _arg_reduce(jnp.argmin)
 
 @lowers(aten.max.dim)
 def _max_dim(x: Any, dim: int, keepdim: bool = False) -> tuple[Any, Any]:
-    axis = dim_index(dim, x.ndim)
+    axis = reduction_dims(dim, x.ndim)  # (of a 0-d tensor: none)
     return jnp.max(x, axis=axis, keepdims=keepdim), _arg_reduce(jnp.argmax)(x, dim, keepdim)
 
 
 @lowers(aten.min.dim)
 def _min_dim(x: Any, dim: int, keepdim: bool = False) -> tuple[Any, Any]:
-    axis = dim_index(dim, x.ndim)
+    axis = reduction_dims(dim, x.ndim)  # (of a 0-d tensor: none)
     return jnp.min(x, axis=axis, keepdims=keepdim), _arg_reduce(jnp.argmin)(x, dim, keepdim)
 
 
