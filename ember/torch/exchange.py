@@ -78,7 +78,10 @@ def to_torch(array: Any) -> torch.Tensor:
     C-contiguous host memory (PyTorch may update a result in place, e.g. accumulate a
     gradient into it, and takes no negative strides); otherwise over a copy."""
     host = np.asarray(array)
-    if not (host.flags.writeable and host.flags.c_contiguous):
+    # (NumPy calls an array C-contiguous whatever the stride of a dim of size 1, which
+    # may be negative: a reversed view's)
+    if not (host.flags.writeable and host.flags.c_contiguous
+            and all(stride >= 0 for stride in host.strides)):
         host = host.copy(order="C")
     return fresh_to_torch(host)
 

@@ -55,6 +55,13 @@ def test_tensors_cross_without_a_copy():
     torch.testing.assert_close(back, torch.full((2, 2), 4.0))
 
 
+def test_a_view_with_a_negative_stride_crosses_as_a_copy():
+    # NumPy calls this C-contiguous (its reversed dim has size 1); torch refuses it
+    reversed_row = np.arange(4, dtype=np.float32).reshape(1, 4)[::-1]
+    assert reversed_row.flags.c_contiguous and reversed_row.strides[0] < 0
+    torch.testing.assert_close(to_torch(reversed_row), torch.arange(4.0).reshape(1, 4))
+
+
 def test_compiled_gradients_match_numerical_gradients():
     def f(x, w, q):
         h = F.max_pool2d(torch.tanh(F.conv2d(x, w, padding=1)), 2)
