@@ -12,7 +12,7 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupport
 
 from ember.torch.exchange import is_supported_dtype
-from ember.torch.lowerings import LOWERINGS
+from ember.torch.lowerings import EFFECTS, LOWERINGS
 
 
 def _dtypes_supported(value: Any) -> bool:
@@ -33,6 +33,8 @@ class EmberSupport(OperatorSupport):
             return False
         if node.target is operator.getitem:  # of a multi-output op Ember also runs
             return self.is_node_supported(submodules, node.args[0])
+        if node.target is torch.ops.higher_order.with_effects and node.args[1] not in EFFECTS:
+            return False
         inputs = [arg.meta.get("val") for arg in node.all_input_nodes]
         return _dtypes_supported(node.meta.get("val")) and _dtypes_supported(inputs)
 
@@ -41,6 +43,8 @@ def unsupported_reason(node: torch.fx.Node) -> str:
     """Why Ember leaves ``node`` (one of ``unsupported_nodes``) to PyTorch, in words."""
     if node.target not in LOWERINGS:
         return f"Ember has no lowering for {node.target}"
+    if node.target is torch.ops.higher_order.with_effects and node.args[1] not in EFFECTS:
+        return f"Ember has no lowering for the effectful {node.args[1]}"
     values = [node.meta.get("val"), *(arg.meta.get("val") for arg in node.all_input_nodes)]
     held = sorted({str(t.dtype) for t in _tensors(values) if not is_supported_dtype(t.dtype)})
     if held:

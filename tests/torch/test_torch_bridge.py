@@ -62,6 +62,13 @@ def test_a_view_with_a_negative_stride_crosses_as_a_copy():
     torch.testing.assert_close(to_torch(reversed_row), torch.arange(4.0).reshape(1, 4))
 
 
+def test_a_singular_matrix_raises_torchs_error_when_the_program_runs():
+    inverse = _strict(torch.linalg.inv)  # (its error check is an effect in the graph)
+    torch.testing.assert_close(inverse(torch.eye(3) * 2), torch.eye(3) / 2)
+    with pytest.raises(torch.linalg.LinAlgError, match="singular"):
+        inverse(torch.zeros(3, 3))
+
+
 def test_compiled_gradients_match_numerical_gradients():
     def f(x, w, q):
         h = F.max_pool2d(torch.tanh(F.conv2d(x, w, padding=1)), 2)

@@ -7,6 +7,6 @@ An op missing here is not an error: the partitioner leaves it to PyTorch.
 """
 # (each module registers its lowerings when imported)
 from ember.torch.lowerings import core, fft, linalg, pooling, selection, special  # noqa: F401
-from ember.torch.lowerings.table import LOWERINGS
+from ember.torch.lowerings.table import EFFECTS, LOWERINGS
 
-__all__ = ["LOWERINGS"]
+__all__ = ["EFFECTS", "LOWERINGS"]

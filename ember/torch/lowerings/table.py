@@ -16,6 +16,9 @@ aten = torch.ops.aten
 prims = torch.ops.prims
 
 LOWERINGS: dict[Any, Callable[..., Any]] = {}
+# Effectful ATen ops (which AOTAutograd threads through ``with_effects`` and a token)
+# that Ember lowers: each returns the op's outputs as a tuple.
+EFFECTS: dict[Any, Callable[..., tuple]] = {}
 
 
 def lowers(*overloads: Any) -> Callable[[Callable], Callable]:
@@ -25,6 +28,20 @@ def lowers(*overloads: Any) -> Callable[[Callable], Callable]:
             LOWERINGS[overload] = fn
         return fn
     return register
+
+
+def lowers_effect(op: Any) -> Callable[[Callable], Callable]:
+    """Register the decorated function as the lowering of the effectful ATen ``op``."""
+    def register(fn: Callable) -> Callable:
+        EFFECTS[op] = fn
+        return fn
+    return register
+
+
+@lowers(torch.ops.higher_order.with_effects)
+def _with_effects(token: Any, op: Any, *args: Any, **kwargs: Any) -> tuple:
+    """An effectful op: its lowering, in program order (the token passes through)."""
+    return (token, *EFFECTS[op](*args, **kwargs))
 
 
 def cast(value: Any, dtype: np.dtype) -> Any:
