@@ -204,6 +204,14 @@ def _full_like(x: Any, fill_value: Any, *, dtype: torch.dtype | None = None,
     return jnp.full(x.shape, fill_value, dtype=dtype)
 
 
+@lowers(aten._efficientzerotensor.default)
+def _zero_tensor(size: Sequence[int], *, dtype: torch.dtype | None = None,
+                 **_placement: Any) -> Any:
+    """ATen's zero tensor that allocates nothing (a backward's zero gradient): zeros."""
+    dtype = numpy_dtype(dtype) if dtype is not None else numpy_dtype(torch.get_default_dtype())
+    return jnp.zeros(tuple(size), dtype=dtype)
+
+
 @lowers(aten.empty.memory_format, aten.empty_permuted.default)
 def _empty(size: Sequence[int], *layout: Any, dtype: torch.dtype | None = None,
            **_placement: Any) -> Any:

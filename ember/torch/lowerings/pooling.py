@@ -199,6 +199,30 @@ LOWERINGS[aten.avg_pool2d_backward.default] = _avg_pool_backward(2)
 LOWERINGS[aten.avg_pool3d_backward.default] = _avg_pool_backward(3)
 
 
+def _replication_pad(x: Any, padding: Sequence[int]) -> Any:
+    """``x`` with its last ``len(padding) // 2`` dims padded by repeating their edges:
+    ``padding`` is (before, after) per dim, the last dim first; a negative width crops."""
+    for k in range(len(padding) // 2):
+        axis = x.ndim - 1 - k
+        before, after = padding[2 * k], padding[2 * k + 1]
+        size = x.shape[axis]
+        positions = jnp.clip(jnp.arange(size + before + after) - before, 0, size - 1)
+        x = jnp.take(x, positions, axis=axis)
+    return x
+
+
+def _replication_pad_backward(grad_output: Any, x: Any, padding: Sequence[int]) -> Any:
+    """ATen's ``replication_pad{1,2,3}d_backward`` (PyTorch decomposes the forward)."""
+    (grad,) = _gradients(lambda x: _replication_pad(x, padding), [x], grad_output)
+    return grad
+
+
+for _backward in (aten.replication_pad1d_backward.default,
+                  aten.replication_pad2d_backward.default,
+                  aten.replication_pad3d_backward.default):
+    LOWERINGS[_backward] = _replication_pad_backward
+
+
 def _lowest(dtype: np.dtype) -> Any:
     """The identity of max: -inf, or an integer dtype's least value."""
     value = -np.inf if dtypes.issubdtype(dtype, np.floating) else np.iinfo(dtype).min
