@@ -9,6 +9,7 @@ a NaN Cholesky factor.
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any, Sequence
 
 import numpy as np
@@ -129,7 +130,7 @@ def _lu_in_place(a: np.ndarray, pivots: np.ndarray, perm: np.ndarray) -> None:
 def _lu_impl(x: np.ndarray) -> list[np.ndarray]:
     x = np.asarray(x)
     batch, (m, n) = x.shape[:-2], x.shape[-2:]
-    a = x.reshape(-1, m, n).copy()
+    a = x.reshape(math.prod(batch), m, n).copy()  # (not -1: ambiguous for an empty matrix)
     pivots = np.zeros((a.shape[0], min(m, n)), np.int32)
     perm = np.tile(np.arange(m, dtype=np.int32), (a.shape[0], 1))
     with np.errstate(all="ignore"):
@@ -394,7 +395,7 @@ def _pivots_abstract(pivots: ShapedArray, *, permutation_size: int) -> ShapedArr
 @lu_pivots_to_permutation_p.def_impl
 def _pivots_impl(pivots: np.ndarray, *, permutation_size: int) -> np.ndarray:
     pivots = np.asarray(pivots)
-    flat = pivots.reshape(-1, pivots.shape[-1])
+    flat = pivots.reshape(math.prod(pivots.shape[:-1]), pivots.shape[-1])  # (not -1: see lu)
     perm = np.tile(np.arange(permutation_size, dtype=pivots.dtype), (flat.shape[0], 1))
     rows = np.arange(flat.shape[0])
     for i in range(flat.shape[1]):
