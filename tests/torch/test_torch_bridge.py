@@ -185,3 +185,16 @@ def test_inputs_of_every_layout_and_dtype_cross():
     (out,) = _graph_call(lambda a, b, c, d: (torch.where(d, a * b, c.float()),), x, e, i, m)
     torch.testing.assert_close(out, torch.where(m, x * e, i.float()))
 
+
+
+def test_bench_torch_ops_counts_and_names_the_failures(capsys):
+    pytest.importorskip("expecttest")  # (PyTorch's OpInfo database needs it)
+    from ember.bench.command import main
+
+    # add and sort compile; uniform draws random numbers, which PyTorch cannot compile
+    # whole (and has no gradient to check)
+    assert main(["--torch-ops", "--ops", "add,sort,uniform", "--backends", "ember",
+                 "--reference", "--gradients"]) == 0
+    out = capsys.readouterr().out
+    assert "ember: forward 2 of 3, gradients 2 of 2" in out
+    assert "ember, forward: 1 failed" in out and "  uniform: error: " in out
