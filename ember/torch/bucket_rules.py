@@ -89,18 +89,19 @@ def factors(value: Any, symbol: sympy.Symbol, fixed: frozenset = frozenset()
     return {d: c for d, c in found if c is not None}
 
 
-def _tensors(value: Any) -> list[torch.Tensor]:
+def tensors(value: Any) -> list[torch.Tensor]:
+    """The tensors of an FX value (a tensor, or lists and tuples of them), in order."""
     if isinstance(value, torch.Tensor):
         return [value]
     if isinstance(value, (list, tuple)):
-        return [t for item in value for t in _tensors(item)]
+        return [t for item in value for t in tensors(item)]
     return []
 
 
 def mixed(value: Any, symbol: sympy.Symbol, fixed: frozenset = frozenset()) -> list[Any]:
     """Sizes that involve ``symbol`` but are not a multiple of it (``s0 + 1``): padding
     ``s0`` would not leave the real positions of such a dim first."""
-    return [size for t in _tensors(value) for size in t.shape
+    return [size for t in tensors(value) for size in t.shape
             if involves(size, symbol) and factor(size, symbol, fixed) is None]
 
 

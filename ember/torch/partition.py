@@ -11,6 +11,7 @@ import torch.fx
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupport
 
+from ember.torch.bucket_rules import tensors
 from ember.torch.exchange import is_supported_dtype
 from ember.torch.lowerings import EFFECTS, LOWERINGS
 
@@ -33,31 +34,28 @@ class EmberSupport(OperatorSupport):
             return False
         if node.target is operator.getitem:  # of a multi-output op Ember also runs
             return self.is_node_supported(submodules, node.args[0])
-        if node.target is torch.ops.higher_order.with_effects and node.args[1] not in EFFECTS:
+        if _unknown_effect(node):
             return False
         inputs = [arg.meta.get("val") for arg in node.all_input_nodes]
         return _dtypes_supported(node.meta.get("val")) and _dtypes_supported(inputs)
+
+
+def _unknown_effect(node: torch.fx.Node) -> bool:
+    """An effectful op (``with_effects``) that ``EFFECTS`` does not lower."""
+    return node.target is torch.ops.higher_order.with_effects and node.args[1] not in EFFECTS
 
 
 def unsupported_reason(node: torch.fx.Node) -> str:
     """Why Ember leaves ``node`` (one of ``unsupported_nodes``) to PyTorch, in words."""
     if node.target not in LOWERINGS:
         return f"Ember has no lowering for {node.target}"
-    if node.target is torch.ops.higher_order.with_effects and node.args[1] not in EFFECTS:
+    if _unknown_effect(node):
         return f"Ember has no lowering for the effectful {node.args[1]}"
     values = [node.meta.get("val"), *(arg.meta.get("val") for arg in node.all_input_nodes)]
-    held = sorted({str(t.dtype) for t in _tensors(values) if not is_supported_dtype(t.dtype)})
+    held = sorted({str(t.dtype) for t in tensors(values) if not is_supported_dtype(t.dtype)})
     if held:
         return f"Ember holds no {', '.join(held)} tensors, which {node.target} reads or makes"
     return f"Ember cannot lower {node.target} with a symbolic float or bool argument"
-
-
-def _tensors(values: Any) -> list[torch.Tensor]:
-    if isinstance(values, torch.Tensor):
-        return [values]
-    if isinstance(values, (list, tuple)):
-        return [t for value in values for t in _tensors(value)]
-    return []
 
 
 def unsupported_nodes(graph_module: torch.fx.GraphModule) -> list[torch.fx.Node]:
