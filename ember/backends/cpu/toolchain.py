@@ -596,6 +596,25 @@ def _required_blas() -> BlasInfo:
     return info
 
 
+def _build(cc: str, units: Sequence[str], name: str, compile_flags: Sequence[str],
+           link_flags: Sequence[str], output: Path
+           ) -> tuple[list[str], subprocess.CompletedProcess, str] | None:
+    """Run the compiler on ``units`` into ``output``: None where it succeeded, else the
+    failed command, its result and the source it compiled."""
+    with tempfile.TemporaryDirectory(prefix="ember-cc-") as folder:
+        # Relative source names keep temp paths out of the compiler's messages.
+        files = _unit_files(name, len(units))
+        for file, unit in zip(files, units):
+            (Path(folder) / file).write_text(unit)
+        for commands in _commands(cc, files, compile_flags, link_flags, str(output)):
+            for command, result, unit in zip(commands, _run_all(commands, folder), units):
+                if result.returncode < 0:
+                    raise CompileError(f"the C compiler was stopped (signal {-result.returncode})")
+                if result.returncode != 0:
+                    return command, result, unit if len(commands) > 1 else "\n".join(units)
+    return None
+
+
 @functools.lru_cache(maxsize=None)
 def _include_digest() -> str:
     """Hash of the bundled headers: editing ember_math.h must change every cache key."""
@@ -610,20 +629,18 @@ def _run_compiler(cc: str, units: Sequence[str], name: str, compile_flags: Seque
     """Build ``output`` from ``units``: one compiler call for one unit; else every unit
     compiled to an object file at once (one process each), then linked."""
     start = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="ember-cc-") as folder:
-        # Relative source names keep temp paths out of the compiler's messages.
-        files = _unit_files(name, len(units))
-        for file, unit in zip(files, units):
-            (Path(folder) / file).write_text(unit)
-        for commands in _commands(cc, files, compile_flags, link_flags, str(output)):
-            for command, result, unit in zip(commands, _run_all(commands, folder), units):
-                if result.returncode < 0:
-                    raise CompileError(f"the C compiler was stopped (signal {-result.returncode})")
-                if result.returncode != 0:
-                    raise default_cache().rejected(
-                        f"the C compiler rejected the generated kernel {name!r} (exit code "
-                        f"{result.returncode})", unit if len(commands) > 1 else "\n".join(units),
-                        name, ".c", f"command: {shlex.join(command)}", _compiler_output(result))
+    failure = _build(cc, units, name, compile_flags, link_flags, output)
+    if failure is not None and "internal compiler error" in _compiler_output(failure[1]):
+        # (the compiler's bug, not the kernel's: GCC 12 crashes vectorizing for AVX-512 a
+        # 4-element XOR reduction of floats' float64 bits; the loop unvectorized builds)
+        failure = _build(cc, units, name, [*compile_flags, "-fno-tree-vectorize"], link_flags,
+                         output)
+    if failure is not None:
+        command, result, unit = failure
+        raise default_cache().rejected(
+            f"the C compiler rejected the generated kernel {name!r} (exit code "
+            f"{result.returncode})", unit, name, ".c", f"command: {shlex.join(command)}",
+            _compiler_output(result))
     if config.log_enabled("compile"):
         print(f"ember: cc {name} {time.perf_counter() - start:.3f} s", file=sys.stderr)
 

@@ -75,6 +75,34 @@ def test_compile_load_and_call(cache_dir):
     assert toolchain.load_library(path) is library
 
 
+def _crashing_compiler(tmp_path: Path, cc: str, crashes_without: str) -> str:
+    """A compiler that reports an internal compiler error unless given ``crashes_without``."""
+    script = tmp_path / "crashing-cc"
+    script.write_text(f"""#!/bin/sh
+case " $* " in *" {crashes_without} "*) exec {cc} "$@";; esac
+echo "kernel.c:1:1: internal compiler error: in convert_mode_scalar" >&2
+exit 1
+""")
+    script.chmod(0o755)
+    return str(script)
+
+
+@pytest.mark.parametrize("survives", [True, False])
+def test_a_compiler_crash_rebuilds_once_unvectorized(cache_dir, tmp_path, survives):
+    # (GCC 12 crashes vectorizing some small reductions for AVX-512: the compiler's bug)
+    cc = toolchain.find_toolchain().cc
+    flag = "-fno-tree-vectorize" if survives else "-fno-such-flag-passed"
+    crashing = _crashing_compiler(tmp_path, cc, flag)
+    output = tmp_path / "add.so"
+    flags = ["-O2", "-fPIC", "-shared"]
+    if survives:
+        toolchain._run_compiler(crashing, [ADD_SOURCE], "add", flags, [], output)
+        assert toolchain.load_library(output).add(2, 40) == 42
+    else:
+        with pytest.raises(CompileError, match="internal compiler error"):
+            toolchain._run_compiler(crashing, [ADD_SOURCE], "add", flags, [], output)
+
+
 def test_second_compile_in_process_skips_the_compiler(cache_dir, monkeypatch):
     first = toolchain.compile_shared_library(ADD_SOURCE, name="add")
     stats = default_cache().stats
