@@ -298,17 +298,36 @@ def _eig_abstract(x: ShapedArray, *, compute_left_eigenvectors: bool,
     return [ShapedArray(x.shape[:-1], complex_dtype), *vectors]
 
 
+def _geev(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvalues and unit right eigenvectors from LAPACK's geev at the input's precision
+    where NumPy has it: float32 through sgeev, as LAPACK (ATen, JAX) computes it.
+    np.linalg.eig would compute in double, and a real eigenvector's sign (which geev
+    leaves as the iteration made it) then often differs from sgeev's."""
+    if x.dtype == np.float32 and np.isfinite(x).all():  # (np.linalg.eig rejects the rest)
+        try:
+            from numpy.linalg import _umath_linalg  # (np.linalg.eig's own gufunc)
+
+            with np.errstate(all="ignore"):
+                w, vr = _umath_linalg.eig(x, signature="f->FF")
+        except (ImportError, AttributeError, TypeError):  # (a NumPy without it)
+            return np.linalg.eig(x)
+        if not (np.isfinite(w).all() and np.isfinite(vr).all()):
+            raise np.linalg.LinAlgError("eig did not converge")  # (as np.linalg.eig)
+        return w, vr
+    return np.linalg.eig(x)  # (real arrays when every eigenvalue is real)
+
+
 @eig_p.def_impl
 def _eig_impl(x: np.ndarray, *, compute_left_eigenvectors: bool,
               compute_right_eigenvectors: bool) -> list[np.ndarray]:
     x = np.asarray(x)
     complex_dtype = _complex_dtype(x.dtype)
     try:
-        w, vr = np.linalg.eig(x)  # (real arrays when every eigenvalue is real)
+        w, vr = _geev(x)
         vl = None
         if compute_left_eigenvectors:
             # rows of inv(vr) are the left eigenvectors' conjugates; unit columns (LAPACK)
-            vl = np.conj(np.swapaxes(np.linalg.inv(vr), -1, -2))
+            vl = np.conj(np.swapaxes(np.linalg.inv(vr.astype(np.complex128)), -1, -2))
             vl = vl / np.linalg.norm(vl, axis=-2, keepdims=True)
     except np.linalg.LinAlgError:  # non-finite or defective input
         w = np.full(x.shape[:-1], np.nan, complex_dtype)

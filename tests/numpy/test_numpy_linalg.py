@@ -274,6 +274,20 @@ def test_eig_and_eigvals_match_numpy(dtype, batch, x64):
                                    rtol=tolerance * 10, atol=tolerance * 10)
 
 
+def test_float32_eig_is_lapacks_sgeev():
+    """float32 runs LAPACK's sgeev, as SciPy, ATen and JAX: a real eigenvector's sign is
+    whatever geev's iteration left (no convention fixes it), and dgeev's often differs."""
+    linalg = pytest.importorskip("scipy.linalg")
+    rng = np.random.default_rng(8)
+    for n in (2, 5, 9):
+        a = rng.standard_normal((4, n, n)).astype(np.float32)
+        w, v = la.eig(a)
+        for k in range(len(a)):
+            want_w, want_v = linalg.eig(a[k])  # (sgeev: same order and normalization)
+            np.testing.assert_allclose(np.asarray(w)[k], want_w, rtol=1e-5, atol=1e-5)
+            np.testing.assert_allclose(np.asarray(v)[k], want_v, rtol=1e-5, atol=1e-5)
+
+
 def test_left_eigenvectors():
     a = np.random.default_rng(6).standard_normal((4, 4))
     w, vl, vr = ember.lax.linalg.eig(a)

@@ -291,6 +291,11 @@ def _unsqueeze(x: Any, dim: int) -> Any:
 
 @lowers(aten.squeeze.dim, aten.squeeze.dims, aten.squeeze.default)
 def _squeeze(x: Any, dim: Any = None) -> Any:
+    # Only squeeze.default (no dim) squeezes every dim: squeeze.dims with [] squeezes
+    # none, unlike a reduction's [] (eager returns the input's shape, and AOTAutograd
+    # checks an output that views an input against eager's view of it).
+    if isinstance(dim, (list, tuple)) and not dim:
+        return x
     dims = reduction_dims(dim, x.ndim) if x.ndim else ()
     return jnp.reshape(x, tuple(s for i, s in enumerate(x.shape) if not (i in dims and s == 1)))
 
