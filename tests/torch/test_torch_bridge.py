@@ -37,6 +37,11 @@ def _strict(fn):
     (lambda x: x.sum(), (torch.arange(6, dtype=torch.int32),)),  # integer sums are int64
     (lambda x: torch.where(x > 0, x, 0.5), (torch.randn(5, dtype=torch.float64),)),
     (lambda x: x.argmax(dim=1), (torch.randn(3, 4),)),
+    # (hash_tensor: the XOR of 64-bit patterns, uint64; a float's as float64)
+    (lambda x: torch.hash_tensor(x, dim=1, keepdim=True), (torch.randn(3, 4),)),
+    (lambda x: torch.hash_tensor(x), (torch.tensor([-1, 2, 3], dtype=torch.int8),)),
+    (lambda x: torch.hash_tensor(x, dim=(0, 2)), (torch.randn(2, 3, 4, dtype=torch.float16),)),
+    (lambda x: torch.hash_tensor(x, dim=0), (torch.tensor([True, False, True]),)),
 ])
 def test_dtype_promotion_matches_aten(fn, args):
     out, expected = _strict(fn)(*args), fn(*args)

@@ -46,9 +46,9 @@ NOT_TRACEABLE = {
 CUDA_ONLY = {"jiterator_2inputs_2outputs", "jiterator_4inputs_with_extra_args",
              "jiterator_binary", "jiterator_binary_return_by_ref", "jiterator_unary"}
 # Ember cannot lower these yet: output shapes that depend on the data (Ember compiles
-# static shapes), complex32 and uint64 tensors (NumPy has neither).
+# static shapes), complex32 tensors (NumPy has none).
 NOT_LOWERED = {"argwhere", "masked_select", "narrow", "nonzero", "unique",
-               "unique_consecutive", "chalf", "hash_tensor"}
+               "unique_consecutive", "chalf"}
 # Lowered, but not comparable to eager's results: matrix_exp in float32 (a sample's exp
 # reaches 296 in the row of an element 0.1483 that cancellation leaves: eager's is 3.5e-4
 # off the float64 value, Ember's 1.3e-4, so no accurate result is within 1.1e-5 of

@@ -16,6 +16,7 @@ import torch
 import ember
 import ember.numpy as jnp
 from ember import dtypes, lax
+from ember.errors import EmberValueError
 from ember.torch.exchange import numpy_dtype
 from ember.torch.lowerings.table import (LOWERINGS, aten, cast, dim_index, lowers,
                                          prims, reduction_dims, register_elementwise)
@@ -439,6 +440,19 @@ def _sum(x: Any, dim: Any = None, keepdim: bool = False, *,
          dtype: torch.dtype | None = None) -> Any:
     out = _sum_dtype(x, dtype)
     return jnp.sum(cast(x, out), axis=reduction_dims(dim, x.ndim), keepdims=keepdim)
+
+
+@lowers(aten.hash_tensor.default)
+def _hash_tensor(x: Any, dim: Any = (), keepdim: bool = False, *, mode: int = 0) -> Any:
+    """ATen's hash (mode 0, the only one): the XOR of the elements' 64-bit patterns, a
+    float's as float64, an integer's as int64."""
+    if mode != 0:
+        raise EmberValueError(f"hash_tensor: mode {mode} is not one ATen defines")
+    wide = np.float64 if dtypes.issubdtype(x.dtype, np.inexact) else np.int64
+    bits = lax.bitcast_convert_type(cast(x, wide), np.uint64)
+    dims = reduction_dims(dim, x.ndim)
+    folded = lax.reduce_xor(bits, dims) if dims else bits
+    return jnp.expand_dims(folded, dims) if keepdim and dims else folded
 
 
 @lowers(aten.prod.default, aten.prod.dim_int)
