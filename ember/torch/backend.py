@@ -16,10 +16,11 @@ from torch._functorch.partitioners import min_cut_rematerialization_partition
 from torch._guards import CompileContext
 
 from ember.errors import EmberTypeError
-from ember.torch.graph_compiler import compile_graph, log
+from ember.torch.graph_compiler import log
 from ember.torch.onednn import onednn_off
 from ember.torch.partition import split_for_ember, unsupported_nodes, unsupported_reason
 from ember.torch.source import node_source
+from ember.torch.stages import compile_graph
 
 GraphCompiler = Callable[[torch.fx.GraphModule, Sequence[Any]], Callable[..., Any]]
 

@@ -44,23 +44,29 @@ class _EmberInterpreter(torch.fx.Interpreter):
         except EmberTypeError:
             raise
         except Exception as error:  # name the op and the user's line, not torch internals
-            where = node_source(node)
-            raise EmberTypeError(
-                f"Ember could not lower {node.target} ({node.format_node()})"
-                f"{' from ' + where if where else ''}: {type(error).__name__}: {error}. "
-                "Report it, or run that op in PyTorch (it falls back when it has no "
-                "entry in ember.torch.lowerings).") from error
+            raise lowering_error(node, error) from error
+
+
+def lowering_error(node: torch.fx.Node, error: Exception) -> EmberTypeError:
+    """The error to raise where the lowering of ``node`` failed with ``error``."""
+    where = node_source(node)
+    return EmberTypeError(
+        f"Ember could not lower {node.target} ({node.format_node()})"
+        f"{' from ' + where if where else ''}: {type(error).__name__}: {error}. "
+        "Report it, or run that op in PyTorch (it falls back when it has no "
+        "entry in ember.torch.lowerings).")
 
 
 class EmberGraphModule:
     """Calls an ATen graph module compiled by Ember, taking and returning tensors. A graph
     with symbolic shapes (``dynamic=True``) also takes sizes as ints: Ember compiles it for
     each power-of-two bucket of the sizes where padding keeps its results (see
-    ``ember.torch.buckets``), else for each size, and logs why it compiles again."""
+    ``ember.torch.buckets``), else for each size, and logs why it compiles again
+    (``bucketed=False``: for each size)."""
 
-    def __init__(self, graph_module: torch.fx.GraphModule) -> None:
+    def __init__(self, graph_module: torch.fx.GraphModule, bucketed: bool = True) -> None:
         self.graph_module = graph_module
-        self._buckets: BucketPlan | None = plan_buckets(graph_module)
+        self._buckets: BucketPlan | None = plan_buckets(graph_module) if bucketed else None
         for symbol, reason in (self._buckets.refusals if self._buckets else {}).items():
             metrics().refused_buckets.append(f"{symbol}: {reason}")
             log.info("Ember compiles a graph of %d ops once per size of %s, not per "
@@ -152,9 +158,3 @@ def _difference(old: tuple, new: tuple) -> str:
     shown = 4
     more = f"; and {len(changes) - shown} more input(s)" if len(changes) > shown else ""
     return "; ".join(changes[:shown]) + more
-
-
-def compile_graph(graph_module: torch.fx.GraphModule) -> Callable[..., Any]:
-    """The unboxed callable of a graph whose every op has a lowering (traced and compiled
-    on its first call, by ``ember.jit``, for the shapes it is called with)."""
-    return EmberGraphModule(graph_module)

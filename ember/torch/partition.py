@@ -21,7 +21,8 @@ def _dtypes_supported(value: Any) -> bool:
         return is_supported_dtype(value.dtype)
     if isinstance(value, (list, tuple)):
         return all(_dtypes_supported(v) for v in value)
-    return not isinstance(value, (torch.SymFloat, torch.SymBool))  # (a SymInt is a size)
+    # (a SymInt is a size, a SymBool a test on sizes: Python values once Ember traces)
+    return not isinstance(value, torch.SymFloat)
 
 
 class EmberSupport(OperatorSupport):
@@ -55,7 +56,7 @@ def unsupported_reason(node: torch.fx.Node) -> str:
     held = sorted({str(t.dtype) for t in tensors(values) if not is_supported_dtype(t.dtype)})
     if held:
         return f"Ember holds no {', '.join(held)} tensors, which {node.target} reads or makes"
-    return f"Ember cannot lower {node.target} with a symbolic float or bool argument"
+    return f"Ember cannot lower {node.target} with a symbolic float argument"
 
 
 def unsupported_nodes(graph_module: torch.fx.GraphModule) -> list[torch.fx.Node]:

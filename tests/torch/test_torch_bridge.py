@@ -141,7 +141,7 @@ def _graph_call(fn, *args):
     compiled callable returns them, before AOTAutograd's wrappers)."""
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    from ember.torch.graph_compiler import compile_graph
+    from ember.torch.stages import compile_graph
 
     return compile_graph(make_fx(fn)(*args))(*args)
 

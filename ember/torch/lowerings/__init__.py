@@ -6,7 +6,8 @@ left after PyTorch's core decompositions), each written with ``ember.numpy`` and
 An op missing here is not an error: the partitioner leaves it to PyTorch.
 """
 # (each module registers its lowerings when imported)
-from ember.torch.lowerings import core, fft, linalg, pooling, selection, special  # noqa: F401
+from ember.torch.lowerings import (  # noqa: F401
+    core, data_dependent, fft, linalg, pooling, selection, special)
 from ember.torch.lowerings.table import EFFECTS, LOWERINGS
 
 __all__ = ["EFFECTS", "LOWERINGS"]

@@ -1,0 +1,118 @@
+"""Lowerings of the ATen ops whose result's shape (or Python value) depends on the input's
+values: ``nonzero``, ``unique`` and its variants, and ``_local_scalar_dense``
+(``Tensor.item``). No static-shape program can compute them, so they run on concrete
+arrays only: ``ember.torch.stages`` compiles the graph around each of them and runs them
+between its programs, with Ember's eager ops (as ``jnp.nonzero`` without ``size=`` runs
+outside ``jit``)."""
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+import torch
+
+import ember.numpy as jnp
+from ember import lax
+from ember.errors import EmberValueError
+from ember.torch.lowerings.table import LOWERINGS, aten, dim_index, lowers
+
+INDEX = np.dtype(np.int64)
+
+
+def _none() -> Any:
+    """ATen's stand-in for a result that was not asked for: an empty int64 tensor."""
+    return jnp.zeros((0,), INDEX)
+
+
+@lowers(aten.nonzero.default)
+def _nonzero(x: Any) -> Any:
+    return jnp.argwhere(x).astype(INDEX)
+
+
+@lowers(aten._local_scalar_dense.default)
+def _local_scalar_dense(x: Any) -> Any:
+    return jnp.asarray(x).item()
+
+
+def _unique(x: Any, return_inverse: bool, return_counts: bool, dim: int | None = None
+            ) -> tuple[Any, Any, Any]:
+    """Sorted unique values (or slices along ``dim``), ATen's way: NaNs are all distinct
+    and the results not asked for are empty."""
+    x = jnp.asarray(x)
+    axis = None if dim is None else dim_index(dim, x.ndim)
+    values, inverse, counts = jnp.unique(x, return_inverse=True, return_counts=True,
+                                         axis=axis, equal_nan=False)
+    if axis is None:
+        inverse = inverse.reshape(x.shape)
+    return (values, inverse.astype(INDEX) if return_inverse else _none(),
+            counts.astype(INDEX) if return_counts else _none())
+
+
+@lowers(aten._unique2.default)
+def _unique2(x: Any, sorted: bool = True, return_inverse: bool = False,  # noqa: A002
+             return_counts: bool = False) -> tuple[Any, Any, Any]:
+    return _unique(x, return_inverse, return_counts)  # (sorted on the CPU either way)
+
+
+@lowers(aten._unique.default)
+def _unique1(x: Any, sorted: bool = True, return_inverse: bool = False  # noqa: A002
+             ) -> tuple[Any, Any]:
+    return _unique(x, return_inverse, False)[:2]
+
+
+@lowers(aten.unique_dim.default)
+def _unique_dim(x: Any, dim: int, sorted: bool = True, return_inverse: bool = False,  # noqa: A002
+                return_counts: bool = False) -> tuple[Any, Any, Any]:
+    return _unique(x, return_inverse, return_counts, dim)
+
+
+@lowers(aten.unique_consecutive.default)
+def _unique_consecutive(x: Any, return_inverse: bool = False, return_counts: bool = False,
+                        dim: int | None = None) -> tuple[Any, Any, Any]:
+    """The first of each run of equal values (or slices along ``dim``); NaNs are all
+    distinct, as ATen's."""
+    x = jnp.asarray(x)
+    rows = x.reshape(-1, 1) if dim is None else jnp.moveaxis(x, dim_index(dim, x.ndim), 0)
+    rows = rows.reshape(rows.shape[0], -1)
+    n = rows.shape[0]
+    if n == 0:
+        inverse = jnp.zeros(x.shape if dim is None else (0,), INDEX)
+        return (x.reshape(-1) if dim is None else x,
+                inverse if return_inverse else _none(), _none())
+    differs = jnp.any(rows[1:] != rows[:-1], axis=1) if rows.shape[1] else \
+        jnp.zeros((n - 1,), bool)
+    first = jnp.concatenate([jnp.ones((1,), bool), differs])
+    starts = jnp.flatnonzero(first)
+    if dim is None:
+        values = x.reshape(-1)[starts]
+    else:
+        values = jnp.take(x, starts, axis=dim_index(dim, x.ndim))
+    inverse = lax.cumsum(first.astype(INDEX), 0) - 1
+    inverse = inverse.reshape(x.shape) if dim is None else inverse
+    counts = jnp.diff(jnp.concatenate([starts, jnp.asarray([n])])).astype(INDEX)
+    return (values, inverse if return_inverse else _none(),
+            counts if return_counts else _none())
+
+
+@lowers(aten.masked_select.default)
+def _masked_select(x: Any, mask: Any) -> Any:
+    x, mask = jnp.broadcast_arrays(x, mask)
+    return x[mask]
+
+
+# --- what a graph computes from such values: sizes, tests on them, and their checks -------
+# (concrete Python values once Ember traces the graph for the values it is called with)
+
+for _test in (operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne,
+              operator.and_, operator.or_, operator.not_):
+    LOWERINGS[_test] = _test
+LOWERINGS[torch.sym_not] = operator.not_
+LOWERINGS[torch.sym_ite] = lambda condition, if_true, if_false: (
+    if_true if condition else if_false)
+
+
+@lowers(aten._assert_scalar.default)
+def _assert_scalar(condition: Any, message: str) -> None:
+    if not condition:
+        raise EmberValueError(message)
