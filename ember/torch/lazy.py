@@ -19,6 +19,12 @@ graph input, a 0-d tensor of the op's computation dtype, so its value is not par
 structural key: ``torch.optim.AdamW``, whose step size and bias corrections are new Python
 floats every step, compiles once. Other Python numbers (sizes, dims, ``clamp`` bounds, and
 a float against only 0-d tensors, whose dtype it would decide) stay constants of the graph.
+
+An op whose output's shape depends on its input's values (``nonzero``, ``unique``,
+``masked_select``, indexing by a boolean mask) has no meta kernel to record it with: as in
+PyTorch/XLA, the graph behind its inputs runs, and Ember's lowering of the op computes it
+on the concrete arrays; its result is a concrete tensor on the device, which later ops
+record on as on any input.
 """
 from __future__ import annotations
 
@@ -35,6 +41,9 @@ import torch
 import torch.fx
 from torch._decomp import core_aten_decompositions
 from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
+from torch._subclasses.fake_tensor import (DataDependentOutputException,
+                                           DynamicOutputShapeException)
+from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 from torch.utils._pytree import tree_map
 
 from ember.errors import EmberTypeError
@@ -42,6 +51,7 @@ from ember.torch.graph_compiler import EmberGraphModule
 from ember.torch.lowerings import LOWERINGS
 from ember.torch.metrics import metrics
 from ember.torch.onednn import onednn_off
+from ember.torch.stages import run_lowering
 
 aten = torch.ops.aten
 
@@ -62,6 +72,11 @@ _LIFTS_SCALARS = {aten.mul.Tensor: ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT,
                   aten.add.Tensor: ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT,
                   aten.sub.Tensor: ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT,
                   aten.div.Tensor: ELEMENTWISE_TYPE_PROMOTION_KIND.INT_TO_FLOAT}
+# What a meta or fake kernel raises for an output whose shape depends on values. A plain
+# NotImplementedError counts only for ops that ATen tags dynamic_output_shape: for others
+# it means a missing meta kernel, not a data-dependent op.
+_DATA_DEPENDENT_ERRORS = (DynamicOutputShapeException, DataDependentOutputException,
+                          GuardOnDataDependentSymNode)
 # The RNNs that PyTorch runs as one oneDNN kernel when oneDNN is on.
 _RNNS = {torch._VF.lstm, torch._VF.gru, torch._VF.rnn_tanh, torch._VF.rnn_relu}
 _serials = itertools.count()
@@ -178,7 +193,10 @@ class LazyTensor(torch.Tensor):
         if func in _METADATA_ONLY:
             return _lazy_outputs(func(*tree_map(_placeholder, args), **kwargs))
         if func in LOWERINGS:
-            return _record(func, args, kwargs)
+            try:
+                return _record(func, args, kwargs)
+            except _ValueDependentShape as reason:
+                return _run_by_lowering(func, args, kwargs, str(reason))
         if func in _DECOMPOSITIONS:
             return _DECOMPOSITIONS[func](*args, **kwargs)
         decomposed = func.decompose(*args, **kwargs)
@@ -237,9 +255,30 @@ def _as_value(value: Any) -> Any:
     return value
 
 
+class _ValueDependentShape(Exception):
+    """The op's output shape depends on its input's values: it cannot be recorded."""
+
+
+def _is_value_dependent(func: Any, error: Exception) -> bool:
+    return isinstance(error, _DATA_DEPENDENT_ERRORS) or (
+        isinstance(error, NotImplementedError) and torch.Tag.dynamic_output_shape in func.tags)
+
+
+def _meta_outputs(func: Any, args: tuple, kwargs: dict) -> Any:
+    """The outputs' metadata, from the meta kernel (which fails where they depend on
+    values: ``nonzero``'s, and ``index``'s by a boolean mask, which calls it)."""
+    try:
+        return func(*tree_map(_as_meta, args), **tree_map(_as_meta, kwargs))
+    except Exception as error:
+        if _is_value_dependent(func, error):
+            raise _ValueDependentShape(
+                f"{func.overloadpacket}: output shape depends on values") from error
+        raise
+
+
 def _record(func: Any, args: tuple, kwargs: dict) -> Any:
     """Record ``func`` as a node; its outputs' metadata comes from the meta kernel."""
-    meta_out = func(*tree_map(_as_meta, args), **tree_map(_as_meta, kwargs))
+    meta_out = _meta_outputs(func, args, kwargs)
     if func in _LIFTS_SCALARS:
         args = _lift_scalars(args, _LIFTS_SCALARS[func])
     node = _Node(func, tree_map(_as_value, args), tree_map(_as_value, kwargs))
@@ -388,6 +427,25 @@ def _run_eagerly(func: Any, args: tuple, kwargs: dict) -> Any:
     concrete = tree_map(lambda t: _concrete(t) if isinstance(t, LazyTensor) else t, args)
     return func(*concrete, **tree_map(lambda t: _concrete(t) if isinstance(t, LazyTensor)
                                       else t, kwargs))
+
+
+def _run_by_lowering(func: Any, args: tuple, kwargs: dict, reason: str) -> Any:
+    """``func`` computed by Ember's lowering of it on its inputs' concrete values (the
+    graph behind them runs first, as one graph), as a concrete tensor on the device."""
+    _materialize_inputs((args, kwargs), reason)
+    args, kwargs = tree_map(lambda v: v._value.data if isinstance(v, LazyTensor) else v,
+                            (args, kwargs))
+    return _lazy_outputs(run_lowering(func, args, kwargs))
+
+
+def _materialize_inputs(tree: Any, reason: str) -> None:
+    """Run the graph behind the pending lazy tensors in ``tree``, recording the user's line
+    and ``reason`` as the value that forced it."""
+    pending = {id(t._value): t._value for t in torch.utils._pytree.tree_leaves(tree)
+               if isinstance(t, LazyTensor) and t._value.data is None}
+    if pending:
+        metrics().forced_by.append(f"{_user_line()}: {reason}")
+        _materialize(sorted(pending.values(), key=lambda v: v.serial))
 
 
 def _concrete(tensor: LazyTensor) -> torch.Tensor:

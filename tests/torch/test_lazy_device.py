@@ -15,6 +15,7 @@ from torch import nn
 import ember.errors
 import ember.torch
 from ember.torch import lazy
+from ember.torch.lowerings import LOWERINGS
 
 STEPS = 20
 
@@ -189,11 +190,16 @@ def test_cnn_with_batchnorm_trains_like_eager_and_compiles_once():
     assert (metrics.compiles, metrics.cache_hits, metrics.eager_fallbacks) == (1, STEPS - 1, 0)
 
 
-def _adamw_train(model: nn.Module, x, y, step=lambda: None) -> list[float]:
+def _cross_entropy(x, y):
+    return lambda model: F.cross_entropy(model(x), y)
+
+
+def _adamw_train(model: nn.Module, loss_of, step=lambda: None, steps: int = STEPS
+                 ) -> list[float]:
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
     losses = []
-    for _ in range(STEPS):
-        loss = F.cross_entropy(model(x), y)
+    for _ in range(steps):
+        loss = loss_of(model)
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()
@@ -260,9 +266,9 @@ def test_torch_optim_adamw_trains_like_eager_and_compiles_once(make_model):
     x = torch.randn(_INPUTS[make_model])
     y = torch.randint(0, 5, (x.shape[0],))
     eager = copy.deepcopy(model)
-    expected_losses = _adamw_train(eager, x, y)
+    expected_losses = _adamw_train(eager, _cross_entropy(x, y))
     ember.torch.to_lazy(model)
-    losses = _adamw_train(model, ember.torch.to_lazy(x), ember.torch.to_lazy(y),
+    losses = _adamw_train(model, _cross_entropy(ember.torch.to_lazy(x), ember.torch.to_lazy(y)),
                           step=ember.torch.mark_step)
     assert losses == pytest.approx(expected_losses, rel=1e-4, abs=1e-5)
     assert losses[-1] < 0.5 * losses[0]
@@ -330,3 +336,96 @@ def test_an_inplace_update_of_a_detached_alias_reaches_its_source():
     alias.mul_(2)
     torch.testing.assert_close(lazy_x.cpu(), x * 2)
     torch.testing.assert_close(alias.cpu(), x * 2)
+
+
+# --- ops whose output shape depends on values: the graph runs, Ember's lowering computes them
+
+def _expect_like_eager(result, expected) -> None:
+    if isinstance(expected, torch.Tensor):
+        assert isinstance(result, lazy.LazyTensor)
+        torch.testing.assert_close(result.cpu(), expected)
+        return
+    assert len(result) == len(expected)
+    for lazy_part, eager_part in zip(result, expected):
+        _expect_like_eager(lazy_part, eager_part)
+
+
+def _spy_on_lowerings(monkeypatch) -> list:
+    """The ops with a value-dependent shape that Ember's lowerings compute, as called."""
+    called = []
+
+    def spy(func, lowering):
+        return lambda *args, **kwargs: called.append(func) or lowering(*args, **kwargs)
+
+    for func, lowering in list(LOWERINGS.items()):
+        if isinstance(func, torch._ops.OpOverload) and torch.Tag.dynamic_output_shape in func.tags:
+            monkeypatch.setitem(LOWERINGS, func, spy(func, lowering))
+    return called
+
+
+@pytest.mark.parametrize("op", [
+    lambda t: torch.nonzero(t * 2),
+    lambda t: torch.nonzero(t - 1, as_tuple=True),
+    lambda t: torch.argwhere(t.reshape(2, 3)),
+    lambda t: torch.unique(t + 0, return_inverse=True, return_counts=True),
+    lambda t: torch.unique(t.reshape(3, 2).abs(), dim=0, return_inverse=True),
+    lambda t: torch.unique_consecutive(t * 1, return_inverse=True, return_counts=True),
+    lambda t: torch.masked_select(t, t > 0),
+], ids=["nonzero", "nonzero-tuple", "argwhere", "unique", "unique-dim", "unique-consecutive",
+        "masked-select"])
+def test_an_op_whose_shape_depends_on_values_matches_eager(op, monkeypatch):
+    x = torch.tensor([0.0, 1, 2, 0, -2, 1])
+    expected = op(x)
+    lowered = _spy_on_lowerings(monkeypatch)
+    _expect_like_eager(op(ember.torch.to_lazy(x)), expected)
+    assert lowered and lazy.metrics().eager_fallbacks == 0
+
+
+def test_a_boolean_mask_index_matches_eager_and_later_ops_record_on_its_result(monkeypatch):
+    x = torch.randn(4, 5)
+    lowered = _spy_on_lowerings(monkeypatch)
+
+    def masked(t):
+        rows = t[t.sum(dim=1) > 0]  # (a mask computed in the same graph)
+        return t[t > 0].exp().sum() + rows[:, torch.tensor([True, False, True, False, True])]
+
+    expected = masked(x)
+    result = masked(ember.torch.to_lazy(x))
+    assert isinstance(result, lazy.LazyTensor) and result._value.data is None
+    torch.testing.assert_close(result.cpu(), expected)
+    assert lowered.count(torch.ops.aten.index.Tensor) == 3
+    assert lazy.metrics().eager_fallbacks == 0
+
+
+def test_a_masked_loss_trains_like_eager():
+    # (the backward of x[mask] puts the gradient back by the mask: aten.index_put with a
+    # boolean mask, recorded with static shapes; the graph after the mask compiles once
+    # per count of True values)
+    torch.manual_seed(0)
+    model, x = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3)), torch.randn(16, 4)
+    eager = copy.deepcopy(model)
+
+    def masked_loss(x):
+        def loss_of(model):
+            y = model(x)
+            return y[y > 0].mean()
+        return loss_of
+
+    expected_losses = _adamw_train(eager, masked_loss(x), steps=5)
+    ember.torch.to_lazy(model)
+    losses = _adamw_train(model, masked_loss(ember.torch.to_lazy(x)), ember.torch.mark_step,
+                          steps=5)
+    assert losses == pytest.approx(expected_losses, rel=1e-4)
+    for reference, param in zip(eager.parameters(), model.parameters()):
+        torch.testing.assert_close(param.cpu(), reference.detach(), rtol=1e-4, atol=1e-5)
+    assert lazy.metrics().eager_fallbacks == 0
+
+
+def test_metrics_name_the_line_and_the_op_whose_shape_depends_on_values():
+    lazy_x = ember.torch.to_lazy(torch.tensor([0.0, 3, 0, 1])) * 2
+    line = inspect.currentframe().f_lineno + 1
+    indices = torch.nonzero(lazy_x)
+    assert lazy.metrics().forced_by == [
+        f"{__file__}:{line}: aten.nonzero: output shape depends on values"]
+    torch.nonzero(indices)  # (its input is concrete: nothing is forced)
+    assert len(lazy.metrics().forced_by) == 1
