@@ -3,9 +3,8 @@ modified Bessel functions of orders 0 and 1, and the entropies ``rel_entr`` / ``
 (as ``jax.scipy.special``, with SciPy's values).
 
 ``zeta`` sums ``N`` terms and adds the Euler-Maclaurin tail (its Bernoulli coefficients
-derived below, not tabulated); ``polygamma`` is a scaled zeta. Unlike JAX's, a negative
-non-integer ``q`` is only computed above -1 (NaN further left), so ``polygamma`` of
-``x < -1`` is NaN. The Bessel functions add
+derived below, not tabulated), with a negative non-integer ``q`` taken back to positive
+ones; ``polygamma`` is a scaled zeta. The Bessel functions add
 the power series (positive terms, so no cancellation) up to ``|x| = 30`` and use the
 asymptotic expansion beyond; their derivatives are closed forms in each other.
 """
@@ -111,28 +110,62 @@ def _bernoulli_even(count: int) -> list[Fraction]:
 _TAIL = [float(b / math.factorial(2 * j)) for j, b in enumerate(_bernoulli_even(12), 1)]
 
 
-def zeta(x: Any, q: Any = None) -> Any:
-    """The Hurwitz zeta function ``sum_k (k + q) ** -x`` (``q=None``: Riemann's, q = 1).
-
-    NaN for ``x < 1`` and ``inf`` at ``x == 1``, as SciPy; for ``q <= 0``, ``inf`` at the
-    integers and the series for integer ``x`` at ``q > -1`` (NaN further left).
-    """
-    x, q = _real("zeta", x, 1.0 if q is None else q)
-    x, q = jnp.broadcast_arrays(x, q)
+def _zeta_series(x: Any, q: Any) -> Any:
+    """``zeta(x, q)`` for ``x > 1`` (finite) and ``q > 0``: ``_N_TERMS`` terms and the
+    Euler-Maclaurin tail at ``w = q + _N_TERMS``."""
     total = jnp.zeros_like(q)
     for k in range(_N_TERMS):
         total = total + jnp.power(q + k, -x)
     w = q + _N_TERMS
-    w_pow = jnp.power(w, -x)
-    total = total + w * w_pow / (x - 1) + 0.5 * w_pow
-    rising, inverse = jnp.ones_like(x), w_pow / w  # x (x+1) ... (x+2j-2), w ** -(x+2j-1)
+    # w ** (1 - x) taken whole, not as w * w ** -x: that underflows to 0 (or is inf * 0
+    # at q = inf) where the tail's leading term, e.g. 1e-300 at (2, 1e300), does not
+    w_pow_1 = jnp.power(w, 1 - x)
+    w_pow = w_pow_1 / w
+    total = total + w_pow_1 / (x - 1) + 0.5 * w_pow
+    # The j-th correction is B_2j / (2j)! times x (x+1) ... (x+2j-2) w ** -(x+2j-1), that
+    # product grown one ratio (x + i) / w at a time: at large x (float32 from x ~ 40) it
+    # underflows to 0 and stays 0, where the rising factorial alone would overflow and
+    # make 0 * inf = NaN.
+    inv_w = 1 / w
+    term = x * w_pow * inv_w
     for j, coefficient in enumerate(_TAIL):
-        rising = rising * (x + 2 * j) if j == 0 else rising * (x + 2 * j - 1) * (x + 2 * j)
-        total = total + coefficient * rising * inverse
-        inverse = inverse / (w * w)
+        if j:
+            term = term * ((x + (2 * j - 1)) * inv_w) * ((x + 2 * j) * inv_w)
+        total = total + coefficient * term
+    return total
+
+
+def zeta(x: Any, q: Any = None) -> Any:
+    """The Hurwitz zeta function ``sum_k (k + q) ** -x`` (``q=None``: Riemann's, q = 1).
+
+    As SciPy: NaN for ``x < 1``, ``inf`` at ``x == 1`` and at the integers ``q <= 0``;
+    for a negative non-integer ``q``, the series' value for an integer ``x`` and NaN for
+    any other (``(k + q) ** -x`` is not real). At ``x = inf``: 1 at ``q == 1``, ``inf``
+    below (some ``|k + q| < 1``) and 0 above, its limit (SciPy: NaN for most such q).
+    """
+    x, q = _real("zeta", x, 1.0 if q is None else q)
+    x, q = jnp.broadcast_arrays(x, q)
     integer_q = (q <= 0) & (q == lax.floor(q))
-    left = (q < 0) & ((x != lax.floor(x)) | (q <= -1))
-    result = jnp.where(left, np.nan, total)
+    integer_x = x == lax.floor(x)
+    # A negative non-integer q: with f = q - floor(q) in (0, 1) and m = -floor(q), the m
+    # negative terms are (f - j) ** -x = (-1) ** x (j - f) ** -x for j = 1..m, whose sum
+    # is zeta(x, 1 - f) - zeta(x, 1 - q); so three series at positive points give it, for
+    # any q (SciPy sums term by term up to q + 9, so |q| steps).
+    reflect = (q < 0) & ~integer_q & integer_x
+    # The points stay positive where unused (so gradients get no NaN). 1 - f is taken as
+    # ceil(q) - q, exact for q < 0: 1 - (q + 1) loses q's low bits (all of them at
+    # q = -1e-9), and the largest term is (1 - f) ** -x. (Written so that gcc 12
+    # vectorizes the float32 loop: some equivalent forms, e.g. a select of the point,
+    # made it give up, and the kernel ~8x slower.)
+    below = jnp.minimum(q, 0.0)
+    direct = _zeta_series(x, q - lax.floor(below))  # q, or f where q < 0
+    upper = _zeta_series(x, (lax.ceil(below) - below) + (q >= 0).astype(q.dtype))  # 1 - f
+    lower = _zeta_series(x, 1 + jnp.abs(q))
+    sign = jnp.where(x / 2 != lax.floor(x / 2), -1.0, 1.0).astype(x.dtype)  # (-1) ** x
+    result = jnp.where(reflect, direct + sign * (upper - lower), direct)
+    result = jnp.where((q < 0) & ~integer_x, np.nan, result)
+    at_inf = jnp.where(q == 1, 1.0, jnp.where(q < 1, np.inf, jnp.where(q > 1, 0.0, np.nan)))
+    result = jnp.where(x == np.inf, at_inf.astype(x.dtype), result)
     result = jnp.where(integer_q, np.inf, result)
     return jnp.where(x == 1, np.inf, jnp.where(x < 1, np.nan, result))
 

@@ -36,7 +36,8 @@ CASES = {
     "zeta": (special.zeta, sps.zeta, (ORDERS, SHIFTS)),
     "riemann zeta": (special.zeta, sps.zeta, (np.array([1.5, 2.0, 4.0, 20.0]),)),
     "polygamma": (special.polygamma, sps.polygamma,
-                  (np.array([0, 1, 2, 3, 1])[:, None], np.array([0.1, 2.5, 10.0, -0.5])[None])),
+                  (np.array([0, 1, 2, 3, 1])[:, None],
+                   np.array([0.1, 2.5, 10.0, -0.5, -2.5])[None])),
     "i0": (special.i0, sps.i0, (BESSEL_X[1:-1],)),
     "i1": (special.i1, sps.i1, (BESSEL_X[1:-1],)),
     "i0e": (special.i0e, sps.i0e, (BESSEL_X,)),
@@ -127,3 +128,63 @@ def test_matches_jax(x64):
             both = np.isfinite(want) & np.isfinite(got)
             # (JAX is the less accurate one where they differ: SciPy is checked to 5e-14 above)
             np.testing.assert_allclose(got[both], want[both], rtol=1e-8, err_msg=name)
+
+
+# zeta away from q > 0: negative non-integer q (SciPy's value for an integer order, NaN for
+# any other), the poles at the integers q <= 0, and the orders x = inf and huge x; on every
+# backend present (the `backend` fixture), compiled.
+ZETA_X, ZETA_Q = np.meshgrid(
+    np.concatenate([np.arange(2.0, 21.0), [1.0001, 2.5, 7.25, 33.3, 50.0]]),
+    np.concatenate([np.linspace(-5, 10, 61), [-1e-9, -0.999, -4.999999, -37.3, -1000.7]]),
+    indexing="ij")
+
+
+def test_zeta_negative_q_matches_scipy(backend, x64):
+    got, want = np.asarray(ember.jit(special.zeta)(ZETA_X, ZETA_Q)), sps.zeta(ZETA_X, ZETA_Q)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
+    finite = np.isfinite(want)
+    x, q, got, want = ZETA_X[finite], ZETA_Q[finite], got[finite], want[finite]
+    assert (q < -1).any()  # (where the old zeta was NaN)
+    # For q < 0 an odd order's terms cancel (zeta(3, -4.5) = zeta(3, 5.5), from terms up
+    # to 8): the error is bounded by the sum of |terms|, zeta(x, f) + zeta(x, 1 - f) with
+    # f = q - floor(q), and SciPy's own error is of that size.
+    f = q - np.floor(q)
+    magnitude = np.where(q < 0, sps.zeta(x, f) + sps.zeta(x, 1 - f), np.abs(want))
+    err = np.abs(got - want) / magnitude
+    assert err.max() < 1e-14, (x[err.argmax()], q[err.argmax()])
+
+
+def test_zeta_backends_agree(backend, x64):
+    with ember.config.override(backend="reference"):
+        expected = np.asarray(special.zeta(ZETA_X, ZETA_Q))
+    got = np.asarray(ember.jit(special.zeta)(ZETA_X, ZETA_Q))
+    np.testing.assert_allclose(got, expected, rtol=1e-15, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_zeta_infinite_and_huge_orders(backend, dtype, x64):
+    q = np.array([-3.0, -2.5, -0.0, 0.3, 1.0, 1.5, 2.0, 1e6, np.inf, -np.inf, np.nan],
+                 dtype)
+    # inf at the poles and where some |q + k| < 1, 1 at q = 1, 0 above: the limit, and
+    # SciPy's value at q = inf (SciPy gives NaN at the finite q > 1 here)
+    want = np.array([np.inf, np.inf, np.inf, np.inf, 1.0, 0, 0, 0, 0, np.inf, np.nan])
+    for order in (np.inf, 1e30):
+        got = np.asarray(ember.jit(special.zeta)(np.full_like(q, order), q))
+        assert got.dtype == dtype
+        np.testing.assert_array_equal(got, want, err_msg=str(order))
+        scipy = sps.zeta(order, q.astype(np.float64))
+        np.testing.assert_array_equal(got[~np.isnan(scipy)], scipy[~np.isnan(scipy)])
+
+
+def test_zeta_float32_large_orders(backend):
+    """float32 from x ~ 37, where the tail's rising factorial overflowed times a power
+    that underflowed: NaN."""
+    x, q = np.meshgrid(np.linspace(30, 60, 7, dtype=np.float32),
+                       np.array([0.5, 1.0, 2.0, 7.5], np.float32), indexing="ij")
+    got = np.asarray(ember.jit(special.zeta)(x, q))
+    want = sps.zeta(x.astype(np.float64), q.astype(np.float64))
+    normal = want > np.finfo(np.float32).tiny
+    assert not np.isnan(got).any()
+    np.testing.assert_allclose(got[normal], want[normal], rtol=1e-5)
+    np.testing.assert_allclose(got[~normal], want[~normal], atol=1e-44)
