@@ -62,6 +62,16 @@ def test_unique_consecutive_keeps_nans_apart(dim):
                                               dim=dim), x)
 
 
+def test_bincount_and_repeat_interleave_by_a_tensor():
+    counts = torch.tensor([1, 3, 3, 0])
+    _check(lambda x: torch.bincount(x) * 2, counts)
+    _check(lambda x, w: torch.bincount(x, w, minlength=7) + 1, counts,
+           torch.tensor([0.5, 1.0, 1.0, 2.0]))
+    _check(lambda x: torch.bincount(x), torch.zeros(0, dtype=torch.int64))
+    _check(lambda x, r: torch.repeat_interleave(x * 2, r, dim=0), torch.randn(3, 2),
+           torch.tensor([2, 0, 3]))
+
+
 def test_a_boolean_mask_forward_and_backward():
     def function(x):
         return (x[x > 0].exp() * 2).sum() + x.square().sum()

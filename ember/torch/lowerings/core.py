@@ -838,8 +838,10 @@ def _flash_attention_backward(grad_out: Any, query: Any, key: Any, value: Any, o
 LOWERINGS[operator.getitem] = operator.getitem
 
 # Sizes of a graph with symbolic shapes (dynamic=True): concrete ints once Ember traces it
-# for the shapes it is called with, so Python's own arithmetic computes them.
+# for the shapes it is called with, so Python's own arithmetic computes them. (Written for
+# tensors too: ember.torch.stages computes sizes of tensors between its programs.)
 LOWERINGS[aten.sym_size.int] = lambda x, dim: x.shape[dim]
+LOWERINGS[aten.sym_numel.default] = lambda x: math.prod(x.shape)
 for _size_op in (operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod,
                  operator.neg, operator.truediv, torch.sym_max, torch.sym_min):
     LOWERINGS[_size_op] = _size_op

@@ -1,6 +1,6 @@
 """Lowerings of the ATen ops whose result's shape (or Python value) depends on the input's
-values: ``nonzero``, ``unique`` and its variants, and ``_local_scalar_dense``
-(``Tensor.item``). No static-shape program can compute them, so they run on concrete
+values: ``nonzero``, ``unique`` and its variants, ``masked_select``, ``bincount``,
+``repeat_interleave`` by a tensor, and ``_local_scalar_dense`` (``Tensor.item``). No static-shape program can compute them, so they run on concrete
 arrays only: ``ember.torch.stages`` compiles the graph around each of them and runs them
 between its programs, with Ember's eager ops (as ``jnp.nonzero`` without ``size=`` runs
 outside ``jit``)."""
@@ -100,6 +100,23 @@ def _masked_select(x: Any, mask: Any) -> Any:
     x, mask = jnp.broadcast_arrays(x, mask)
     return x[mask]
 
+
+@lowers(aten.bincount.default)
+def _bincount(x: Any, weights: Any = None, minlength: int = 0) -> Any:
+    x = jnp.asarray(x)
+    if x.ndim != 1 or (x.size and int(jnp.min(x)) < 0):
+        raise EmberValueError("bincount takes a 1-d tensor of non-negative integers")
+    length = max(int(jnp.max(x)) + 1 if x.size else 0, minlength)
+    return jnp.bincount(x, weights, length=length)
+
+
+@lowers(aten.repeat_interleave.Tensor)
+def _repeat_interleave(repeats: Any, *, output_size: int | None = None) -> Any:
+    """Each index ``i`` ``repeats[i]`` times (``repeat_interleave(x, repeats)``
+    decomposes to this and an index by it)."""
+    repeats = jnp.asarray(repeats)
+    return jnp.repeat(jnp.arange(repeats.shape[0], dtype=INDEX), repeats,
+                      total_repeat_length=output_size)
 
 # --- what a graph computes from such values: sizes, tests on them, and their checks -------
 # (concrete Python values once Ember traces the graph for the values it is called with)
