@@ -122,12 +122,30 @@ class StagedGraph:
                 # (each program for the exact shapes and sizes it gets: the sizes of
                 # data-dependent results are not the graph's inputs to bucket)
                 step.run = EmberGraphModule(_program_graph(graph_module, step), bucketed=False)
+        self._freed = _freed_after(self._steps, self._returned)
 
     def __call__(self, *inputs: Any) -> Any:
         env: Env = dict(zip(self._placeholders, inputs))
-        for step in self._steps:
+        for step, freed in zip(self._steps, self._freed):
             step(env)
+            for node in freed:  # (an intermediate tensor lives only while it is needed)
+                del env[node]
         return torch.fx.node.map_arg(self._returned, env.__getitem__)
+
+
+def _freed_after(steps: Sequence[_Program | _Eager], returned: Any) -> list[list[torch.fx.Node]]:
+    """For each step, the values that no later step and not the graph's result reads."""
+    kept: set[torch.fx.Node] = set()
+    torch.fx.node.map_arg(returned, kept.add)
+    last_read: dict[torch.fx.Node, int] = {}
+    for index, step in enumerate(steps):
+        reads = step.inputs if isinstance(step, _Program) else step.node.all_input_nodes
+        last_read.update((node, index) for node in reads)
+    freed: list[list[torch.fx.Node]] = [[] for _ in steps]
+    for node, index in last_read.items():
+        if node not in kept:
+            freed[index].append(node)
+    return freed
 
 
 def _plan(graph: torch.fx.Graph) -> list[_Program | _Eager]:
