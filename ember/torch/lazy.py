@@ -435,7 +435,13 @@ def _run_by_lowering(func: Any, args: tuple, kwargs: dict, reason: str) -> Any:
     _materialize_inputs((args, kwargs), reason)
     args, kwargs = tree_map(lambda v: v._value.data if isinstance(v, LazyTensor) else v,
                             (args, kwargs))
-    return _lazy_outputs(run_lowering(func, args, kwargs))
+    try:
+        return _lazy_outputs(run_lowering(func, args, kwargs))
+    except EmberTypeError:
+        raise
+    except Exception as error:  # (name the op and the user's line, not Ember's internals)
+        raise EmberTypeError(f"Ember could not compute {func} at {_user_line()}: "
+                             f"{type(error).__name__}: {error}") from error
 
 
 def _materialize_inputs(tree: Any, reason: str) -> None:

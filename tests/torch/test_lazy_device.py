@@ -429,3 +429,10 @@ def test_metrics_name_the_line_and_the_op_whose_shape_depends_on_values():
         f"{__file__}:{line}: aten.nonzero: output shape depends on values"]
     torch.nonzero(indices)  # (its input is concrete: nothing is forced)
     assert len(lazy.metrics().forced_by) == 1
+
+
+def test_a_data_dependent_op_that_fails_names_the_op_and_the_line():
+    lazy_x = ember.torch.to_lazy(torch.tensor([1, -2, 3]))
+    line = inspect.currentframe().f_lineno + 2
+    with pytest.raises(ember.errors.EmberTypeError, match=rf"aten.bincount.*:{line}: .*negative"):
+        torch.bincount(lazy_x * 1)
