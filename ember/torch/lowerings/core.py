@@ -635,7 +635,7 @@ def _log_softmax(x: Any, dim: int, half_to_float: bool = False) -> Any:
     return shifted - jnp.log(jnp.sum(jnp.exp(shifted), axis=axis, keepdims=True))
 
 
-def _norm_dtypes(x: Any, *params: Any) -> tuple[np.dtype, np.dtype]:
+def norm_dtypes(x: Any, *params: Any) -> tuple[np.dtype, np.dtype]:
     """``(computation, statistics)`` dtypes of ATen's layer / batch norm: computed in
     float32 for float16 / bfloat16 inputs, the saved statistics in the first parameter's
     dtype (float32 parameters of a bfloat16 input under autocast), else the input's."""
@@ -647,7 +647,7 @@ def _norm_dtypes(x: Any, *params: Any) -> tuple[np.dtype, np.dtype]:
 @lowers(aten.native_layer_norm.default)
 def _native_layer_norm(x: Any, normalized_shape: Sequence[int], weight: Any, bias: Any,
                        eps: float) -> tuple[Any, Any, Any]:
-    compute, stats = _norm_dtypes(x, weight)
+    compute, stats = norm_dtypes(x, weight)
     axes = tuple(range(x.ndim - len(normalized_shape), x.ndim))
     y = cast(x, compute)
     mean = jnp.mean(y, axis=axes, keepdims=True)
@@ -661,17 +661,17 @@ def _native_layer_norm(x: Any, normalized_shape: Sequence[int], weight: Any, bia
     return cast(out, x.dtype), cast(mean, stats), cast(rstd, stats)
 
 
-def _channel(v: Any, ndim: int) -> Any:
+def as_channels(v: Any, ndim: int) -> Any:
     return jnp.reshape(v, (1, -1) + (1,) * (ndim - 2))
 
 
 def _batch_norm_apply(x: Any, mean: Any, rstd: Any, weight: Any, bias: Any,
                       compute: np.dtype) -> Any:
-    out = (x - _channel(mean, x.ndim)) * _channel(rstd, x.ndim)
+    out = (x - as_channels(mean, x.ndim)) * as_channels(rstd, x.ndim)
     if weight is not None:
-        out = out * _channel(cast(weight, compute), x.ndim)
+        out = out * as_channels(cast(weight, compute), x.ndim)
     if bias is not None:
-        out = out + _channel(cast(bias, compute), x.ndim)
+        out = out + as_channels(cast(bias, compute), x.ndim)
     return out
 
 
@@ -682,12 +682,12 @@ def _batch_norm_functional(x: Any, weight: Any, bias: Any, running_mean: Any, ru
         out, save_mean, save_rstd = _batch_norm_no_training(x, weight, bias, running_mean,
                                                              running_var, momentum, eps)
         return out, save_mean, save_rstd, running_mean, running_var
-    compute, stats = _norm_dtypes(x, weight, running_mean)
+    compute, stats = norm_dtypes(x, weight, running_mean)
     y = cast(x, compute)
     axes = (0, *range(2, x.ndim))
     count = math.prod(x.shape[a] for a in axes)
     mean = jnp.mean(y, axis=axes)
-    var = jnp.mean(jnp.square(y - _channel(mean, x.ndim)), axis=axes)
+    var = jnp.mean(jnp.square(y - as_channels(mean, x.ndim)), axis=axes)
     rstd = lax.rsqrt(var + eps)
     out = cast(_batch_norm_apply(y, mean, rstd, weight, bias, compute), x.dtype)
     new_mean = (1 - momentum) * running_mean + momentum * cast(mean, running_mean.dtype)
@@ -699,7 +699,7 @@ def _batch_norm_functional(x: Any, weight: Any, bias: Any, running_mean: Any, ru
 @lowers(aten._native_batch_norm_legit_no_training.default)
 def _batch_norm_no_training(x: Any, weight: Any, bias: Any, running_mean: Any, running_var: Any,
                             momentum: float, eps: float) -> tuple[Any, Any, Any]:
-    compute, stats = _norm_dtypes(x, weight, running_mean)
+    compute, stats = norm_dtypes(x, weight, running_mean)
     rstd = lax.rsqrt(cast(running_var, compute) + eps)
     out = _batch_norm_apply(cast(x, compute), cast(running_mean, compute), rstd, weight,
                             bias, compute)
@@ -707,7 +707,7 @@ def _batch_norm_no_training(x: Any, weight: Any, bias: Any, running_mean: Any, r
     return cast(out, x.dtype), empty, empty
 
 
-def _pool_geometry(size: int, kernel: int, stride: int, pad: int, dilation: int,
+def pool_geometry(size: int, kernel: int, stride: int, pad: int, dilation: int,
                    ceil_mode: bool) -> tuple[int, int]:
     """ATen's pooled size along one dim, and the right padding that window needs."""
     span = dilation * (kernel - 1) + 1
@@ -740,7 +740,7 @@ def _max_pool2d_with_indices(x: Any, kernel_size: Any, stride: Any = (), padding
     dilations = _pair(dilation, (1, 1))
     height, width = x.shape[2:]
     (out_h, right_h), (out_w, right_w) = (
-        _pool_geometry(s, k, st, p, d, ceil_mode)
+        pool_geometry(s, k, st, p, d, ceil_mode)
         for s, k, st, p, d in zip((height, width), kernel, strides, pads, dilations))
     lowest = jnp.asarray(-np.inf if dtypes.issubdtype(x.dtype, np.floating)
                          else np.iinfo(x.dtype).min, dtype=x.dtype)

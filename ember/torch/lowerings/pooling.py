@@ -14,8 +14,7 @@ import ember
 import ember.numpy as jnp
 from ember import dtypes, lax
 from ember.torch.exchange import numpy_dtype
-from ember.torch.lowerings.core import (_batch_norm_functional, _channel, _norm_dtypes, _permute,
-                                        _pool_geometry, _view)
+from ember.torch.lowerings.core import as_channels, norm_dtypes, pool_geometry
 from ember.torch.lowerings.table import LOWERINGS, aten, cast, dim_index, lowers
 
 
@@ -28,9 +27,7 @@ def _gradients(forward: Callable[..., Any], primals: Sequence[Any], cotangent: A
 
 # --- copies of views --------------------------------------------------------------------
 
-@lowers(aten.view_copy.default)
-def _view_copy(x: Any, size: Sequence[int]) -> Any:
-    return _view(x, size)
+LOWERINGS[aten.view_copy.default] = LOWERINGS[aten.view.default]
 
 
 @lowers(aten.view_copy.dtype)
@@ -47,9 +44,7 @@ def _view_copy_dtype(x: Any, dtype: torch.dtype) -> Any:
     return lax.bitcast_convert_type(jnp.reshape(x, (*x.shape[:-1], -1, ratio)), target)
 
 
-@lowers(aten.permute_copy.default)
-def _permute_copy(x: Any, dims: Sequence[int]) -> Any:
-    return _permute(x, dims)
+LOWERINGS[aten.permute_copy.default] = LOWERINGS[aten.permute.default]
 
 
 @lowers(aten.narrow_copy.default)
@@ -145,7 +140,7 @@ def _avg_pool(x: Any, kernel_size: Any, stride: Any, padding: Any, ceil_mode: bo
     kernel = _per_dim(kernel_size, spatial, ())
     strides = _per_dim(stride, spatial, kernel)
     pads = _per_dim(padding, spatial, (0,) * spatial)
-    geometry = [_pool_geometry(size, k, s, p, 1, ceil_mode)
+    geometry = [pool_geometry(size, k, s, p, 1, ceil_mode)
                 for size, k, s, p in zip(x.shape[2:], kernel, strides, pads)]
     compute = _accumulation_dtype(x)
     zero = jnp.zeros((), compute)
@@ -256,7 +251,7 @@ def _max_pool_with_indices(x: Any, kernel_size: Any, stride: Any, padding: Any, 
     strides = _per_dim(stride, spatial, kernel)
     pads = _per_dim(padding, spatial, (0,) * spatial)
     dilations = _per_dim(dilation, spatial, (1,) * spatial)
-    geometry = [_pool_geometry(*args, ceil_mode)
+    geometry = [pool_geometry(*args, ceil_mode)
                 for args in zip(sizes, kernel, strides, pads, dilations)]
     out_shape = [count for count, _ in geometry]
     padded = lax.pad(x, _lowest(x.dtype),
@@ -388,7 +383,7 @@ def _group_norm(x: Any, weight: Any, bias: Any, n: int, channels: int, hxw: int,
                 group: int, eps: float) -> tuple[Any, Any, Any]:
     """ATen's group norm of an (N, C, *) input: each sample's channels normalized in
     ``group`` groups; also the (N, group) means and reciprocal standard deviations."""
-    compute, stats = _norm_dtypes(x, weight)
+    compute, stats = norm_dtypes(x, weight)
     grouped = jnp.reshape(cast(x, compute), (n, group, channels // group * hxw))
     mean = jnp.mean(grouped, axis=-1, keepdims=True)
     centered = grouped - mean
@@ -413,8 +408,9 @@ def _batch_norm_with_update_functional(x: Any, weight: Any, bias: Any, running_m
                                        running_var: Any, momentum: float,
                                        eps: float) -> tuple[Any, ...]:
     """Training batch norm; the reserve ATen's CPU kernel returns is empty."""
-    out, mean, rstd, new_mean, new_var = _batch_norm_functional(
-        x, weight, bias, running_mean, running_var, True, momentum, eps)
+    functional = LOWERINGS[aten._native_batch_norm_legit_functional.default]
+    out, mean, rstd, new_mean, new_var = functional(x, weight, bias, running_mean, running_var,
+                                                    True, momentum, eps)
     return out, mean, rstd, jnp.zeros((0,), np.uint8), new_mean, new_var
 
 
@@ -425,19 +421,19 @@ def _batch_norm_backward(grad_out: Any, x: Any, weight: Any, running_mean: Any,
                          reserve: Any) -> tuple[Any, Any, Any]:
     """ATen's batch norm gradients: in training from the saved batch statistics (ATen's
     ``save_var`` argument holds 1 / std), else from the running ones, which are constants."""
-    compute, _ = _norm_dtypes(x, weight)
+    compute, _ = norm_dtypes(x, weight)
     if train:
         mean, rstd = cast(save_mean, compute), cast(save_invstd, compute)
     else:
         mean = cast(running_mean, compute)
         rstd = lax.rsqrt(cast(running_var, compute) + eps)
-    mean, rstd = _channel(mean, x.ndim), _channel(rstd, x.ndim)
+    mean, rstd = as_channels(mean, x.ndim), as_channels(rstd, x.ndim)
     axes = (0, *range(2, x.ndim))
     dy = cast(grad_out, compute)
     normalized = (cast(x, compute) - mean) * rstd
     grad_x = grad_weight = grad_bias = None
     if output_mask[0]:
-        g = dy if weight is None else dy * _channel(cast(weight, compute), x.ndim)
+        g = dy if weight is None else dy * as_channels(cast(weight, compute), x.ndim)
         if train:  # (x^'s gradient g through the batch statistics too)
             g = g - jnp.mean(g, axis=axes, keepdims=True) \
                 - normalized * jnp.mean(g * normalized, axis=axes, keepdims=True)
