@@ -113,3 +113,15 @@ def test_a_failing_lowering_in_an_eager_step_names_the_op(monkeypatch):
     monkeypatch.setitem(LOWERINGS, torch.ops.aten.nonzero.default, broken)
     with pytest.raises(EmberTypeError, match="aten.nonzero.default.*ValueError: no"):
         _compiled(lambda t: torch.nonzero(t) + 1)(torch.ones(3))
+
+
+def test_symbolic_sizes_and_a_data_dependent_op_together():
+    def function(x):
+        positive = torch.nonzero(x > 0)
+        return positive.sum() + x.shape[0] * x.sum(), torch.unique(x.round(), return_counts=True)[1]
+
+    compiled = torch.compile(function, backend=ember.torch.strict_backend, fullgraph=True,
+                             dynamic=True)
+    for size in (5, 9, 17, 5):
+        x = torch.randn(size)
+        torch.testing.assert_close(compiled(x), function(x))
