@@ -30,23 +30,29 @@ from ember.backends.cpu.toolchain import BlasInfo, ProbeStats
 from ember.runtime.compile_cache import default_cache, hash_key
 
 # The shape classes of ember_gemm.h, by their bit in EMBER_GEMM_OWN_CLASSES, and the
-# products (m, k, n) each is probed on: big enough to run at speed (about a millisecond),
-# small enough that the whole probe takes a fraction of a second.
-CLASS_BITS = {"wide": 1, "narrow": 2}
-ALL_CLASSES = 3
-PROBE_SHAPES = {"wide": ((384, 384, 384), (256, 784, 256)), "narrow": ((1024, 512, 10),)}
+# products (m, k, n, whether B is read transposed: x @ W.T) each is probed on: big enough
+# to run at speed (about a millisecond or less), small enough that the whole probe takes
+# a fraction of a second. The skinny class's are a small CNN's and an MLP's (batch 64).
+CLASS_BITS = {"wide": 1, "narrow": 2, "skinny": 4}
+ALL_CLASSES = 7
+PROBE_SHAPES = {"wide": ((384, 384, 384, False), (256, 784, 256, False)),
+                "narrow": ((1024, 512, 10, False),),
+                "skinny": ((16, 4096, 27, True), (1024, 144, 32, True), (32, 1024, 144, True),
+                           (64, 512, 512, False))}
 PROBE_ROUNDS = 7  # best of, candidates interleaved (a busy neighbour slows all alike)
 OWN = "ember"
-_FORMAT = "ember-blas-choice/1"  # bump when the probe or the entry layout changes
+_FORMAT = "ember-blas-choice/2"  # bump when the probe or the entry layout changes
 _SUFFIX = ".blas-rates"  # (JSON entries of the compile cache)
 
 _PROBE_SOURCE = """
 #include "ember_gemm.h"
-/* c = a @ b (row-major, contiguous), split as generated code splits it. */
-void ember_blas_probe(int split, int parts, int64_t m, int64_t n, int64_t k, const float *a,
-                      const float *b, float *c) {
-  ember_gemm_f32(split, parts, 1, &(ember_batch){0, 0, 0, 0, 0}, 111, 111, m, n, k, a, k,
-                 k, b, n, 1, c, n, 1.0f, 0, 0.0f, 0, 0.0f, 0, 0);
+/* c = a @ b (row-major, contiguous; b is k x n, or n x k read transposed where tb is 112),
+   split as generated code splits it. */
+void ember_blas_probe(int split, int parts, int tb, int64_t m, int64_t n, int64_t k,
+                      const float *a, const float *b, float *c) {
+  int64_t ldb = tb == 112 ? k : n, b_col_step = tb == 112 ? k : 1;
+  ember_gemm_f32(split, parts, 1, &(ember_batch){0, 0, 0, 0, 0}, 111, tb, m, n, k, a, k,
+                 k, b, ldb, b_col_step, c, n, 1.0f, 0, 0.0f, 0, 0.0f, 0, 0);
 }
 """
 
@@ -123,32 +129,36 @@ def _measure(candidates: dict[str, BlasInfo], threads: int) -> Rates:
     rng = np.random.default_rng(0)
     rates: Rates = {}
     for shape_class, shapes in PROBE_SHAPES.items():
-        flops = sum(2.0 * m * k * n for m, k, n in shapes)
+        flops = sum(2.0 * m * k * n for m, k, n, _ in shapes)
         best = {name: [float("inf")] * len(shapes) for name in candidates}
         operands = [(rng.standard_normal((m, k), dtype=np.float32),
-                     rng.standard_normal((k, n), dtype=np.float32),
-                     np.empty((m, n), np.float32)) for m, k, n in shapes]
+                     rng.standard_normal((n, k) if transposed else (k, n), dtype=np.float32),
+                     np.empty((m, n), np.float32), transposed)
+                    for m, k, n, transposed in shapes]
         for _ in range(PROBE_ROUNDS):
             for name, function in functions.items():
-                for index, (a, b, c) in enumerate(operands):
-                    best[name][index] = min(best[name][index], _time(function, a, b, c, threads))
+                for index, operand in enumerate(operands):
+                    best[name][index] = min(best[name][index],
+                                            _time(function, *operand, threads))
         rates[shape_class] = {name: flops / sum(times) / 1e9 for name, times in best.items()}
     return rates
 
 
-def _time(function, a: np.ndarray, b: np.ndarray, c: np.ndarray, threads: int) -> float:
+def _time(function, a: np.ndarray, b: np.ndarray, c: np.ndarray, transposed: bool,
+          threads: int) -> float:
     """Seconds of one call on idle cores, estimated as the process's CPU time over the
     threads it used: time the cores spent on others' processes (a shared, busy host)
     does not count against the candidate that happened to run then."""
     from ember.codegen import c_gemm
     from ember.codegen.gemm import GemmPlan, Matrix
 
-    (m, k), n = a.shape, b.shape[1]
+    (m, k), n = a.shape, c.shape[1]
     plan = GemmPlan(np.dtype(np.float32), (), m, n, k, Matrix(m, k, False, k, 0, ()),
-                    Matrix(k, n, False, n, 0, ()))
+                    Matrix(k, n, transposed, k if transposed else n, 0, ()))
     split, parts = c_gemm.gemm_split(plan, threads)
     start = time.process_time()
-    function(split, parts, m, n, k, a.ctypes.data, b.ctypes.data, c.ctypes.data)
+    function(split, parts, 112 if transposed else 111, m, n, k, a.ctypes.data, b.ctypes.data,
+             c.ctypes.data)
     return max(time.process_time() - start, 1e-9) / parts
 
 
@@ -158,6 +168,7 @@ def _probe_function(info: BlasInfo):
                                             blas_info=info)
     function = toolchain.load_library(path).ember_blas_probe
     i64, pointer = ctypes.c_int64, ctypes.c_void_p
-    function.argtypes = [ctypes.c_int, ctypes.c_int, i64, i64, i64, pointer, pointer, pointer]
+    function.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, i64, i64, i64, pointer,
+                         pointer, pointer]
     function.restype = None
     return function

@@ -18,13 +18,16 @@ from ember.runtime import compile_cache
 from tests.backends.cpu.cpu_testing import requires_cpu
 
 
-def rates(wide: dict[str, float], narrow: dict[str, float]) -> dict:
-    return {"wide": wide, "narrow": narrow}
+def rates(wide: dict[str, float], narrow: dict[str, float],
+          skinny: dict[str, float] | None = None) -> dict:
+    """(the skinny class measures as the wide one unless given)"""
+    return {"wide": wide, "narrow": narrow, "skinny": wide if skinny is None else skinny}
 
 
 @pytest.mark.parametrize("measured, expected", [
     # Ember's GEMM fastest everywhere: no BLAS linked.
-    (rates({"ember": 300, "openblas": 250}, {"ember": 60, "openblas": 50}), Choice(None, 3)),
+    (rates({"ember": 300, "openblas": 250}, {"ember": 60, "openblas": 50}),
+     Choice(None, ALL_CLASSES)),
     # The BLAS everywhere.
     (rates({"ember": 200, "openblas": 250}, {"ember": 40, "openblas": 50}),
      Choice("openblas", 0)),
@@ -32,7 +35,10 @@ def rates(wide: dict[str, float], narrow: dict[str, float]) -> dict:
     (rates({"ember": 200, "openblas": 250}, {"ember": 60, "openblas": 50}),
      Choice("openblas", 2)),
     (rates({"ember": 300, "openblas": 250}, {"ember": 40, "openblas": 50}),
-     Choice("openblas", 1)),
+     Choice("openblas", 5)),
+    # Skinny products by the BLAS (packing costs Ember's GEMM as much as the products).
+    (rates({"ember": 300, "openblas": 250}, {"ember": 60, "openblas": 50},
+           {"ember": 80, "openblas": 190}), Choice("openblas", 3)),
     # Not by the vendor's name: MKL slower than OpenBLAS on the wide class loses.
     (rates({"ember": 100, "openblas": 250, "mkl": 215}, {"ember": 1, "openblas": 5, "mkl": 9}),
      Choice("openblas", 0)),
@@ -88,13 +94,13 @@ def choose(threads: int = 2, openblas: str = "0.3") -> Choice:
 
 def test_rates_are_measured_once_and_kept_on_disk(fake_probe):
     calls, folder = fake_probe
-    assert choose() == Choice("openblas", 1)
+    assert choose() == Choice("openblas", 5)
     assert calls == [(["ember", "openblas"], 2)]
     [entry] = folder.glob("??/*.blas-rates")
     assert json.loads(entry.read_text())["wide"] == {"ember": 300.0, "openblas": 250.0}
     blas_choice._rates.cache_clear()  # (a new process)
     hits = blas_choice.probe_stats.disk_hits
-    assert choose() == Choice("openblas", 1)
+    assert choose() == Choice("openblas", 5)
     assert len(calls) == 1 and blas_choice.probe_stats.disk_hits == hits + 1
 
 
@@ -125,7 +131,7 @@ def test_a_damaged_entry_is_measured_again(fake_probe, damage):
         entry.with_suffix(".sha256").write_text(hashlib.sha256(entry.read_bytes()).hexdigest())
     blas_choice._rates.cache_clear()
     compile_cache._default_cache = None  # (a new process: nothing checked yet)
-    assert choose() == Choice("openblas", 1)
+    assert choose() == Choice("openblas", 5)
     assert len(calls) == 2
     assert json.loads(entry.read_text())["narrow"]["openblas"] == 50.0  # rewritten
 
@@ -164,7 +170,7 @@ def test_auto_waits_for_embers_library(tmp_path, monkeypatch):
             measured = rates({"ember": 300.0, "openblas": 250.0}, {"ember": 1.0, "openblas": 2.0})
             monkeypatch.setattr(blas_choice, "_measure", lambda candidates, threads: measured)
             info = toolchain.blas()
-        assert info.name == "ember" and "-DEMBER_GEMM_OWN_CLASSES=1" in info.compile_flags
+        assert info.name == "ember" and "-DEMBER_GEMM_OWN_CLASSES=5" in info.compile_flags
     finally:
         toolchain._measured_blas.cache_clear()
         blas_choice._rates.cache_clear()
@@ -189,10 +195,10 @@ def test_auto_links_what_was_chosen(chosen):
 
 
 @requires_cpu
-@pytest.mark.parametrize("own_classes", [1, 2])
+@pytest.mark.parametrize("own_classes", [1, 2, 4, 5])
 def test_a_mixed_module_computes_each_class_right(chosen, own_classes):
-    """Products of both classes in one module: one class through Ember's library, the
-    other through the BLAS, transposed operands and a batch included."""
+    """Products of every class in one module: some classes through Ember's library, the
+    others through the BLAS, transposed operands and a batch included."""
     if toolchain._openblas() is None:
         pytest.skip("scipy-openblas32 is not installed")
     ember_gemm.library_path()
@@ -203,11 +209,13 @@ def test_a_mixed_module_computes_each_class_right(chosen, own_classes):
     narrow = rng.standard_normal((50, 10), dtype=np.float32)
 
     def f(a, wide, narrow):
-        return enp.matmul(a, wide.T), enp.matmul(a, narrow)
+        return enp.matmul(a, wide.T), enp.matmul(a, narrow), enp.matmul(a[:, :40], wide.T)
 
-    got_wide, got_narrow = ember.jit(f)(a, wide, narrow)
+    got_wide, got_narrow, got_skinny = ember.jit(f)(a, wide, narrow)
     np.testing.assert_allclose(got_wide, a.astype(np.float64) @ wide.T, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(got_narrow, a.astype(np.float64) @ narrow, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got_skinny, a[:, :40].astype(np.float64) @ wide.T, rtol=1e-4,
+                               atol=1e-4)
 
 
 @requires_cpu
@@ -218,33 +226,34 @@ def test_the_real_probe_measures_every_candidate(tmp_path):
     with config.override(cache_dir=str(tmp_path / "cache")):
         candidates = {"ember": toolchain._ember_gemm(), "openblas": toolchain._openblas()}
         measured = blas_choice._measure(candidates, 2)
-    assert set(measured) == {"wide", "narrow"}
+    assert set(measured) == {"wide", "narrow", "skinny"}
     assert all(set(by_name) == {"ember", "openblas"} and min(by_name.values()) > 0
                for by_name in measured.values())
 
 
 @requires_cpu
 def test_each_class_runs_on_the_library_chosen_for_it(chosen):
-    """Bit for bit: in a mixed module the wide product is the BLAS's and the narrow one
-    Ember's (their sums round differently, so each shows who computed it)."""
+    """Bit for bit: in a mixed module the wide product is the BLAS's and the narrow and
+    skinny ones Ember's (their sums round differently, so each shows who computed it)."""
     if toolchain._openblas() is None:
         pytest.skip("scipy-openblas32 is not installed")
     ember_gemm.library_path()
     rng = np.random.default_rng(7)
     # (a sum longer than either library's blocks of it: they split it differently)
-    a = rng.standard_normal((64, 1700), dtype=np.float32)
+    a = rng.standard_normal((96, 1700), dtype=np.float32)
     wide = rng.standard_normal((1700, 96), dtype=np.float32)
     narrow = rng.standard_normal((1700, 10), dtype=np.float32)
 
-    def f(a, wide, narrow):
-        return enp.matmul(a, wide), enp.matmul(a, narrow)
+    def f(a, wide, narrow):  # (the last: 40 rows, a skinny product)
+        return enp.matmul(a, wide), enp.matmul(a, narrow), enp.matmul(a[:40], wide)
 
     results = {}
     for name, choice in [("ember", Choice(None, ALL_CLASSES)), ("blas", Choice("openblas", 0)),
-                         ("mixed", Choice("openblas", 2))]:
+                         ("mixed", Choice("openblas", 6))]:
         chosen(choice)
         results[name] = [np.asarray(out) for out in ember.jit(f)(a, wide, narrow)]
-    assert not np.array_equal(results["ember"][0], results["blas"][0])  # (distinguishable)
-    assert not np.array_equal(results["ember"][1], results["blas"][1])
+    for index in range(3):  # (distinguishable)
+        assert not np.array_equal(results["ember"][index], results["blas"][index])
     np.testing.assert_array_equal(results["mixed"][0], results["blas"][0])
     np.testing.assert_array_equal(results["mixed"][1], results["ember"][1])
+    np.testing.assert_array_equal(results["mixed"][2], results["ember"][2])

@@ -63,13 +63,19 @@ static inline int64_t ember_item_offset(const ember_batch *batch, const int64_t 
 }
 
 /* The shape classes the BLAS choice is measured on (blas_choice.py): products at most
- * one narrow tile wide (n <= 16, the MLP's last layer), and all others. */
+ * one narrow tile wide (n <= 16, the MLP's last layer); skinny ones, with m or n at most
+ * 64 (a convolution's weight gradient, 16 x 27 over k = 4096; its 32 output channels),
+ * where packing an operand costs as much as the products; and all others. */
 #define EMBER_GEMM_WIDE 1
 #define EMBER_GEMM_NARROW 2
-#define EMBER_GEMM_ALL_CLASSES 3
+#define EMBER_GEMM_SKINNY 4
+#define EMBER_GEMM_ALL_CLASSES 7
 #define EMBER_GEMM_NARROW_N 16
-static inline int ember_gemm_class(int64_t n) {
-  return n <= EMBER_GEMM_NARROW_N ? EMBER_GEMM_NARROW : EMBER_GEMM_WIDE;
+#define EMBER_GEMM_SKINNY_MN 64
+static inline int ember_gemm_class(int64_t m, int64_t n) {
+  if (n <= EMBER_GEMM_NARROW_N) return EMBER_GEMM_NARROW;
+  return m <= EMBER_GEMM_SKINNY_MN || n <= EMBER_GEMM_SKINNY_MN ? EMBER_GEMM_SKINNY
+                                                                : EMBER_GEMM_WIDE;
 }
 
 /* The activation applied last, on the whole sum and addends, as C is stored
@@ -184,7 +190,7 @@ EMBER_DEFINE_GEMM_FINISH(double)
 /* Ember's library for the shape classes of EMBER_GEMM_OWN_CLASSES, else the BLAS. */
 #if EMBER_GEMM_OWN_CLASSES
 #define EMBER_GEMM_OWN_CALL(OWN)                                                           \
-  if (ember_gemm_class(n) & EMBER_GEMM_OWN_CLASSES) {                                      \
+  if (ember_gemm_class(m, n) & EMBER_GEMM_OWN_CLASSES) {                                   \
     OWN(EMBER_GEMM_ARGUMENTS);                                                             \
     return;                                                                                \
   }
