@@ -32,16 +32,15 @@ from ember.runtime.compile_cache import default_cache, hash_key
 # The shape classes of ember_gemm.h, by their bit in EMBER_GEMM_OWN_CLASSES, and the
 # products (m, k, n, whether B is read transposed: x @ W.T) each is probed on: big enough
 # to run at speed (about a millisecond or less), small enough that the whole probe takes
-# a fraction of a second. The skinny class's are a small CNN's and an MLP's (batch 64).
+# a fraction of a second. The skinny class's are a small CNN's.
 CLASS_BITS = {"wide": 1, "narrow": 2, "skinny": 4}
 ALL_CLASSES = 7
 PROBE_SHAPES = {"wide": ((384, 384, 384, False), (256, 784, 256, False)),
                 "narrow": ((1024, 512, 10, False),),
-                "skinny": ((16, 4096, 27, True), (1024, 144, 32, True), (32, 1024, 144, True),
-                           (64, 512, 512, False))}
+                "skinny": ((16, 4096, 27, True), (1024, 144, 32, True), (32, 1024, 144, True))}
 PROBE_ROUNDS = 7  # best of, candidates interleaved (a busy neighbour slows all alike)
 OWN = "ember"
-_FORMAT = "ember-blas-choice/2"  # bump when the probe or the entry layout changes
+_FORMAT = "ember-blas-choice/3"  # bump when the probe or the entry layout changes
 _SUFFIX = ".blas-rates"  # (JSON entries of the compile cache)
 
 _PROBE_SOURCE = """

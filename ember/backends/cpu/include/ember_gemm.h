@@ -64,14 +64,14 @@ static inline int64_t ember_item_offset(const ember_batch *batch, const int64_t 
 
 /* The shape classes the BLAS choice is measured on (blas_choice.py): products at most
  * one narrow tile wide (n <= 16, the MLP's last layer); skinny ones, with m or n at most
- * 64 (a convolution's weight gradient, 16 x 27 over k = 4096; its 32 output channels),
+ * 32 (a convolution's weight gradient, 16 x 27 over k = 4096; its 32 output channels),
  * where packing an operand costs as much as the products; and all others. */
 #define EMBER_GEMM_WIDE 1
 #define EMBER_GEMM_NARROW 2
 #define EMBER_GEMM_SKINNY 4
 #define EMBER_GEMM_ALL_CLASSES 7
 #define EMBER_GEMM_NARROW_N 16
-#define EMBER_GEMM_SKINNY_MN 64
+#define EMBER_GEMM_SKINNY_MN 32
 static inline int ember_gemm_class(int64_t m, int64_t n) {
   if (n <= EMBER_GEMM_NARROW_N) return EMBER_GEMM_NARROW;
   return m <= EMBER_GEMM_SKINNY_MN || n <= EMBER_GEMM_SKINNY_MN ? EMBER_GEMM_SKINNY
