@@ -155,6 +155,7 @@ def _plan(graph: torch.fx.Graph) -> list[_Program | _Eager]:
     steps: list[_Program | _Eager] = []
     pending: list[_Eager] = []  # (Python numbers that run before the open program)
     program = _Program()
+    in_program: set[torch.fx.Node] = set()  # (the open program's nodes)
 
     def close_program() -> None:
         nonlocal program
@@ -163,12 +164,12 @@ def _plan(graph: torch.fx.Graph) -> list[_Program | _Eager]:
         if program.nodes:
             steps.append(program)
         program = _Program()
+        in_program.clear()
 
     eager: set[torch.fx.Node] = set()
     for node in graph.nodes:
         if node.op in ("placeholder", "output"):
             continue
-        in_program = set(program.nodes)
         if is_data_dependent(node):
             close_program()
             steps.append(_Eager(node))
@@ -180,6 +181,7 @@ def _plan(graph: torch.fx.Graph) -> list[_Program | _Eager]:
             pending.append(_Eager(node))
         else:
             program.nodes.append(node)
+            in_program.add(node)
     close_program()
     _wire(steps, graph)
     return steps
