@@ -2,8 +2,9 @@
 ``ember.jit`` captures it as Ember's Graph and runs the whole pipeline on it."""
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch
@@ -38,23 +39,26 @@ class _EmberInterpreter(torch.fx.Interpreter):
         return to_ember(value) if isinstance(value, torch.Tensor) else value
 
     def run_node(self, node: torch.fx.Node) -> Any:
-        try:
-            with source_override(node_location(node)):
-                return super().run_node(node)
-        except EmberTypeError:
-            raise
-        except Exception as error:  # name the op and the user's line, not torch internals
-            raise lowering_error(node, error) from error
+        with lowering(node):
+            return super().run_node(node)
 
 
-def lowering_error(node: torch.fx.Node, error: Exception) -> EmberTypeError:
-    """The error to raise where the lowering of ``node`` failed with ``error``."""
-    where = node_source(node)
-    return EmberTypeError(
-        f"Ember could not lower {node.target} ({node.format_node()})"
-        f"{' from ' + where if where else ''}: {type(error).__name__}: {error}. "
-        "Report it, or run that op in PyTorch (it falls back when it has no "
-        "entry in ember.torch.lowerings).")
+@contextlib.contextmanager
+def lowering(node: torch.fx.Node) -> Iterator[None]:
+    """Where ``node`` is lowered: Ember's ops it calls carry the user's line, and a
+    failure names the op and that line, not torch internals."""
+    try:
+        with source_override(node_location(node)):
+            yield
+    except EmberTypeError:
+        raise
+    except Exception as error:
+        where = node_source(node)
+        raise EmberTypeError(
+            f"Ember could not lower {node.target} ({node.format_node()})"
+            f"{' from ' + where if where else ''}: {type(error).__name__}: {error}. "
+            "Report it, or run that op in PyTorch (it falls back when it has no "
+            "entry in ember.torch.lowerings).") from error
 
 
 class EmberGraphModule:

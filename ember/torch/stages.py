@@ -20,13 +20,10 @@ from torch.utils._pytree import tree_map
 
 import ember.numpy as jnp
 from ember.config import config
-from ember.core.source_info import source_override
-from ember.errors import EmberTypeError
 from ember.runtime.array import Array
 from ember.torch.exchange import to_ember, to_torch
-from ember.torch.graph_compiler import EmberGraphModule, lowering_error
+from ember.torch.graph_compiler import EmberGraphModule, lowering
 from ember.torch.lowerings import LOWERINGS
-from ember.torch.source import node_location
 
 Env = dict[torch.fx.Node, Any]
 
@@ -75,11 +72,16 @@ class _Eager:
     eager ops), or a Python number computed from sizes."""
 
     node: torch.fx.Node
+    in_python: bool = field(init=False)  # (a getitem or a number: no arrays to exchange)
+
+    def __post_init__(self) -> None:
+        self.in_python = self.node.target is operator.getitem or (
+            _is_scalar(self.node) and not is_data_dependent(self.node))
 
     def __call__(self, env: Env) -> None:
         node = self.node
         args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), env.__getitem__)
-        if node.target is operator.getitem or _is_scalar(node) and not is_data_dependent(node):
+        if self.in_python:
             env[node] = LOWERINGS[node.target](*args, **kwargs)
             return
         if getattr(node.target, "is_view", False):
@@ -89,13 +91,8 @@ class _Eager:
             # ``input.as_strided`` with the output's strides and offset)
             env[node] = node.target(*args, **kwargs)
             return
-        try:
-            with source_override(node_location(node)):
-                env[node] = run_lowering(node.target, args, kwargs)
-        except EmberTypeError:
-            raise
-        except Exception as error:  # (named by the op and the user's line)
-            raise lowering_error(node, error) from error
+        with lowering(node):
+            env[node] = run_lowering(node.target, args, kwargs)
 
 
 def run_lowering(target: Any, args: tuple, kwargs: dict) -> Any:

@@ -1,9 +1,10 @@
 """Lowerings of the ATen ops whose result's shape (or Python value) depends on the input's
 values: ``nonzero``, ``unique`` and its variants, ``masked_select``, ``bincount``,
-``repeat_interleave`` by a tensor, and ``_local_scalar_dense`` (``Tensor.item``). No static-shape program can compute them, so they run on concrete
-arrays only: ``ember.torch.stages`` compiles the graph around each of them and runs them
-between its programs, with Ember's eager ops (as ``jnp.nonzero`` without ``size=`` runs
-outside ``jit``)."""
+``repeat_interleave`` by a tensor, and ``_local_scalar_dense`` (``Tensor.item``). No
+static-shape program can compute them, so they run on concrete arrays only:
+``ember.torch.stages`` compiles the graph around each of them and runs them between its
+programs, with Ember's eager ops (as ``jnp.nonzero`` without ``size=`` runs outside
+``jit``)."""
 from __future__ import annotations
 
 import operator
@@ -73,7 +74,8 @@ def _unique_consecutive(x: Any, return_inverse: bool = False, return_counts: boo
     """The first of each run of equal values (or slices along ``dim``); NaNs are all
     distinct, as ATen's."""
     x = jnp.asarray(x)
-    rows = x.reshape(-1, 1) if dim is None else jnp.moveaxis(x, dim_index(dim, x.ndim), 0)
+    axis = None if dim is None else dim_index(dim, x.ndim)
+    rows = x.reshape(-1, 1) if axis is None else jnp.moveaxis(x, axis, 0)
     rows = rows.reshape(rows.shape[0], -1)
     n = rows.shape[0]
     if n == 0:
@@ -84,10 +86,7 @@ def _unique_consecutive(x: Any, return_inverse: bool = False, return_counts: boo
         jnp.zeros((n - 1,), bool)
     first = jnp.concatenate([jnp.ones((1,), bool), differs])
     starts = jnp.flatnonzero(first)
-    if dim is None:
-        values = x.reshape(-1)[starts]
-    else:
-        values = jnp.take(x, starts, axis=dim_index(dim, x.ndim))
+    values = x.reshape(-1)[starts] if axis is None else jnp.take(x, starts, axis=axis)
     inverse = lax.cumsum(first.astype(INDEX), 0) - 1
     inverse = inverse.reshape(x.shape) if dim is None else inverse
     counts = jnp.diff(jnp.concatenate([starts, jnp.asarray([n])])).astype(INDEX)
@@ -117,6 +116,7 @@ def _repeat_interleave(repeats: Any, *, output_size: int | None = None) -> Any:
     repeats = jnp.asarray(repeats)
     return jnp.repeat(jnp.arange(repeats.shape[0], dtype=INDEX), repeats,
                       total_repeat_length=output_size)
+
 
 # --- what a graph computes from such values: sizes, tests on them, and their checks -------
 # (concrete Python values once Ember traces the graph for the values it is called with)
