@@ -444,22 +444,23 @@ def _run_by_lowering(func: Any, args: tuple, kwargs: dict, reason: str) -> Any:
                              f"{type(error).__name__}: {error}") from error
 
 
-def _materialize_inputs(tree: Any, reason: str) -> None:
-    """Run the graph behind the pending lazy tensors in ``tree``, recording the user's line
-    and ``reason`` as the value that forced it."""
-    pending = {id(t._value): t._value for t in torch.utils._pytree.tree_leaves(tree)
-               if isinstance(t, LazyTensor) and t._value.data is None}
+def _materialize_inputs(tree: Any, reason: str | None = None) -> None:
+    """Run the graph behind the pending lazy tensors in ``tree`` (views made again from
+    their updated bases first) as one graph, recording the user's line (and ``reason``)
+    as what forced it."""
+    lazy = [t for t in torch.utils._pytree.tree_leaves(tree) if isinstance(t, LazyTensor)]
+    for tensor in lazy:
+        _refresh(tensor)
+    pending = {id(t._value): t._value for t in lazy if t._value.data is None}
     if pending:
-        metrics().forced_by.append(f"{_user_line()}: {reason}")
+        metrics().forced_by.append(_user_line() if reason is None
+                                   else f"{_user_line()}: {reason}")
         _materialize(sorted(pending.values(), key=lambda v: v.serial))
 
 
 def _concrete(tensor: LazyTensor) -> torch.Tensor:
     """The tensor's value, running the graph behind it if it is pending."""
-    _refresh(tensor)
-    if tensor._value.data is None:
-        metrics().forced_by.append(_user_line())
-        _materialize([tensor._value])
+    _materialize_inputs(tensor)
     return tensor._value.data
 
 

@@ -436,3 +436,10 @@ def test_a_data_dependent_op_that_fails_names_the_op_and_the_line():
     line = inspect.currentframe().f_lineno + 2
     with pytest.raises(ember.errors.EmberTypeError, match=rf"aten.bincount.*:{line}: .*negative"):
         torch.bincount(lazy_x * 1)
+
+
+def test_a_data_dependent_op_sees_a_view_of_an_updated_base():
+    base = ember.torch.to_lazy(torch.zeros(2, 3))
+    row = base[1]
+    base.add_(torch.tensor([[0.0, 1.0, 0.0], [2.0, 0.0, 3.0]]).to(base.device) * 1)
+    torch.testing.assert_close(torch.nonzero(row).cpu(), torch.tensor([[0], [2]]))
