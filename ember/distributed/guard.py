@@ -195,17 +195,17 @@ class Guard:
         pending = arrivals()
         if not pending:
             return
-        self._read_notices(what, pending)
+        self._read_notices_then(arrivals, what, pending)
         start = time.monotonic()
         deadline = start + float(config.distributed_timeout)
         polls = 0
         while pending:
             polls += 1
             if polls % _POLLS_PER_NOTICE_READ == 0:  # notices matter only to a long wait
-                self._read_notices(what, pending)
+                self._read_notices_then(arrivals, what, pending)
             if time.monotonic() > deadline:
                 late = ", ".join(map(str, sorted(pending)))
-                self._read_notices(what, pending)  # a peer that failed or left
+                self._read_notices_then(arrivals, what, pending)  # one failed or left
                 raise DistributedError(
                     f"rank {late} did not reach collective #{self.seq} ({what}) within "
                     f"{float(config.distributed_timeout):g} s (ember.config "
@@ -217,6 +217,21 @@ class Guard:
             elif waited >= _BUSY_SECONDS:
                 os.sched_yield()
             pending = arrivals()
+
+    def _read_notices_then(self, arrivals: Callable[[], Collection[int]], what: str,
+                           pending: Collection[int]) -> None:
+        """``_read_notices``, but where a peer failed, first ``arrivals()`` once more: a
+        peer that found a mismatch sent its signature before its notice, and probing
+        for the notice may be what moved the signature in; the mismatch is the error to
+        name then, not the peer's report of it."""
+        try:
+            self._read_notices(what, pending)
+        except PeerFailedError:
+            try:
+                arrivals()
+            except DistributedError as mismatch:
+                raise mismatch from None
+            raise
 
     def run(self, what: str, operation: Callable[[], Any]) -> Any:
         """Run an MPI data operation; a peer that dies during it is named."""

@@ -31,3 +31,29 @@ def test_a_different_collective_names_both_sides():
     message = str(error.value)
     assert "rank 0 is at collective #7: reduce(sum) of float32[4,8]" in message
     assert "rank 1 is at collective #7: reduce(sum) of float32[2,8]" in message
+
+
+def test_a_mismatch_is_named_before_the_peers_report_of_it():
+    """The peer that found the mismatch raised and sent a notice after its signature;
+    where the probe for notices is what brought both in, the survivor still names the
+    mismatch (the race behind a flaky failure test)."""
+    guard = _guard(0, 1)
+    guard.notices = {}
+
+    def notice_comes() -> None:
+        guard.notices[1] = {"kind": "failed", "origin": 1, "seq": 1,
+                            "message": "DistributedError: processes disagree"}
+
+    guard._collect_notices = notice_comes
+    theirs = bytearray(_record(1, "reduce(sum) of float32[6,3]", 4))
+    tests = iter([[1]])  # the first test finds nothing; the next finds the signature
+
+    def arrivals() -> list[int]:
+        pending = next(tests, None)
+        if pending is None:
+            guard._compare(1, theirs, "reduce(sum) of float32[4,3]", 4)
+        return pending
+
+    with pytest.raises(DistributedError) as error:
+        guard._wait("reduce(sum) of float32[4,3]", arrivals)
+    assert "but rank 1 is at collective #1: reduce(sum) of float32[6,3]" in str(error.value)
