@@ -281,6 +281,21 @@ def test_products_one_block_of_columns_wide(library, dtype):
                                addend="in place", d_scale=1.0))
 
 
+@pytest.mark.parametrize("n", [18, 27, 32, 40, 48, 80, 95])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_edge_panels_of_a_transposed_b(library, n, dtype):
+    """A panel of B narrower than the tile, stored transposed (a convolution's weight
+    gradient, 16 x 27 over a long sum): packed in 16 x 16 blocks, the rest element by
+    element, and zeros past the end; its whole vectors stored from registers, the rest
+    element by element; over several blocks of the sum, with each epilogue."""
+    for m, k in [(16, 4096), (5, 33), (13, 900)]:
+        run_case(library, Case(m, n, k, dtype, tb=True, pad=1, alpha=-0.5,
+                               addend="separate", d_scale=0.5, row_scale=1.0,
+                               activation="relu"))
+        run_case(library, Case(m, n, k, dtype, ta=True, tb=True, split=2, parts=2,
+                               addend="in place", d_scale=1.0))
+
+
 @pytest.mark.parametrize("addend, d_scale, row_scale, alpha", [
     ("none", 0.0, 0.0, -0.5),         # a scaled product
     ("separate", 1.0, 0.0, 1.0),      # a residual

@@ -15,8 +15,9 @@
  *         for each micropanel of A, for each micropanel of B: the MR x NR microkernel
  *
  * A product at most one vector wide (n <= 16 float32 with AVX-512) takes a narrow
- * tile, 12 rows x one vector, instead of the wide one (6 x 4 vectors). On Intel, one at
- * most one NC block wide reads a row-major A in place, unpacked (EMBER_DEFINE_CHOICE).
+ * tile, 12 rows x one vector, instead of the wide one (6 x 4 vectors); one at most half
+ * the wide tile wide (n <= 32) the middle tile, 8 rows x 2 vectors. One at most one NC
+ * block wide reads a row-major A in place, unpacked (EMBER_DEFINE_CHOICE).
  *
  * The microkernel keeps its MR x NR tile of C in vector registers (MR rows of NV
  * vectors: a row of B is loaded as NV vectors, each element of A's column broadcast),
@@ -83,6 +84,12 @@
  * of its 64 lanes idle): one vector wide, with more rows, so that each row of B loaded
  * serves 12 FMAs, as many independent sums as keep the FMA units busy. */
 #define EMBER_NARROW_MR 12
+/* The middle tile, for products at most half the wide tile wide (a convolution's 27 or
+ * 32 output channels would leave half of the wide tile's lanes idle or more): half its
+ * vectors, more rows. (Where the wide tile is 2 vectors, it is 1: the narrow tile's
+ * width, which takes those products first.) */
+#define EMBER_MID_MR 8
+#define EMBER_MID_NV (EMBER_NV / 2)
 
 /* Cache blocks, in elements of float32 (float64 halves KC and NC): an A micropanel
  * (MR x KC, 19 KiB) stays in L1 while B's micropanels stream from L2, which holds the
@@ -179,36 +186,44 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
   };
 
 /* The store of a tile's sums `acc` (MR x NV vectors) into C at c, mr x nr of it inside
- * C, with the epilogue: straight from the registers for a whole tile, else through a
- * small buffer; after the last block of the sum, the activation on the tile just
- * stored (in L1). */
+ * C, with the epilogue: straight from the registers for a whole tile; at C's edge
+ * through a small buffer, each whole vector inside C as a vector (a 32-column product
+ * on the 64-column tile stores two vectors a row, where element by element took as
+ * long as its products) and the rest element by element; after the last block of the
+ * sum, the activation on the tile just stored (in L1). */
 #define EMBER_DEFINE_TILE_STORE(TYPE, TILE, T, NV)                                         \
+  static inline void TILE##_store_vector(TYPE##_vector sum, T *restrict c, int64_t ldc,   \
+                                         int64_t i, int64_t j, const TYPE##_epilogue *e) { \
+    const int64_t at = i * ldc + j;                                                        \
+    TYPE##_unaligned *out = (TYPE##_unaligned *)(c + at);                                  \
+    TYPE##_vector value = sum * e->alpha;                                                  \
+    if (!e->first) {                                                                       \
+      value += *out;                                                                       \
+    } else {                                                                               \
+      if (e->d) value += *(const TYPE##_unaligned *)(e->d + at) * e->d_scale;              \
+      if (e->row) value += *(const TYPE##_unaligned *)(e->row + j) * e->row_scale;         \
+    }                                                                                      \
+    *out = value;                                                                          \
+  }                                                                                        \
   static inline void TILE##_store(TYPE##_vector acc[TILE##_mr][NV], T *restrict c,         \
                                   int64_t ldc, int64_t mr, int64_t nr,                     \
                                   const TYPE##_epilogue *e) {                              \
     if (mr == TILE##_mr && nr == TILE##_nr) {                                              \
       for (int i = 0; i < TILE##_mr; i++)                                                  \
-        for (int v = 0; v < NV; v++) {                                                     \
-          const int64_t at = i * ldc + v * TYPE##_lanes;                                   \
-          TYPE##_unaligned *out = (TYPE##_unaligned *)(c + at);                            \
-          TYPE##_vector value = acc[i][v] * e->alpha;                                      \
-          if (!e->first) {                                                                 \
-            value += *out;                                                                 \
-          } else {                                                                         \
-            if (e->d) value += *(const TYPE##_unaligned *)(e->d + at) * e->d_scale;        \
-            if (e->row)                                                                    \
-              value += *(const TYPE##_unaligned *)(e->row + v * TYPE##_lanes) * e->row_scale; \
-          }                                                                                \
-          *out = value;                                                                    \
-        }                                                                                  \
-    } else {                                                                               \
-      T tile[TILE##_mr][TILE##_nr];                                                        \
-      for (int i = 0; i < TILE##_mr; i++)                                                  \
         for (int v = 0; v < NV; v++)                                                       \
-          for (int l = 0; l < TYPE##_lanes; l++) tile[i][v * TYPE##_lanes + l] = acc[i][v][l]; \
-      for (int64_t i = 0; i < mr; i++)                                                     \
-        for (int64_t j = 0; j < nr; j++)                                                   \
-          c[i * ldc + j] = TYPE##_finish(tile[i][j], e, c, ldc, i, j);                     \
+          TILE##_store_vector(acc[i][v], c, ldc, i, v * TYPE##_lanes, e);                  \
+    } else {                                                                               \
+      TYPE##_vector tile[TILE##_mr][NV];                                                   \
+      for (int i = 0; i < TILE##_mr; i++)                                                  \
+        for (int v = 0; v < NV; v++) tile[i][v] = acc[i][v];                               \
+      const int64_t vectors = ember_min(nr, TILE##_nr) / TYPE##_lanes;                     \
+      for (int64_t i = 0; i < mr; i++) {                                                   \
+        for (int64_t v = 0; v < vectors; v++)                                              \
+          TILE##_store_vector(tile[i][v], c, ldc, i, v * TYPE##_lanes, e);                 \
+        for (int64_t j = vectors * TYPE##_lanes; j < nr; j++)                              \
+          c[i * ldc + j] = TYPE##_finish(tile[i][j / TYPE##_lanes][j % TYPE##_lanes], e, c, \
+                                         ldc, i, j);                                       \
+      }                                                                                    \
     }                                                                                      \
     if (e->last && e->activation != EMBER_ACTIVATION_NONE)                                 \
       for (int64_t i = 0; i < mr; i++) ember_activate_##T(c + i * ldc, nr, e->activation); \
@@ -269,15 +284,19 @@ static inline void ember_transpose_16x16(const float *in, int64_t cs, float *out
     for (int64_t j0 = 0; j0 < cols; j0 += TILE##_nr) {                                     \
       const int64_t nr = ember_min(TILE##_nr, cols - j0);                                  \
       const S *panel = b + j0 * cs;                                                        \
-      if (rs == 1 && nr == TILE##_nr) {                                                    \
-        /* Stored transposed: the NR columns are rows of memory, read along them a few     \
+      if (rs == 1) {                                                                       \
+        /* Stored transposed: the nr columns are rows of memory, read along them a few     \
          * elements at a time (reading across them, element by element, touched NR         \
-         * pages per step: 7 ms of 29 in a 256 x 1024 x 1024 product). */                  \
-        int64_t p0 = 0;                                                                    \
+         * pages per step: 7 ms of 29 in a 256 x 1024 x 1024 product; a panel at the edge  \
+         * too: 16 x 27 x 4096 with B transposed). Its whole 16 x 16 blocks (rows pt,      \
+         * columns jt) are transposed in registers. */                                     \
+        int64_t pt = 0, jt = 0;                                                            \
         if (EMBER_TRANSPOSE_BLOCKS && sizeof(S) == 4 && sizeof(T) == 4 && TILE##_nr % 16 == 0) { \
           /* float32 (LOAD then applied in place: none, or a rounding to 16 bits) */        \
-          for (; p0 + 16 <= depth; p0 += 16)                                               \
-            for (int j0 = 0; j0 < TILE##_nr; j0 += 16) {                                   \
+          pt = depth / 16 * 16;                                                            \
+          jt = nr / 16 * 16;                                                               \
+          for (int64_t p0 = 0; p0 < pt; p0 += 16)                                          \
+            for (int j0 = 0; j0 < jt; j0 += 16) {                                          \
               T *to = out + p0 * TILE##_nr + j0;                                           \
               ember_transpose_16x16((const float *)(panel + j0 * cs + p0), cs, (float *)to, \
                                     TILE##_nr);                                            \
@@ -286,11 +305,13 @@ static inline void ember_transpose_16x16(const float *in, int64_t cs, float *out
                   to[p * TILE##_nr + j] = LOAD((S)to[p * TILE##_nr + j]);                  \
             }                                                                              \
         }                                                                                  \
-        for (; p0 < depth; p0 += EMBER_PACK_RUN) {                                         \
+        for (int64_t p0 = 0; p0 < depth; p0 += EMBER_PACK_RUN) {                           \
           const int64_t run = ember_min(EMBER_PACK_RUN, depth - p0);                       \
-          for (int j = 0; j < TILE##_nr; j++)                                              \
+          for (int64_t j = p0 + run <= pt ? jt : 0; j < nr; j++)                           \
             for (int64_t p = p0; p < p0 + run; p++)                                        \
               out[p * TILE##_nr + j] = LOAD(panel[j * cs + p]);                            \
+          for (int64_t p = p0; p < p0 + run; p++)                                          \
+            for (int64_t j = nr; j < TILE##_nr; j++) out[p * TILE##_nr + j] = 0;           \
         }                                                                                  \
         out += depth * TILE##_nr;                                                          \
         continue;                                                                          \
@@ -535,16 +556,16 @@ static inline void ember_transpose_16x16(const float *in, int64_t cs, float *out
     } while (p0 < k);                                                                      \
   }
 
-/* TILE's product (TYPE##_choice_blocked, as TILE##_blocked) with op(A) read in place
+/* TILE's product (TILE##_choice_blocked, as TILE##_blocked) with op(A) read in place
  * (TILE##_in_place) where packing it would not pay: op(B) at most one block of NC
  * columns wide, so that each packed micropanel of A would serve that block alone, and
  * op(A) row-major, so that its MR rows are read along memory (a transposed A read in
  * place, a row of memory per step, ran 1.3-2x slower at 1024 x 1024 x 128 and
  * 2048 x 2048 x 256). On Emerald Rapids, 1 thread: 1024 x 1024 x 64 ran 1.5x faster,
- * 256 x 256 x 64 (attention's scores @ V) 1.3x, 1024 x 1024 x 256 1.13x. Intel's
- * build only (elsewhere TYPE##_choice_blocked is TILE##_blocked). */
+ * 256 x 256 x 64 (attention's scores @ V) 1.3x, 1024 x 1024 x 256 1.13x; on Zen 4,
+ * 1 thread: 1024 x 48 x 64 1.18x, 256 x 192 x 64 1.08x. */
 #define EMBER_DEFINE_CHOICE(TYPE, TILE, T)                                                 \
-  static void TYPE##_choice_blocked(int64_t rows, int64_t cols, int64_t k, const T *a,     \
+  static void TILE##_choice_blocked(int64_t rows, int64_t cols, int64_t k, const T *a,     \
                                     int64_t a_rs, int64_t a_cs, const T *b, int64_t b_rs,  \
                                     int64_t b_cs, T *c, int64_t ldc, T alpha, const T *d,  \
                                     T d_scale, const T *row, T row_scale, int activation) { \
@@ -555,19 +576,21 @@ static inline void ember_transpose_16x16(const float *in, int64_t cs, float *out
   }
 
 /* One element type's parallel entry point of ember_gemm.h (A stored as SA, B as SB,
- * results as T), with its two tiles' products WIDE##CAST##_blocked and
+ * results as T), with its tiles' products WIDE##CAST##_blocked, MID##CAST##_blocked
+ * (for at most MID_NR columns: 0 where a type has no middle tile) and
  * NARROW##CAST##_in_place (CAST: empty, or the operands cast as packed: _cast_a, ...). */
-#define EMBER_DEFINE_OWN_GEMM(NAME, SA, SB, T, WIDE, NARROW, CAST)                         \
+#define EMBER_DEFINE_OWN_GEMM(NAME, SA, SB, T, WIDE, MID, MID_NR, NARROW, CAST)            \
   EMBER_GEMM_MIXED_SIGNATURE(NAME, SA, SB, T, T) {                                         \
     const int64_t a_col_step = ta == EMBER_TRANS ? lda : 1;                                \
     const int64_t b_row_step = tb == EMBER_TRANS ? 1 : ldb;                                \
     /* (a product as thin as one narrow tile: the wide one would compute 64 columns) */    \
     const int narrow = n <= NARROW##_nr;                                                   \
+    const int mid = n <= MID_NR;                                                           \
     EMBER_GEMM_PARTS(SA, SB, T, {                                                          \
       const T *d = D ? D + (c - C) : NULL; /* (no commas: a macro argument) */           \
       const T *r = row ? row + (split == 2 ? lo : 0) : NULL;                               \
       /* (with E: C the plain product, then E from each thread's block of it) */           \
-      (narrow ? NARROW##CAST##_in_place : WIDE##CAST##_blocked)(                           \
+      (narrow ? NARROW##CAST##_in_place : mid ? MID##CAST##_blocked : WIDE##CAST##_blocked)( \
           rows, cols, k, a, a_row_step, a_col_step, b, b_row_step, b_col_step, c, ldc,     \
           E ? 1 : alpha, E ? NULL : d, d_scale, E ? NULL : r, row_scale,                   \
           E ? EMBER_ACTIVATION_NONE : activation);                                         \
@@ -633,11 +656,11 @@ static inline void ember_transpose_16x16(const float *in, int64_t cs, float *out
   EMBER_DEFINE_IN_PLACE_LOOPS(ember_f32, NARROW, NARROW##_cast_ab, float, float,           \
                               NARROW##_cast_in_place_kernel, NARROW##_cast_pack_b, float)  \
   EMBER_DEFINE_OWN_GEMM(ember_own_gemm_##FORMAT##_cast_a, float, uint16_t, float, WIDE,     \
-                        NARROW, _cast_a)                                                   \
+                        WIDE, 0, NARROW, _cast_a)                                          \
   EMBER_DEFINE_OWN_GEMM(ember_own_gemm_##FORMAT##_cast_b, uint16_t, float, float, WIDE,     \
-                        NARROW, _cast_b)                                                   \
+                        WIDE, 0, NARROW, _cast_b)                                          \
   EMBER_DEFINE_OWN_GEMM(ember_own_gemm_##FORMAT##_cast_ab, float, float, float, WIDE,       \
-                        NARROW, _cast_ab)                                                  \
+                        WIDE, 0, NARROW, _cast_ab)                                         \
   EMBER_DEFINE_OWN_GEMM_16_BIT_RESULTS(ember_own_gemm_##FORMAT##_##FORMAT##_cast_a, float, \
                                        uint16_t, WIDE, NARROW, _cast_a, LOAD, STORE)       \
   EMBER_DEFINE_OWN_GEMM_16_BIT_RESULTS(ember_own_gemm_##FORMAT##_##FORMAT##_cast_b,        \
@@ -674,30 +697,32 @@ EMBER_DEFINE_TILE(ember_f32, ember_f32_narrow, float, float, EMBER_LOAD_AS_IS, E
 EMBER_DEFINE_IN_PLACE(ember_f32, ember_f32_narrow, float, float, EMBER_LOAD_AS_IS)
 EMBER_DEFINE_TILE(ember_f32, ember_f32_wide, float, float, EMBER_LOAD_AS_IS, EMBER_MR, EMBER_NV)
 EMBER_DEFINE_PACKED(ember_f32, ember_f32_wide, float, float, EMBER_LOAD_AS_IS)
-#if EMBER_GEMM_INTEL
+EMBER_DEFINE_TILE(ember_f32, ember_f32_mid, float, float, EMBER_LOAD_AS_IS, EMBER_MID_MR,
+                  EMBER_MID_NV)
+EMBER_DEFINE_PACKED(ember_f32, ember_f32_mid, float, float, EMBER_LOAD_AS_IS)
 EMBER_DEFINE_IN_PLACE(ember_f32, ember_f32_wide, float, float, EMBER_LOAD_AS_IS)
 EMBER_DEFINE_CHOICE(ember_f32, ember_f32_wide, float)
-#else
-#define ember_f32_choice_blocked ember_f32_wide_blocked
-#endif
-EMBER_DEFINE_OWN_GEMM(ember_own_gemm_f32, float, float, float, ember_f32_choice,
-                      ember_f32_narrow, )
+EMBER_DEFINE_IN_PLACE(ember_f32, ember_f32_mid, float, float, EMBER_LOAD_AS_IS)
+EMBER_DEFINE_CHOICE(ember_f32, ember_f32_mid, float)
+EMBER_DEFINE_OWN_GEMM(ember_own_gemm_f32, float, float, float, ember_f32_wide_choice,
+                      ember_f32_mid_choice, ember_f32_mid_nr, ember_f32_narrow, )
 #endif
 #if !defined(EMBER_GEMM_TYPE) || EMBER_GEMM_TYPE == 64
 EMBER_DEFINE_TYPE(ember_f64, double)
 EMBER_DEFINE_TILE(ember_f64, ember_f64_wide, double, double, EMBER_LOAD_AS_IS, EMBER_MR, EMBER_NV)
 EMBER_DEFINE_PACKED(ember_f64, ember_f64_wide, double, double, EMBER_LOAD_AS_IS)
-#if EMBER_GEMM_INTEL
+EMBER_DEFINE_TILE(ember_f64, ember_f64_mid, double, double, EMBER_LOAD_AS_IS, EMBER_MID_MR,
+                  EMBER_MID_NV)
+EMBER_DEFINE_PACKED(ember_f64, ember_f64_mid, double, double, EMBER_LOAD_AS_IS)
 EMBER_DEFINE_IN_PLACE(ember_f64, ember_f64_wide, double, double, EMBER_LOAD_AS_IS)
 EMBER_DEFINE_CHOICE(ember_f64, ember_f64_wide, double)
-#else
-#define ember_f64_choice_blocked ember_f64_wide_blocked
-#endif
+EMBER_DEFINE_IN_PLACE(ember_f64, ember_f64_mid, double, double, EMBER_LOAD_AS_IS)
+EMBER_DEFINE_CHOICE(ember_f64, ember_f64_mid, double)
 EMBER_DEFINE_TILE(ember_f64, ember_f64_narrow, double, double, EMBER_LOAD_AS_IS,
                   EMBER_NARROW_MR, 1)
 EMBER_DEFINE_IN_PLACE(ember_f64, ember_f64_narrow, double, double, EMBER_LOAD_AS_IS)
-EMBER_DEFINE_OWN_GEMM(ember_own_gemm_f64, double, double, double, ember_f64_choice,
-                      ember_f64_narrow, )
+EMBER_DEFINE_OWN_GEMM(ember_own_gemm_f64, double, double, double, ember_f64_wide_choice,
+                      ember_f64_mid_choice, ember_f64_mid_nr, ember_f64_narrow, )
 #endif
 #if !defined(EMBER_GEMM_TYPE) || EMBER_GEMM_TYPE == 16 || EMBER_GEMM_TYPE == 17
 EMBER_DEFINE_TILE(ember_f32, ember_f16_narrow, uint16_t, float, ember_f16_to_f32,
@@ -754,9 +779,9 @@ int ember_own_gemm_bf16_amx_granted(void) {
 EMBER_DEFINE_AMX_CHOICE(, uint16_t, uint16_t)
 #endif
 EMBER_DEFINE_OWN_GEMM(ember_own_gemm_f16, uint16_t, uint16_t, float, ember_f16_wide,
-                      ember_f16_narrow, )
+                      ember_f16_wide, 0, ember_f16_narrow, )
 EMBER_DEFINE_OWN_GEMM(ember_own_gemm_bf16, uint16_t, uint16_t, float, ember_bf16_choice,
-                      ember_bf16_narrow, )
+                      ember_bf16_choice, 0, ember_bf16_narrow, )
 EMBER_DEFINE_OWN_GEMM_16_BIT_RESULTS(ember_own_gemm_bf16_bf16, uint16_t, uint16_t,
                                      ember_bf16_choice, ember_bf16_narrow, , ember_bf16_to_f32,
                                      ember_f32_to_bf16)
