@@ -424,17 +424,14 @@ def _lazy_outputs(outputs: Any) -> Any:
 
 
 def _run_eagerly(func: Any, args: tuple, kwargs: dict) -> Any:
-    concrete = tree_map(lambda t: _concrete(t) if isinstance(t, LazyTensor) else t, args)
-    return func(*concrete, **tree_map(lambda t: _concrete(t) if isinstance(t, LazyTensor)
-                                      else t, kwargs))
+    args, kwargs = _concrete_values((args, kwargs))
+    return func(*args, **kwargs)
 
 
 def _run_by_lowering(func: Any, args: tuple, kwargs: dict, reason: str) -> Any:
     """``func`` computed by Ember's lowering of it on its inputs' concrete values (the
     graph behind them runs first, as one graph), as a concrete tensor on the device."""
-    _materialize_inputs((args, kwargs), reason)
-    args, kwargs = tree_map(lambda v: v._value.data if isinstance(v, LazyTensor) else v,
-                            (args, kwargs))
+    args, kwargs = _concrete_values((args, kwargs), reason)
     try:
         return _lazy_outputs(run_lowering(func, args, kwargs))
     except EmberTypeError:
@@ -460,8 +457,14 @@ def _materialize_inputs(tree: Any, reason: str | None = None) -> None:
 
 def _concrete(tensor: LazyTensor) -> torch.Tensor:
     """The tensor's value, running the graph behind it if it is pending."""
-    _materialize_inputs(tensor)
-    return tensor._value.data
+    return _concrete_values(tensor)
+
+
+def _concrete_values(tree: Any, reason: str | None = None) -> Any:
+    """``tree`` with each lazy tensor replaced by its value: the graph behind the pending
+    ones runs first, as one graph."""
+    _materialize_inputs(tree, reason)
+    return tree_map(lambda v: v._value.data if isinstance(v, LazyTensor) else v, tree)
 
 
 _LIBRARIES = (os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(__file__)))

@@ -295,6 +295,16 @@ def test_metrics_name_the_line_that_forced_a_value():
     assert len(lazy.metrics().forced_by) == 1
 
 
+def test_an_op_run_eagerly_materializes_its_inputs_as_one_graph():
+    x = torch.randn(5)
+    a, b = ember.torch.to_lazy(x) * 2, ember.torch.to_lazy(x) + x
+    line = inspect.currentframe().f_lineno + 1
+    same = torch.equal(a, b)  # (both pending: one graph runs for the two)
+    assert same == torch.equal(x * 2, x + x)
+    assert lazy.metrics().forced_by == [f"{__file__}:{line}"]
+    assert lazy.metrics().executions == 1
+
+
 def _updates_through_views(x):
     row = x[1]  # (a view made before its base changes: it sees the changes)
     x[0] = 1.0
