@@ -560,19 +560,21 @@ static inline void ember_transpose_16x16(const float *in, int64_t cs, float *out
   }
 
 /* TILE's product (TILE##_choice_blocked, as TILE##_blocked) with op(A) read in place
- * (TILE##_in_place) where packing it would not pay: op(B) at most one block of NC
- * columns wide, so that each packed micropanel of A would serve that block alone, and
+ * (TILE##_in_place) where packing it would not pay: op(B) at most EMBER_IN_PLACE_COLUMNS
+ * wide, so that each packed micropanel of A would serve few tiles, and
  * op(A) row-major, so that its MR rows are read along memory (a transposed A read in
  * place, a row of memory per step, ran 1.3-2x slower at 1024 x 1024 x 128 and
  * 2048 x 2048 x 256). On Emerald Rapids, 1 thread: 1024 x 1024 x 64 ran 1.5x faster,
  * 256 x 256 x 64 (attention's scores @ V) 1.3x, 1024 x 1024 x 256 1.13x; on Zen 4,
- * 1 thread: 1024 x 48 x 64 1.18x, 256 x 192 x 64 1.08x. */
+ * 1 thread: 1024 x 48 x 64 1.18x, 256 x 192 x 64 1.08x; up to 256 columns, not NC's
+ * 128, attention's 256 x 64 x 256 and 256 x 256 x 64 1.03x, larger products 1.02x. */
+#define EMBER_IN_PLACE_COLUMNS 256
 #define EMBER_DEFINE_CHOICE(TYPE, TILE, T)                                                 \
   static void TILE##_choice_blocked(int64_t rows, int64_t cols, int64_t k, const T *a,     \
                                     int64_t a_rs, int64_t a_cs, const T *b, int64_t b_rs,  \
                                     int64_t b_cs, T *c, int64_t ldc, T alpha, const T *d,  \
                                     T d_scale, const T *row, T row_scale, int activation) { \
-    const int in_place = a_cs == 1 && cols <= TILE##_nc;                                   \
+    const int in_place = a_cs == 1 && cols <= EMBER_IN_PLACE_COLUMNS;                      \
     (in_place ? TILE##_in_place : TILE##_blocked)(rows, cols, k, a, a_rs, a_cs, b, b_rs,   \
                                                   b_cs, c, ldc, alpha, d, d_scale, row,    \
                                                   row_scale, activation);                  \
