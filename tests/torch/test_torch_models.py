@@ -308,3 +308,74 @@ def test_huggingface_gpt2_with_a_tiny_config_trains_like_eager():
         f"gpt2.transformer.h.{layer}.attn.c_attn.bias": slice(32, 64) for layer in range(2)})
     explanation = ember.torch.explain(model, x)
     assert explanation.fallbacks == []
+
+
+class BasicBlock(nn.Module):
+    """ResNet-18's block: two 3x3 convolutions; a strided one, and a 1x1 strided
+    convolution on the shortcut, where the stage starts smaller and wider."""
+
+    def __init__(self, inputs: int, outputs: int, stride: int) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(inputs, outputs, 3, stride=stride, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(outputs)
+        self.conv2 = nn.Conv2d(outputs, outputs, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(outputs)
+        self.downsample = None if stride == 1 and inputs == outputs else nn.Sequential(
+            nn.Conv2d(inputs, outputs, 1, stride=stride, bias=False), nn.BatchNorm2d(outputs))
+
+    def forward(self, x):
+        shortcut = x if self.downsample is None else self.downsample(x)
+        y = F.relu(self.bn1(self.conv1(x)), inplace=True)
+        return F.relu(self.bn2(self.conv2(y)) + shortcut, inplace=True)
+
+
+class ResNet18(nn.Module):
+    """ResNet-18 as torchvision lays it out (the 7x7 strided stem and its max pool, four
+    stages of two blocks, 64 to 512 channels, global average pooling): torchvision's own
+    wheel on the package index needs CUDA's libraries, so it cannot be imported here."""
+
+    def __init__(self, classes: int = 10) -> None:
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False),
+                                  nn.BatchNorm2d(64), nn.ReLU(inplace=True),
+                                  nn.MaxPool2d(3, stride=2, padding=1))
+        widths = [(64, 64, 1), (64, 128, 2), (128, 256, 2), (256, 512, 2)]
+        self.stages = nn.Sequential(*(nn.Sequential(BasicBlock(i, o, s), BasicBlock(o, o, 1))
+                                      for i, o, s in widths))
+        self.fc = nn.Linear(512, classes)
+
+    def forward(self, x):
+        x = self.stages(self.stem(x))
+        return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+
+def test_resnet18_computes_eager_gradients_then_trains_and_infers_like_eager():
+    """The first step's loss, gradients and running statistics against eager's; then
+    20 AdamW steps that learn, and eval-mode inference with the trained weights. The
+    trajectory itself is not compared: on 4 images eager's own two convolution paths
+    (oneDNN on and off) part by whole Adam steps within three steps (their gradients
+    differ by 1.5e-4 of each tensor's largest, as Ember's do from either)."""
+    torch.manual_seed(0)
+    x, y = torch.randn(4, 3, 32, 32), torch.randint(0, 10, (4,))
+    model = ResNet18()
+    assert sum(p.numel() for p in model.parameters()) == 11_181_642  # (torchvision's, 10 classes)
+    eager = copy.deepcopy(model)
+    compiled = ember.torch.compile(model)
+    loss = F.cross_entropy(compiled(x), y)
+    loss.backward()
+    expected = F.cross_entropy(eager(x), y)
+    expected.backward()
+    torch.testing.assert_close(loss, expected, rtol=1e-5, atol=1e-6)
+    for (name, value), reference in zip(model.named_parameters(), eager.parameters()):
+        torch.testing.assert_close(value.grad, reference.grad, rtol=0, msg=name,
+                                   atol=1e-3 * reference.grad.abs().max().item())
+    for (name, value), reference in zip(model.named_buffers(), eager.buffers()):
+        torch.testing.assert_close(value, reference, rtol=1e-4, atol=1e-5, msg=name)
+    model.zero_grad()
+    losses = _train(compiled, x, y)
+    assert losses[-1] < 0.5 * losses[0]
+    model.eval()
+    test_x = torch.randn(3, 3, 32, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(ember.torch.compile(model, fallback=False)(test_x),
+                                   model(test_x), rtol=1e-4, atol=1e-5)
