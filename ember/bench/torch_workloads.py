@@ -48,6 +48,8 @@ class ModelResult:
 
 def _models(torch: Any) -> dict[str, tuple[str, Callable[[], Any], Callable[[], tuple]]]:
     """name: (description, model factory, (input, target) factory)."""
+    from ember.bench.torch_resnet import ResNet18
+
     nn, F = torch.nn, torch.nn.functional
 
     class CNN(nn.Module):
@@ -100,6 +102,8 @@ def _models(torch: Any) -> dict[str, tuple[str, Callable[[], Any], Callable[[], 
         "gpt_block": ("GPT block, width 64, 4 heads, causal SDPA, 8x32 tokens", GPTBlock,
                       batch(8, 32, 64)),
         "lstm": ("LSTM 16->32, 8 steps, batch 8", LSTMClassifier, batch(8, 8, 16)),
+        "resnet18": ("ResNet-18 (torchvision's layout), 3x32x32, batch 8", ResNet18,
+                     batch(8, 3, 32, 32)),
     }
 
 

@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import ember.torch
+from ember.bench.torch_resnet import ResNet18
 
 STEPS = 20
 
@@ -308,45 +309,6 @@ def test_huggingface_gpt2_with_a_tiny_config_trains_like_eager():
         f"gpt2.transformer.h.{layer}.attn.c_attn.bias": slice(32, 64) for layer in range(2)})
     explanation = ember.torch.explain(model, x)
     assert explanation.fallbacks == []
-
-
-class BasicBlock(nn.Module):
-    """ResNet-18's block: two 3x3 convolutions; a strided one, and a 1x1 strided
-    convolution on the shortcut, where the stage starts smaller and wider."""
-
-    def __init__(self, inputs: int, outputs: int, stride: int) -> None:
-        super().__init__()
-        self.conv1 = nn.Conv2d(inputs, outputs, 3, stride=stride, padding=1, bias=False)
-        self.bn1 = nn.BatchNorm2d(outputs)
-        self.conv2 = nn.Conv2d(outputs, outputs, 3, padding=1, bias=False)
-        self.bn2 = nn.BatchNorm2d(outputs)
-        self.downsample = None if stride == 1 and inputs == outputs else nn.Sequential(
-            nn.Conv2d(inputs, outputs, 1, stride=stride, bias=False), nn.BatchNorm2d(outputs))
-
-    def forward(self, x):
-        shortcut = x if self.downsample is None else self.downsample(x)
-        y = F.relu(self.bn1(self.conv1(x)), inplace=True)
-        return F.relu(self.bn2(self.conv2(y)) + shortcut, inplace=True)
-
-
-class ResNet18(nn.Module):
-    """ResNet-18 as torchvision lays it out (the 7x7 strided stem and its max pool, four
-    stages of two blocks, 64 to 512 channels, global average pooling): torchvision's own
-    wheel on the package index needs CUDA's libraries, so it cannot be imported here."""
-
-    def __init__(self, classes: int = 10) -> None:
-        super().__init__()
-        self.stem = nn.Sequential(nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False),
-                                  nn.BatchNorm2d(64), nn.ReLU(inplace=True),
-                                  nn.MaxPool2d(3, stride=2, padding=1))
-        widths = [(64, 64, 1), (64, 128, 2), (128, 256, 2), (256, 512, 2)]
-        self.stages = nn.Sequential(*(nn.Sequential(BasicBlock(i, o, s), BasicBlock(o, o, 1))
-                                      for i, o, s in widths))
-        self.fc = nn.Linear(512, classes)
-
-    def forward(self, x):
-        x = self.stages(self.stem(x))
-        return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
 
 
 def test_resnet18_computes_eager_gradients_then_trains_and_infers_like_eager():
