@@ -116,18 +116,23 @@ def build_module(steps: list[LoweredStep], plan: BufferPlan, layout: Layout,
 _SHARED_QUALIFIER = '__attribute__((visibility("hidden"), noinline)) '
 
 
+_LINE_COMMENT = re.compile(r"[ \t]*//[^\n]*")
+
+
 def _share_kernels(steps: list[LoweredStep], definitions: list[str], calls: list[list[str]]
                    ) -> tuple[list[str], list[list[str]], dict[int, str]]:
-    """Steps whose kernels render alike but for their names call the first one's, which
-    is compiled once: kept out of line and visible to the library's other units. Returns
-    the definitions (empty where a step calls another's), the calls, and the declaration
-    of the kernel each such step calls (for a unit that does not define it)."""
+    """Steps whose kernels render alike but for their names and comments (the user's
+    lines each op came from: a model's blocks are the same code at different depths)
+    call the first one's, which is compiled once: kept out of line and visible to the
+    library's other units. Returns the definitions (empty where a step calls another's),
+    the calls, and the declaration of the kernel each such step calls (for a unit that
+    does not define it). (Each step's kernel as shown to the user keeps its own lines.)"""
     first: dict[str, int] = {}
     owner: dict[int, int] = {}
     for index, step in enumerate(steps):
         if step.kernel is not None and definitions[index]:
             alike = definitions[index].replace(f" {step.kernel.name}(", " @(", 1)
-            owner[index] = first.setdefault(alike, index)
+            owner[index] = first.setdefault(_LINE_COMMENT.sub("", alike), index)
     definitions, calls = list(definitions), [list(call) for call in calls]
     declarations: dict[int, str] = {}
     for index, shared in owner.items():

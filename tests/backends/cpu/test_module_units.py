@@ -136,3 +136,27 @@ def test_kernels_that_differ_only_in_their_offsets_are_compiled_once(
     assert called <= set(defined)
     reference = ember.jit(recurrence, backend="reference")(x, w)
     assert_same(got, np.asarray(reference), tolerance=(1e-4, 1e-5))
+
+
+def three_layers(a, b):
+    """The same layer on three lines: kernels that differ only in the lines they name."""
+    h = a * 2.0
+    h = jnp.tanh(h @ b) * 0.5 + jnp.exp(-h)
+    h = jnp.tanh(h @ b) * 0.5 + jnp.exp(-h)
+    h = jnp.tanh(h @ b) * 0.5 + jnp.exp(-h)
+    return h
+
+
+def test_kernels_that_differ_only_in_their_source_lines_are_compiled_once(tmp_path,
+                                                                         monkeypatch):
+    [got], [unit] = _compile_with_units(tmp_path, monkeypatch, three_layers, 1)
+    defined = re.findall(r"^(?:static |__attribute__.* )?void (\w+)\(.*\{$", unit,
+                         re.MULTILINE)
+    compiled = ember.jit(three_layers, backend="cpu").lower(x, w).compile()
+    layers = [k for k in compiled.kernels if "static void" in k.source and "gemm" in k.name]
+    lines = {tuple(re.findall(r"// .* at (\S+)", k.source)) for k in layers}
+    assert len(layers) == 3 and len(lines) == 3  # (each shows its own line)
+    # (the first two compiled once; the last writes the program's output, not the arena)
+    assert len([name for name in defined if "gemm" in name]) == 2
+    reference = ember.jit(three_layers, backend="reference")(x, w)
+    assert_same(got, np.asarray(reference), tolerance=(1e-4, 1e-5))
