@@ -30,28 +30,33 @@ from ember.backends.cpu.toolchain import BlasInfo, ProbeStats
 from ember.runtime.compile_cache import default_cache, hash_key
 
 # The shape classes of ember_gemm.h, by their bit in EMBER_GEMM_OWN_CLASSES, and the
-# products (m, k, n, whether B is read transposed: x @ W.T) each is probed on: big enough
-# to run at speed (about a millisecond or less), small enough that the whole probe takes
-# a fraction of a second. The skinny class's are a small CNN's.
+# products (m, k, n, whether B is read transposed: x @ W.T, whether the call also adds a
+# bias and applies ReLU: a Linear layer's forward, with the epilogue a program fuses into
+# its product) each is probed on: big enough to run at speed (about a millisecond or
+# less), small enough that the whole probe takes a fraction of a second. The skinny
+# class's are a small CNN's.
 CLASS_BITS = {"wide": 1, "narrow": 2, "skinny": 4}
 ALL_CLASSES = 7
-PROBE_SHAPES = {"wide": ((384, 384, 384, False), (256, 784, 256, False)),
-                "narrow": ((1024, 512, 10, False),),
-                "skinny": ((16, 4096, 27, True), (1024, 144, 32, True), (32, 1024, 144, True))}
+PROBE_SHAPES = {"wide": ((384, 384, 384, False, False), (256, 784, 256, False, True)),
+                "narrow": ((1024, 512, 10, False, False),),
+                "skinny": ((16, 4096, 27, True, False), (1024, 144, 32, True, False),
+                           (32, 1024, 144, True, False))}
 PROBE_ROUNDS = 7  # best of, candidates interleaved (a busy neighbour slows all alike)
 OWN = "ember"
-_FORMAT = "ember-blas-choice/3"  # bump when the probe or the entry layout changes
+_FORMAT = "ember-blas-choice/4"  # bump when the probe or the entry layout changes
 _SUFFIX = ".blas-rates"  # (JSON entries of the compile cache)
+_RELU = 1  # EMBER_ACTIVATION_RELU (ember_gemm.h)
 
 _PROBE_SOURCE = """
 #include "ember_gemm.h"
-/* c = a @ b (row-major, contiguous; b is k x n, or n x k read transposed where tb is 112),
-   split as generated code splits it. */
+/* c = activation(a @ b + row) (row-major, contiguous; b is k x n, or n x k read
+   transposed where tb is 112; row, n values, or null), split as generated code splits it. */
 void ember_blas_probe(int split, int parts, int tb, int64_t m, int64_t n, int64_t k,
-                      const float *a, const float *b, float *c) {
+                      const float *a, const float *b, float *c, const float *row,
+                      int activation) {
   int64_t ldb = tb == 112 ? k : n, b_col_step = tb == 112 ? k : 1;
   ember_gemm_f32(split, parts, 1, &(ember_batch){0, 0, 0, 0, 0}, 111, tb, m, n, k, a, k,
-                 k, b, ldb, b_col_step, c, n, 1.0f, 0, 0.0f, 0, 0.0f, 0, 0);
+                 k, b, ldb, b_col_step, c, n, 1.0f, 0, 0.0f, row, 1.0f, activation, 0);
 }
 """
 
@@ -128,12 +133,13 @@ def _measure(candidates: dict[str, BlasInfo], threads: int) -> Rates:
     rng = np.random.default_rng(0)
     rates: Rates = {}
     for shape_class, shapes in PROBE_SHAPES.items():
-        flops = sum(2.0 * m * k * n for m, k, n, _ in shapes)
+        flops = sum(2.0 * m * k * n for m, k, n, _, _ in shapes)
         best = {name: [float("inf")] * len(shapes) for name in candidates}
         operands = [(rng.standard_normal((m, k), dtype=np.float32),
                      rng.standard_normal((n, k) if transposed else (k, n), dtype=np.float32),
-                     np.empty((m, n), np.float32), transposed)
-                    for m, k, n, transposed in shapes]
+                     np.empty((m, n), np.float32), transposed,
+                     rng.standard_normal(n, dtype=np.float32) if linear else None)
+                    for m, k, n, transposed, linear in shapes]
         for _ in range(PROBE_ROUNDS):
             for name, function in functions.items():
                 for index, operand in enumerate(operands):
@@ -144,7 +150,7 @@ def _measure(candidates: dict[str, BlasInfo], threads: int) -> Rates:
 
 
 def _time(function, a: np.ndarray, b: np.ndarray, c: np.ndarray, transposed: bool,
-          threads: int) -> float:
+          bias: np.ndarray | None, threads: int) -> float:
     """Seconds of one call on idle cores, estimated as the process's CPU time over the
     threads it used: time the cores spent on others' processes (a shared, busy host)
     does not count against the candidate that happened to run then."""
@@ -157,7 +163,8 @@ def _time(function, a: np.ndarray, b: np.ndarray, c: np.ndarray, transposed: boo
     split, parts = c_gemm.gemm_split(plan, threads)
     start = time.process_time()
     function(split, parts, 112 if transposed else 111, m, n, k, a.ctypes.data, b.ctypes.data,
-             c.ctypes.data)
+             c.ctypes.data, None if bias is None else bias.ctypes.data,
+             _RELU if bias is not None else 0)
     return max(time.process_time() - start, 1e-9) / parts
 
 
@@ -168,6 +175,6 @@ def _probe_function(info: BlasInfo):
     function = toolchain.load_library(path).ember_blas_probe
     i64, pointer = ctypes.c_int64, ctypes.c_void_p
     function.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, i64, i64, i64, pointer,
-                         pointer, pointer]
+                         pointer, pointer, pointer, ctypes.c_int]
     function.restype = None
     return function
