@@ -29,34 +29,55 @@ from ember.backends.cpu import toolchain
 from ember.backends.cpu.toolchain import BlasInfo, ProbeStats
 from ember.runtime.compile_cache import default_cache, hash_key
 
+
+@dataclass(frozen=True)
+class Product:
+    """One probe product, op(A) (m x k) @ op(B) (k x n): A stored transposed (a weight
+    gradient, x.T @ dy), B stored transposed (x @ W.T), and ``linear``: a bias added and
+    ReLU applied in the same call (a Linear layer's forward, with the epilogue a program
+    fuses into its product: Ember's GEMM applies it in registers, a BLAS in passes over C
+    after the call)."""
+
+    m: int
+    k: int
+    n: int
+    a_transposed: bool = False
+    b_transposed: bool = False
+    linear: bool = False
+
+
 # The shape classes of ember_gemm.h, by their bit in EMBER_GEMM_OWN_CLASSES, and the
-# products (m, k, n, whether B is read transposed: x @ W.T, whether the call also adds a
-# bias and applies ReLU: a Linear layer's forward, with the epilogue a program fuses into
-# its product) each is probed on: big enough to run at speed (about a millisecond or
-# less), small enough that the whole probe takes a fraction of a second. The skinny
-# class's are a small CNN's.
+# products each is probed on, as a training step calls them: big enough to run at speed
+# (about a millisecond or less), small enough that the whole probe takes a fraction of
+# a second. The skinny class's are a small CNN's.
 CLASS_BITS = {"wide": 1, "narrow": 2, "skinny": 4}
 ALL_CLASSES = 7
-PROBE_SHAPES = {"wide": ((384, 384, 384, False, False), (256, 784, 256, False, True)),
-                "narrow": ((1024, 512, 10, False, False),),
-                "skinny": ((16, 4096, 27, True, False), (1024, 144, 32, True, False),
-                           (32, 1024, 144, True, False))}
+PROBE_SHAPES = {"wide": (Product(384, 384, 384), Product(256, 784, 256, linear=True),
+                         Product(784, 256, 256, a_transposed=True)),
+                "narrow": (Product(1024, 512, 10),),
+                "skinny": (Product(16, 4096, 27, b_transposed=True),
+                           Product(1024, 144, 32, b_transposed=True),
+                           Product(32, 1024, 144, b_transposed=True))}
 PROBE_ROUNDS = 7  # best of, candidates interleaved (a busy neighbour slows all alike)
 OWN = "ember"
-_FORMAT = "ember-blas-choice/4"  # bump when the probe or the entry layout changes
+_FORMAT = "ember-blas-choice/5"  # bump when the probe or the entry layout changes
 _SUFFIX = ".blas-rates"  # (JSON entries of the compile cache)
 _RELU = 1  # EMBER_ACTIVATION_RELU (ember_gemm.h)
+_NO_TRANS, _TRANS = 111, 112  # (CBLAS's)
 
 _PROBE_SOURCE = """
 #include "ember_gemm.h"
-/* c = activation(a @ b + row) (row-major, contiguous; b is k x n, or n x k read
-   transposed where tb is 112; row, n values, or null), split as generated code splits it. */
-void ember_blas_probe(int split, int parts, int tb, int64_t m, int64_t n, int64_t k,
+/* c = activation(op(a) @ op(b) + row) (row-major, contiguous; a is m x k, or k x m read
+   transposed where ta is 112; b is k x n, or n x k where tb is 112; row, n values, or
+   null), split as generated code splits it. */
+void ember_blas_probe(int split, int parts, int ta, int tb, int64_t m, int64_t n, int64_t k,
                       const float *a, const float *b, float *c, const float *row,
                       int activation) {
+  int64_t lda = ta == 112 ? m : k, a_row_step = ta == 112 ? 1 : k;
   int64_t ldb = tb == 112 ? k : n, b_col_step = tb == 112 ? k : 1;
-  ember_gemm_f32(split, parts, 1, &(ember_batch){0, 0, 0, 0, 0}, 111, tb, m, n, k, a, k,
-                 k, b, ldb, b_col_step, c, n, 1.0f, 0, 0.0f, row, 1.0f, activation, 0);
+  ember_gemm_f32(split, parts, 1, &(ember_batch){0, 0, 0, 0, 0}, ta, tb, m, n, k, a, lda,
+                 a_row_step, b, ldb, b_col_step, c, n, 1.0f, 0, 0.0f, row, 1.0f, activation,
+                 0);
 }
 """
 
@@ -133,13 +154,15 @@ def _measure(candidates: dict[str, BlasInfo], threads: int) -> Rates:
     rng = np.random.default_rng(0)
     rates: Rates = {}
     for shape_class, shapes in PROBE_SHAPES.items():
-        flops = sum(2.0 * m * k * n for m, k, n, _, _ in shapes)
+        flops = sum(2.0 * p.m * p.k * p.n for p in shapes)
         best = {name: [float("inf")] * len(shapes) for name in candidates}
-        operands = [(rng.standard_normal((m, k), dtype=np.float32),
-                     rng.standard_normal((n, k) if transposed else (k, n), dtype=np.float32),
-                     np.empty((m, n), np.float32), transposed,
-                     rng.standard_normal(n, dtype=np.float32) if linear else None)
-                    for m, k, n, transposed, linear in shapes]
+        operands = [(p, rng.standard_normal((p.k, p.m) if p.a_transposed else (p.m, p.k),
+                                            dtype=np.float32),
+                     rng.standard_normal((p.n, p.k) if p.b_transposed else (p.k, p.n),
+                                         dtype=np.float32),
+                     np.empty((p.m, p.n), np.float32),
+                     rng.standard_normal(p.n, dtype=np.float32) if p.linear else None)
+                    for p in shapes]
         for _ in range(PROBE_ROUNDS):
             for name, function in functions.items():
                 for index, operand in enumerate(operands):
@@ -149,7 +172,7 @@ def _measure(candidates: dict[str, BlasInfo], threads: int) -> Rates:
     return rates
 
 
-def _time(function, a: np.ndarray, b: np.ndarray, c: np.ndarray, transposed: bool,
+def _time(function, product: Product, a: np.ndarray, b: np.ndarray, c: np.ndarray,
           bias: np.ndarray | None, threads: int) -> float:
     """Seconds of one call on idle cores, estimated as the process's CPU time over the
     threads it used: time the cores spent on others' processes (a shared, busy host)
@@ -157,14 +180,15 @@ def _time(function, a: np.ndarray, b: np.ndarray, c: np.ndarray, transposed: boo
     from ember.codegen import c_gemm
     from ember.codegen.gemm import GemmPlan, Matrix
 
-    (m, k), n = a.shape, c.shape[1]
-    plan = GemmPlan(np.dtype(np.float32), (), m, n, k, Matrix(m, k, False, k, 0, ()),
-                    Matrix(k, n, transposed, k if transposed else n, 0, ()))
+    p, ta, tb = product, product.a_transposed, product.b_transposed
+    plan = GemmPlan(np.dtype(np.float32), (), p.m, p.n, p.k,
+                    Matrix(p.m, p.k, ta, p.m if ta else p.k, 0, ()),
+                    Matrix(p.k, p.n, tb, p.k if tb else p.n, 0, ()))
     split, parts = c_gemm.gemm_split(plan, threads)
     start = time.process_time()
-    function(split, parts, 112 if transposed else 111, m, n, k, a.ctypes.data, b.ctypes.data,
-             c.ctypes.data, None if bias is None else bias.ctypes.data,
-             _RELU if bias is not None else 0)
+    function(split, parts, _TRANS if ta else _NO_TRANS, _TRANS if tb else _NO_TRANS, p.m, p.n,
+             p.k, a.ctypes.data, b.ctypes.data, c.ctypes.data,
+             None if bias is None else bias.ctypes.data, _RELU if p.linear else 0)
     return max(time.process_time() - start, 1e-9) / parts
 
 
@@ -174,7 +198,7 @@ def _probe_function(info: BlasInfo):
                                             blas_info=info)
     function = toolchain.load_library(path).ember_blas_probe
     i64, pointer = ctypes.c_int64, ctypes.c_void_p
-    function.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, i64, i64, i64, pointer,
-                         pointer, pointer, pointer, ctypes.c_int]
+    function.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, i64, i64, i64,
+                         pointer, pointer, pointer, pointer, ctypes.c_int]
     function.restype = None
     return function

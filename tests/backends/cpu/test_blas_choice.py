@@ -257,3 +257,28 @@ def test_each_class_runs_on_the_library_chosen_for_it(chosen):
     np.testing.assert_array_equal(results["mixed"][0], results["blas"][0])
     np.testing.assert_array_equal(results["mixed"][1], results["ember"][1])
     np.testing.assert_array_equal(results["mixed"][2], results["ember"][2])
+
+
+@requires_cpu
+def test_the_probe_computes_each_product_it_times(tmp_path):
+    """Every probe product, each layout and the Linear layer's epilogue, called through
+    each candidate's probe as it is timed: the product it times is the right one."""
+    candidates = {"ember": toolchain._ember_gemm()}
+    if toolchain._openblas() is not None:
+        candidates["openblas"] = toolchain._openblas()
+    rng = np.random.default_rng(1)
+    with config.override(cache_dir=str(tmp_path / "cache")):
+        for name, info in candidates.items():
+            function = blas_choice._probe_function(info)
+            for product in [p for shapes in blas_choice.PROBE_SHAPES.values() for p in shapes]:
+                m, k, n = product.m, product.k, product.n
+                a = rng.standard_normal((k, m) if product.a_transposed else (m, k), np.float32)
+                b = rng.standard_normal((n, k) if product.b_transposed else (k, n), np.float32)
+                bias = rng.standard_normal(n, dtype=np.float32) if product.linear else None
+                c = np.full((m, n), np.nan, np.float32)
+                blas_choice._time(function, product, a, b, c, bias, 2)
+                want = (a.T if product.a_transposed else a) @ (b.T if product.b_transposed else b)
+                if product.linear:
+                    want = np.maximum(want + bias, 0)
+                np.testing.assert_allclose(c, want, rtol=1e-3, atol=1e-3,
+                                           err_msg=f"{name} {product}")
