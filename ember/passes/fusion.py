@@ -601,24 +601,27 @@ def _producer_bits(groups: list[Group], deps: dict[Group, set[Group]]) -> dict[G
     return found
 
 
-def _siblings(a: Group, b: Group, reads: dict[Group, set[Var]]) -> bool:
-    return (a.kind == b.kind == "loop" and a.domain == b.domain
-            and a.outer_rank == b.outer_rank and not reads[a].isdisjoint(reads[b]))
-
-
 def _merge_siblings(groups: list[Group]) -> list[Group]:
     """Merge kernels over the same domain that read a common buffer (multi-output)."""
     # What each group reads, computed once (and again for a group that absorbs another):
     # computing it for every pair tried, after every merge, was most of fusion's time.
+    # Only loop groups of the same domain and outer rank are tried as pairs (trying every
+    # pair after every merge took 777k tries in ResNet-18's train step).
     reads = {g: set(g.reads()) for g in groups}
     merged = True
     while merged:
         merged = False
         producers = _producer_bits(groups, _producers(groups, reads))
+        alike: dict[tuple, list[tuple[int, Group]]] = {}
+        for j, group in enumerate(groups):
+            if group.kind == "loop":
+                alike.setdefault((group.domain, group.outer_rank), []).append((j, group))
         for i, a in enumerate(groups):
-            partner = next((b for j, b in enumerate(groups[i + 1:], start=i + 1)
-                            if _siblings(a, b, reads) and not producers[a] >> j & 1
-                            and not producers[b] >> i & 1), None)
+            if a.kind != "loop":
+                continue
+            partner = next((b for j, b in alike[(a.domain, a.outer_rank)]
+                            if j > i and not reads[a].isdisjoint(reads[b])
+                            and not producers[a] >> j & 1 and not producers[b] >> i & 1), None)
             if partner is not None:
                 _absorb(a, partner)
                 groups.remove(partner)
