@@ -7,10 +7,11 @@ time (forward, backward, AdamW), the median of samples taken round-robin so that
 machine's drift hits the three alike. Each timed step follows an untimed one of the same
 mode: a training loop runs its steps back to back, and the step after another framework's
 would also time that framework's OpenMP threads still spinning on the two cores, and
-caches filled with its data (it cost Ember's CNN step 7%, eager's and inductor's 2-4%). Both compilers start cold: their persistent caches
-point at a fresh folder (Ember's per-host libraries, built once per installation, are
-built there before timing: ``host_libraries.prepare``). The losses of the first steps
-are compared with eager's, and a compiler whose loss disagrees is reported wrong.
+caches filled with its data (it cost Ember's CNN step 7%, eager's and inductor's 2-4%).
+Both compilers start cold: their persistent caches point at a fresh folder (Ember's
+per-host libraries, built once per installation, are built there before timing:
+``host_libraries.prepare``). The losses of the first steps are compared with eager's, and
+a compiler whose loss disagrees is reported wrong.
 """
 from __future__ import annotations
 
