@@ -2,7 +2,8 @@
 graph instead of running them, through a ``__torch_dispatch__`` subclass (no C++).
 
 The graph is compiled by Ember and run when a value is needed (``.item()``, ``.cpu()``,
-``print``, a Python ``if``) or at ``mark_step()``. Each op goes through the same ATen ->
+``print``, a Python ``if``) or at ``mark_step()``; either way every pending value of the
+live lazy tensors runs in it. Each op goes through the same ATen ->
 Ember table as ``torch.compile`` (``ember.torch.lowerings``), and graphs are cached by a
 structural hash (ops, constants, input shapes and dtypes), so a training loop compiles once
 and hits the cache every step after.
@@ -443,16 +444,17 @@ def _run_by_lowering(func: Any, args: tuple, kwargs: dict, reason: str) -> Any:
 
 def _materialize_inputs(tree: Any, reason: str | None = None) -> None:
     """Run the graph behind the pending lazy tensors in ``tree`` (views made again from
-    their updated bases first) as one graph, recording the user's line (and ``reason``)
-    as what forced it."""
+    their updated bases first), recording the user's line (and ``reason``) as what forced
+    it. Every other live pending tensor runs in the same graph, as at ``mark_step()``: the
+    values read next (a model's gradients, one by one) are then concrete, where running
+    each one's graph alone would compile and run the shared part once per read."""
     lazy = [t for t in torch.utils._pytree.tree_leaves(tree) if isinstance(t, LazyTensor)]
     for tensor in lazy:
         _refresh(tensor)
-    pending = {id(t._value): t._value for t in lazy if t._value.data is None}
-    if pending:
+    if any(t._value.data is None for t in lazy):
         metrics().forced_by.append(_user_line() if reason is None
                                    else f"{_user_line()}: {reason}")
-        _materialize(sorted(pending.values(), key=lambda v: v.serial))
+        _run_pending(lazy)
 
 
 def _concrete(tensor: LazyTensor) -> torch.Tensor:
@@ -510,8 +512,14 @@ def _module_to_lazy(model: torch.nn.Module) -> None:
 def mark_step() -> None:
     """Run every pending value of the live lazy tensors as one graph (end of a training
     step, as ``xm.mark_step()``), so the next step starts from concrete values."""
-    pending = {id(t._value): t._value for t in list(_live.values()) if t._value.data is None}
-    _live.clear()
+    _run_pending([])
+
+
+def _run_pending(also: list[LazyTensor]) -> None:
+    """Run the pending values of every live lazy tensor, and of ``also``, as one graph."""
+    tensors = [*_live.values(), *also]
+    pending = {id(t._value): t._value for t in tensors if t._value.data is None}
+    _live.clear()  # (all concrete now; an in-place op or a new tensor enters it again)
     if pending:
         _materialize(sorted(pending.values(), key=lambda v: v.serial))
 

@@ -278,6 +278,22 @@ def test_torch_optim_adamw_trains_like_eager_and_compiles_once(make_model):
     assert (metrics.compiles, metrics.cache_hits, metrics.eager_fallbacks) == (1, STEPS - 1, 0)
 
 
+@pytest.mark.parametrize("make_model", [_mlp, _CNN], ids=["mlp", "cnn"])
+def test_a_loop_that_reads_its_loss_compiles_once_without_mark_step(make_model):
+    # (loss.item() runs every live pending value, the updated parameters, optimizer state
+    # and batch statistics included, so each step starts from concrete values)
+    model = make_model()
+    x = torch.randn(_INPUTS[make_model])
+    y = torch.randint(0, 5, (x.shape[0],))
+    eager = copy.deepcopy(model)
+    expected_losses = _adamw_train(eager, _cross_entropy(x, y))
+    ember.torch.to_lazy(model)
+    losses = _adamw_train(model, _cross_entropy(ember.torch.to_lazy(x), ember.torch.to_lazy(y)))
+    assert losses == pytest.approx(expected_losses, rel=1e-4, abs=1e-5)
+    metrics = lazy.metrics()
+    assert (metrics.compiles, metrics.cache_hits, metrics.executions) == (1, STEPS - 1, STEPS)
+
+
 def test_an_inplace_update_of_a_tensor_off_the_device_says_how_to_fix_it():
     bn = nn.BatchNorm1d(3)  # (its running statistics stay plain tensors)
     bn.weight = nn.Parameter(ember.torch.to_lazy(bn.weight.detach()))
@@ -303,6 +319,19 @@ def test_an_op_run_eagerly_materializes_its_inputs_as_one_graph():
     assert same == torch.equal(x * 2, x + x)
     assert lazy.metrics().forced_by == [f"{__file__}:{line}"]
     assert lazy.metrics().executions == 1
+
+
+def test_reading_gradients_one_by_one_runs_one_graph():
+    model = _mlp()
+    lazy_model = ember.torch.to_lazy(copy.deepcopy(model))
+    x = torch.randn(8, 12)
+    model(x).square().mean().backward()
+    lazy_model(ember.torch.to_lazy(x)).square().mean().backward()
+    for param, lazy_param in zip(model.parameters(), lazy_model.parameters()):
+        torch.testing.assert_close(lazy_param.grad.cpu(), param.grad)
+    # (the first read ran every live pending value, so the backward ran once, not once
+    # per gradient with its shared part compiled each time)
+    assert (lazy.metrics().compiles, lazy.metrics().executions) == (1, 1)
 
 
 def _updates_through_views(x):
