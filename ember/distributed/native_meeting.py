@@ -72,14 +72,15 @@ def _address(argument: int | np.ndarray | None) -> int:
     return argument.ctypes.data if isinstance(argument, np.ndarray) else argument
 
 
-def native_meetings() -> NativeMeetings | None:
-    """The library if it is ready (its build starts on the first call), else None."""
+def native_meetings(wait: bool = False) -> NativeMeetings | None:
+    """The library if it is ready (its build starts on the first call), else None;
+    where ``wait``, after its build (None if that failed)."""
     build = _build()
     if build is None:
         return None
     build.start()
     start_launcher()  # (its meetings cost least through the launcher)
-    return build.loaded
+    return build.wait() if wait else build.loaded
 
 
 _BUILD: list[BackgroundBuild[NativeMeetings] | None] = []

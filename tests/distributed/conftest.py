@@ -38,6 +38,13 @@ def launch(processes: int, program: str, *args: str, devices: int = 1,
                           capture_output=True, text=True, timeout=deadline)
 
 
+def run_ember(*args: str, deadline: float = 240) -> subprocess.CompletedProcess:
+    """Run the command line ``ember <args>`` (outside any launch)."""
+    return subprocess.run([sys.executable, "-m", "ember", *args], cwd=ROOT,
+                          env=_environment(), capture_output=True, text=True,
+                          timeout=deadline)
+
+
 def run_alone(program: str, *args: str, devices: int = 1,
               extra_env: dict | None = None) -> subprocess.CompletedProcess:
     """Run ``programs/<program>`` as one plain process (no launcher)."""
