@@ -35,6 +35,7 @@ import os
 import time
 import traceback
 import weakref
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +51,8 @@ from torch.utils._pytree import tree_map
 from ember.errors import EmberTypeError
 from ember.torch.graph_compiler import EmberGraphModule
 from ember.torch.lowerings import LOWERINGS
+from ember.torch import metadata_memo
+from ember.torch.metadata_memo import memo
 from ember.torch.metrics import metrics
 from ember.torch.onednn import onednn_off
 from ember.torch.stages import run_lowering
@@ -107,8 +110,10 @@ _live: weakref.WeakValueDictionary[int, LazyTensor] = weakref.WeakValueDictionar
 
 
 def clear_cache() -> None:
-    """Forget the compiled graphs, so the next graph of each structure compiles again."""
+    """Forget the compiled graphs, so the next graph of each structure compiles again,
+    and the ops' output metadata, so each op's meta kernel runs again."""
     _cache.clear()
+    metadata_memo.clear()
 
 
 class LazyDevice:
@@ -183,7 +188,7 @@ class LazyTensor(torch.Tensor):
     def __torch_dispatch__(cls, func: Any, types: Any, args: tuple = (),
                            kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
-        tree_map(_refresh, (args, kwargs))
+        _map(_refresh, (args, kwargs))
         if func in _ALIASES:
             (source,) = args  # (an alias shares its source's value, updates included)
             alias = LazyTensor(source._value, _meta(source))
@@ -223,6 +228,30 @@ class _ToCPU(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> Any:
         return to_lazy(grad)
+
+
+def _map(function: Callable[[Any], Any], item: Any) -> Any:
+    """``tree_map`` for what ATen ops take (tuples, lists and dicts of leaves), without
+    pytree's generality: recording a step maps the arguments of thousands of ops."""
+    kind = type(item)
+    if kind is tuple or kind is list:
+        return kind(_map(function, element) for element in item)
+    if kind is dict:
+        return {name: _map(function, value) for name, value in item.items()}
+    return function(item)
+
+
+def _leaves(item: Any) -> Iterator[Any]:
+    """The leaves of ``item`` in ``_map``'s order."""
+    kind = type(item)
+    if kind is tuple or kind is list:
+        for element in item:
+            yield from _leaves(element)
+    elif kind is dict:
+        for value in item.values():
+            yield from _leaves(value)
+    else:
+        yield item
 
 
 def _is_inplace(func: Any) -> bool:
@@ -267,7 +296,14 @@ def _is_value_dependent(func: Any, error: Exception) -> bool:
 
 def _meta_outputs(func: Any, args: tuple, kwargs: dict) -> Any:
     """The outputs' metadata, from the meta kernel (which fails where they depend on
-    values: ``nonzero``'s, and ``index``'s by a boolean mask, which calls it)."""
+    values: ``nonzero``'s, and ``index``'s by a boolean mask, which calls it), run once
+    per distinct call (a scaling float's value decides no metadata)."""
+    return memo("meta outputs", func, args, kwargs,
+                lambda: _run_meta_kernel(func, args, kwargs),
+                floats_by_type=func in _LIFTS_SCALARS)
+
+
+def _run_meta_kernel(func: Any, args: tuple, kwargs: dict) -> Any:
     try:
         return func(*tree_map(_as_meta, args), **tree_map(_as_meta, kwargs))
     except Exception as error:
@@ -282,7 +318,7 @@ def _record(func: Any, args: tuple, kwargs: dict) -> Any:
     meta_out = _meta_outputs(func, args, kwargs)
     if func in _LIFTS_SCALARS:
         args = _lift_scalars(args, _LIFTS_SCALARS[func])
-    node = _Node(func, tree_map(_as_value, args), tree_map(_as_value, kwargs))
+    node = _Node(func, _map(_as_value, args), _map(_as_value, kwargs))
     if isinstance(meta_out, torch.Tensor):
         return _output(_Value(node=node), meta_out, func, args, kwargs, 0)
     if isinstance(meta_out, (tuple, list)):
@@ -298,7 +334,8 @@ def _lift_scalars(args: tuple, kind: ELEMENTWISE_TYPE_PROMOTION_KIND) -> tuple:
     ATen computes with), when a dimensioned tensor operand decides the result dtype."""
     if not any(isinstance(a, torch.Tensor) and a.ndim > 0 for a in args):
         return args
-    compute, _ = elementwise_dtypes(*tree_map(_as_meta, args), type_promotion_kind=kind)
+    compute = memo("computation dtype", kind, args, {}, lambda: elementwise_dtypes(
+        *tree_map(_as_meta, args), type_promotion_kind=kind)[0], floats_by_type=True)
     return tuple(torch.tensor(a, dtype=compute) if type(a) is float else a for a in args)
 
 
@@ -546,8 +583,7 @@ def _materialize(outputs: list[_Value]) -> None:
 
 
 def _values_in(node: _Node) -> list[_Value]:
-    leaves, _ = torch.utils._pytree.tree_flatten((node.args, node.kwargs))
-    return [leaf for leaf in leaves if isinstance(leaf, _Value)]
+    return [leaf for leaf in _leaves((node.args, node.kwargs)) if isinstance(leaf, _Value)]
 
 
 def _collect(outputs: list[_Value]) -> tuple[list[_Value], list[_Node]]:

@@ -278,6 +278,22 @@ def test_torch_optim_adamw_trains_like_eager_and_compiles_once(make_model):
     assert (metrics.compiles, metrics.cache_hits, metrics.eager_fallbacks) == (1, STEPS - 1, 0)
 
 
+def test_a_step_recorded_again_runs_no_meta_kernel(monkeypatch):
+    # (the outputs' metadata of an op on the same shapes comes from the memo)
+    model = ember.torch.to_lazy(_CNN())
+    x = ember.torch.to_lazy(torch.randn(_INPUTS[_CNN]))
+    y = ember.torch.to_lazy(torch.randint(0, 5, (x.shape[0],)))
+    calls = []
+    run_meta_kernel = lazy._run_meta_kernel
+    monkeypatch.setattr(lazy, "_run_meta_kernel", lambda *a: calls.append(a[0])
+                        or run_meta_kernel(*a))
+    _adamw_train(model, _cross_entropy(x, y), step=ember.torch.mark_step, steps=1)
+    assert calls
+    calls.clear()
+    _adamw_train(model, _cross_entropy(x, y), step=ember.torch.mark_step, steps=2)
+    assert calls == []
+
+
 @pytest.mark.parametrize("make_model", [_mlp, _CNN], ids=["mlp", "cnn"])
 def test_a_loop_that_reads_its_loss_compiles_once_without_mark_step(make_model):
     # (loss.item() runs every live pending value, the updated parameters, optimizer state
