@@ -28,6 +28,7 @@ from ember.core.trace import Tracer, is_tracing
 from ember.errors import EmberTypeError, EmberValueError
 from ember.ir.graph import Graph
 from ember.runtime.array import Array, canonical_host
+from ember.runtime.collection_pause import pauses_collection
 from ember.runtime.devices import get_backend
 from ember.runtime.profile import Profile, ProfileRow
 from ember.runtime.shape_dtype import ShapeDtypeStruct
@@ -203,6 +204,7 @@ class Jitted:
         return self._lower(statics, treedef, avals, get_backend(self.backend_name),
                            _arg_shardings(leaves))
 
+    @pauses_collection
     def _lower(self, statics, treedef: PyTreeDef, avals, backend: Backend,
                arg_shardings: tuple = ()) -> "Lowered":
         out_tree_box: list[PyTreeDef] = []
@@ -374,6 +376,7 @@ class Lowered:
     def as_text(self, source: bool = True) -> str:
         return self.graph.pretty_print(source=source)
 
+    @pauses_collection
     def compile(self) -> "Compiled":
         device = self.backend.default_device()
         graph = self.graph.replace(constvals=[_const_buffer(v, device) for v in self.graph.constvals])

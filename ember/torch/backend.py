@@ -16,6 +16,7 @@ from torch._functorch.partitioners import min_cut_rematerialization_partition
 from torch._guards import CompileContext
 
 from ember.errors import EmberTypeError
+from ember.runtime.collection_pause import collection_paused
 from ember.torch.graph_compiler import log
 from ember.torch.onednn import onednn_off
 from ember.torch.partition import split_for_ember, unsupported_nodes, unsupported_reason
@@ -66,7 +67,7 @@ def make_backend(graph_compiler: GraphCompiler) -> Callable[..., Any]:
             # a result and an argument, a crossing of the bridge, per step; an 8-step LSTM
             # saves 53, not 106. Without its CSE of the joint graph, which would import
             # much of inductor, seconds of a first call: Ember's pipeline has its own.)
-            with functorch_config.patch(cse=False):
+            with functorch_config.patch(cse=False), collection_paused():
                 return aot_module_simplified(graph_module, example_inputs,
                                              fw_compiler=graph_compiler,
                                              bw_compiler=graph_compiler,
