@@ -257,11 +257,9 @@ _INPUTS = {_mlp: (16, 12), _CNN: (4, 3, 8, 8), _CausalAttention: (4, 6, 16),
            _MultiheadAttention: (4, 5, 16), _LSTM: (3, 4, 8)}
 
 
-@pytest.mark.parametrize("make_model", list(_INPUTS),
-                         ids=["mlp", "cnn", "attention", "multihead-attention", "lstm"])
-def test_torch_optim_adamw_trains_like_eager_and_compiles_once(make_model):
-    # (AdamW's step size and bias corrections are new Python floats every step, and its
-    # first step creates the state with zeros_like: neither makes a new graph)
+def _trained_like_eager(make_model, step=lambda: None) -> tuple:
+    """A model of ``make_model`` trained by AdamW on the lazy device, a copy trained in
+    eager PyTorch, and the lazy losses, checked against eager's."""
     model = make_model()
     x = torch.randn(_INPUTS[make_model])
     y = torch.randint(0, 5, (x.shape[0],))
@@ -269,8 +267,17 @@ def test_torch_optim_adamw_trains_like_eager_and_compiles_once(make_model):
     expected_losses = _adamw_train(eager, _cross_entropy(x, y))
     ember.torch.to_lazy(model)
     losses = _adamw_train(model, _cross_entropy(ember.torch.to_lazy(x), ember.torch.to_lazy(y)),
-                          step=ember.torch.mark_step)
+                          step=step)
     assert losses == pytest.approx(expected_losses, rel=1e-4, abs=1e-5)
+    return model, eager, losses
+
+
+@pytest.mark.parametrize("make_model", list(_INPUTS),
+                         ids=["mlp", "cnn", "attention", "multihead-attention", "lstm"])
+def test_torch_optim_adamw_trains_like_eager_and_compiles_once(make_model):
+    # (AdamW's step size and bias corrections are new Python floats every step, and its
+    # first step creates the state with zeros_like: neither makes a new graph)
+    model, eager, losses = _trained_like_eager(make_model, step=ember.torch.mark_step)
     assert losses[-1] < 0.5 * losses[0]
     for (name, param), reference in zip(model.state_dict().items(), eager.state_dict().values()):
         torch.testing.assert_close(param.cpu(), reference, rtol=1e-4, atol=1e-4, msg=name)
@@ -298,14 +305,7 @@ def test_a_step_recorded_again_runs_no_meta_kernel(monkeypatch):
 def test_a_loop_that_reads_its_loss_compiles_once_without_mark_step(make_model):
     # (loss.item() runs every live pending value, the updated parameters, optimizer state
     # and batch statistics included, so each step starts from concrete values)
-    model = make_model()
-    x = torch.randn(_INPUTS[make_model])
-    y = torch.randint(0, 5, (x.shape[0],))
-    eager = copy.deepcopy(model)
-    expected_losses = _adamw_train(eager, _cross_entropy(x, y))
-    ember.torch.to_lazy(model)
-    losses = _adamw_train(model, _cross_entropy(ember.torch.to_lazy(x), ember.torch.to_lazy(y)))
-    assert losses == pytest.approx(expected_losses, rel=1e-4, abs=1e-5)
+    _trained_like_eager(make_model)
     metrics = lazy.metrics()
     assert (metrics.compiles, metrics.cache_hits, metrics.executions) == (1, STEPS - 1, STEPS)
 
