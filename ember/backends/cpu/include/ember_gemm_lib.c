@@ -86,8 +86,9 @@
 #define EMBER_NARROW_MR 12
 /* The middle tile, for products at most half the wide tile wide (a convolution's 27 or
  * 32 output channels would leave half of the wide tile's lanes idle or more): half its
- * vectors, more rows. (Where the wide tile is 2 vectors, it is 1: the narrow tile's
- * width, which takes those products first.) */
+ * vectors, more rows. Only where the wide tile has 4 vectors: with 2 (AVX2, SSE), half
+ * is the narrow tile's width, and the narrow tile takes those products first. */
+#define EMBER_HAS_MID_TILE (EMBER_NV >= 4)
 #define EMBER_MID_MR 8
 #define EMBER_MID_NV (EMBER_NV / 2)
 
@@ -702,32 +703,42 @@ EMBER_DEFINE_TILE(ember_f32, ember_f32_narrow, float, float, EMBER_LOAD_AS_IS, E
 EMBER_DEFINE_IN_PLACE(ember_f32, ember_f32_narrow, float, float, EMBER_LOAD_AS_IS)
 EMBER_DEFINE_TILE(ember_f32, ember_f32_wide, float, float, EMBER_LOAD_AS_IS, EMBER_MR, EMBER_NV)
 EMBER_DEFINE_PACKED(ember_f32, ember_f32_wide, float, float, EMBER_LOAD_AS_IS)
+EMBER_DEFINE_IN_PLACE(ember_f32, ember_f32_wide, float, float, EMBER_LOAD_AS_IS)
+EMBER_DEFINE_CHOICE(ember_f32, ember_f32_wide, float)
+#if EMBER_HAS_MID_TILE
 EMBER_DEFINE_TILE(ember_f32, ember_f32_mid, float, float, EMBER_LOAD_AS_IS, EMBER_MID_MR,
                   EMBER_MID_NV)
 EMBER_DEFINE_PACKED(ember_f32, ember_f32_mid, float, float, EMBER_LOAD_AS_IS)
-EMBER_DEFINE_IN_PLACE(ember_f32, ember_f32_wide, float, float, EMBER_LOAD_AS_IS)
-EMBER_DEFINE_CHOICE(ember_f32, ember_f32_wide, float)
 EMBER_DEFINE_IN_PLACE(ember_f32, ember_f32_mid, float, float, EMBER_LOAD_AS_IS)
 EMBER_DEFINE_CHOICE(ember_f32, ember_f32_mid, float)
 EMBER_DEFINE_OWN_GEMM(ember_own_gemm_f32, float, float, float, ember_f32_wide_choice,
                       ember_f32_mid_choice, ember_f32_mid_nr, ember_f32_narrow, )
+#else
+EMBER_DEFINE_OWN_GEMM(ember_own_gemm_f32, float, float, float, ember_f32_wide_choice,
+                      ember_f32_wide_choice, 0, ember_f32_narrow, )
+#endif
 #endif
 #if !defined(EMBER_GEMM_TYPE) || EMBER_GEMM_TYPE == 64
 EMBER_DEFINE_TYPE(ember_f64, double)
 EMBER_DEFINE_TILE(ember_f64, ember_f64_wide, double, double, EMBER_LOAD_AS_IS, EMBER_MR, EMBER_NV)
 EMBER_DEFINE_PACKED(ember_f64, ember_f64_wide, double, double, EMBER_LOAD_AS_IS)
-EMBER_DEFINE_TILE(ember_f64, ember_f64_mid, double, double, EMBER_LOAD_AS_IS, EMBER_MID_MR,
-                  EMBER_MID_NV)
-EMBER_DEFINE_PACKED(ember_f64, ember_f64_mid, double, double, EMBER_LOAD_AS_IS)
 EMBER_DEFINE_IN_PLACE(ember_f64, ember_f64_wide, double, double, EMBER_LOAD_AS_IS)
 EMBER_DEFINE_CHOICE(ember_f64, ember_f64_wide, double)
-EMBER_DEFINE_IN_PLACE(ember_f64, ember_f64_mid, double, double, EMBER_LOAD_AS_IS)
-EMBER_DEFINE_CHOICE(ember_f64, ember_f64_mid, double)
 EMBER_DEFINE_TILE(ember_f64, ember_f64_narrow, double, double, EMBER_LOAD_AS_IS,
                   EMBER_NARROW_MR, 1)
 EMBER_DEFINE_IN_PLACE(ember_f64, ember_f64_narrow, double, double, EMBER_LOAD_AS_IS)
+#if EMBER_HAS_MID_TILE
+EMBER_DEFINE_TILE(ember_f64, ember_f64_mid, double, double, EMBER_LOAD_AS_IS, EMBER_MID_MR,
+                  EMBER_MID_NV)
+EMBER_DEFINE_PACKED(ember_f64, ember_f64_mid, double, double, EMBER_LOAD_AS_IS)
+EMBER_DEFINE_IN_PLACE(ember_f64, ember_f64_mid, double, double, EMBER_LOAD_AS_IS)
+EMBER_DEFINE_CHOICE(ember_f64, ember_f64_mid, double)
 EMBER_DEFINE_OWN_GEMM(ember_own_gemm_f64, double, double, double, ember_f64_wide_choice,
                       ember_f64_mid_choice, ember_f64_mid_nr, ember_f64_narrow, )
+#else
+EMBER_DEFINE_OWN_GEMM(ember_own_gemm_f64, double, double, double, ember_f64_wide_choice,
+                      ember_f64_wide_choice, 0, ember_f64_narrow, )
+#endif
 #endif
 #if !defined(EMBER_GEMM_TYPE) || EMBER_GEMM_TYPE == 16 || EMBER_GEMM_TYPE == 17
 EMBER_DEFINE_TILE(ember_f32, ember_f16_narrow, uint16_t, float, ember_f16_to_f32,
