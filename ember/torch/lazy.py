@@ -536,14 +536,21 @@ def to_lazy(value: Any, device: LazyDevice | None = None) -> Any:
 def _module_to_lazy(model: torch.nn.Module) -> None:
     # (not Module._apply: a storage-less wrapper claiming the CPU passes its "compatible
     # type" test, and it would swap the wrapper in as a plain parameter's .data)
+    moved: dict[int, torch.Tensor] = {}  # by the original's id: a tied weight stays one
+
+    def lazy_twin(tensor: torch.Tensor, make: Any) -> torch.Tensor:
+        if id(tensor) not in moved:
+            moved[id(tensor)] = make(tensor)
+        return moved[id(tensor)]
+
     for module in model.modules():
         for name, param in module._parameters.items():
             if param is not None and not isinstance(param, LazyTensor):
-                module._parameters[name] = torch.nn.Parameter(
-                    to_lazy(param), requires_grad=param.requires_grad)
+                module._parameters[name] = lazy_twin(param, lambda p: torch.nn.Parameter(
+                    to_lazy(p), requires_grad=p.requires_grad))
         for name, buffer in module._buffers.items():
             if buffer is not None and not isinstance(buffer, LazyTensor):
-                module._buffers[name] = to_lazy(buffer)
+                module._buffers[name] = lazy_twin(buffer, to_lazy)
 
 
 def mark_step() -> None:
