@@ -14,6 +14,7 @@ from torch import nn
 
 import ember.errors
 import ember.torch
+from ember.bench.torch_resnet import ResNet18
 from ember.torch import lazy
 from ember.torch.lowerings import LOWERINGS
 
@@ -308,6 +309,78 @@ def test_a_loop_that_reads_its_loss_compiles_once_without_mark_step(make_model):
     _trained_like_eager(make_model)
     metrics = lazy.metrics()
     assert (metrics.compiles, metrics.cache_hits, metrics.executions) == (1, STEPS - 1, STEPS)
+
+
+def test_resnet18_computes_eager_gradients_then_trains_with_one_compile():
+    # (as its torch.compile test: the first step against eager's, then a loop that
+    # learns; eager's own convolution paths part within three steps on 4 images)
+    torch.manual_seed(0)
+    x, y = torch.randn(4, 3, 32, 32), torch.randint(0, 10, (4,))
+    model = ResNet18()
+    eager = copy.deepcopy(model)
+    ember.torch.to_lazy(model)
+    lazy_x, lazy_y = ember.torch.to_lazy(x), ember.torch.to_lazy(y)
+    loss = F.cross_entropy(model(lazy_x), lazy_y)
+    loss.backward()
+    expected = F.cross_entropy(eager(x), y)
+    expected.backward()
+    torch.testing.assert_close(loss.cpu(), expected.detach(), rtol=1e-5, atol=1e-6)
+    for (name, value), reference in zip(model.named_parameters(), eager.parameters()):
+        torch.testing.assert_close(value.grad.cpu(), reference.grad, rtol=0, msg=name,
+                                   atol=1e-3 * reference.grad.abs().max().item())
+    for (name, value), reference in zip(model.named_buffers(), eager.buffers()):
+        torch.testing.assert_close(value.cpu(), reference, rtol=1e-4, atol=1e-5, msg=name)
+    model.zero_grad()
+    ember.torch.reset_metrics()
+    losses = _adamw_train(model, _cross_entropy(lazy_x, lazy_y), step=ember.torch.mark_step)
+    assert losses[-1] < 0.5 * losses[0]
+    metrics = lazy.metrics()
+    assert (metrics.compiles, metrics.cache_hits, metrics.eager_fallbacks) == (1, STEPS - 1, 0)
+
+
+class _TiedLanguageModel(nn.Module):
+    """An embedding whose weight is also the output layer's, as GPT-2 ties them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(11, 8)
+        self.out = nn.Linear(8, 11, bias=False)
+        self.out.weight = self.embed.weight
+
+    def forward(self, ids):
+        return self.out(torch.tanh(self.embed(ids))).flatten(0, 1)
+
+
+def test_a_tied_weight_stays_one_parameter_and_gets_both_gradients():
+    model = _TiedLanguageModel()
+    eager = copy.deepcopy(model)
+    ember.torch.to_lazy(model)
+    assert model.out.weight is model.embed.weight
+    assert len(list(model.parameters())) == 1
+    ids, targets = torch.randint(0, 11, (2, 5)), torch.randint(0, 11, (10,))
+    F.cross_entropy(model(ember.torch.to_lazy(ids)), ember.torch.to_lazy(targets)).backward()
+    F.cross_entropy(eager(ids), targets).backward()
+    torch.testing.assert_close(model.embed.weight.grad.cpu(), eager.embed.weight.grad)
+
+
+def test_huggingface_gpt2_with_a_tiny_config_trains_like_eager():
+    # (its output layer shares the token embedding's weight)
+    transformers = pytest.importorskip("transformers")
+    from tests.torch.test_torch_models import HuggingFaceGPT2
+
+    torch.manual_seed(0)
+    model = HuggingFaceGPT2(transformers)
+    ids = torch.randint(0, 64, (2, 9))
+    x, y = ids[:, :-1], ids[:, 1:].flatten()
+    eager = copy.deepcopy(model)
+    expected_losses = _adamw_train(eager, _cross_entropy(x, y))
+    ember.torch.to_lazy(model)
+    losses = _adamw_train(model, _cross_entropy(ember.torch.to_lazy(x), ember.torch.to_lazy(y)),
+                          step=ember.torch.mark_step)
+    assert losses == pytest.approx(expected_losses, rel=1e-4, abs=1e-5)
+    assert losses[-1] < 0.5 * losses[0]
+    metrics = lazy.metrics()
+    assert (metrics.compiles, metrics.cache_hits, metrics.eager_fallbacks) == (1, STEPS - 1, 0)
 
 
 def test_an_inplace_update_of_a_tensor_off_the_device_says_how_to_fix_it():
