@@ -49,9 +49,9 @@ from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 from torch.utils._pytree import tree_map
 
 from ember.errors import EmberTypeError
+from ember.torch import metadata_memo
 from ember.torch.graph_compiler import EmberGraphModule
 from ember.torch.lowerings import LOWERINGS
-from ember.torch import metadata_memo
 from ember.torch.metadata_memo import memo
 from ember.torch.metrics import metrics
 from ember.torch.onednn import onednn_off
@@ -536,12 +536,15 @@ def to_lazy(value: Any, device: LazyDevice | None = None) -> Any:
 def _module_to_lazy(model: torch.nn.Module) -> None:
     # (not Module._apply: a storage-less wrapper claiming the CPU passes its "compatible
     # type" test, and it would swap the wrapper in as a plain parameter's .data)
-    moved: dict[int, torch.Tensor] = {}  # by the original's id: a tied weight stays one
+    # (original, its twin) by the original's id, so that a tied weight stays one; the
+    # original is kept, so that its id names no other tensor meanwhile
+    moved: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
 
-    def lazy_twin(tensor: torch.Tensor, make: Any) -> torch.Tensor:
+    def lazy_twin(tensor: torch.Tensor,
+                  make: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
         if id(tensor) not in moved:
-            moved[id(tensor)] = make(tensor)
-        return moved[id(tensor)]
+            moved[id(tensor)] = (tensor, make(tensor))
+        return moved[id(tensor)][1]
 
     for module in model.modules():
         for name, param in module._parameters.items():
