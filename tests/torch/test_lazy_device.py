@@ -383,6 +383,30 @@ def test_huggingface_gpt2_with_a_tiny_config_trains_like_eager():
     assert (metrics.compiles, metrics.cache_hits, metrics.eager_fallbacks) == (1, STEPS - 1, 0)
 
 
+def test_autocast_to_bfloat16_trains_like_eager():
+    model = _mlp()
+    x, y = torch.randn(16, 12), torch.randint(0, 5, (16,))
+    eager = copy.deepcopy(model)
+
+    def loss_of(x, y):
+        def loss(model):
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                return F.cross_entropy(model(x), y)
+        return loss
+
+    expected_losses = _adamw_train(eager, loss_of(x, y), steps=5)
+    ember.torch.to_lazy(model)
+    losses = _adamw_train(model, loss_of(ember.torch.to_lazy(x), ember.torch.to_lazy(y)),
+                          step=ember.torch.mark_step, steps=5)
+    assert losses == pytest.approx(expected_losses, rel=2e-3)  # (bfloat16's precision)
+    metrics = lazy.metrics()
+    assert (metrics.compiles, metrics.eager_fallbacks) == (1, 0)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        logits, expected = model(ember.torch.to_lazy(x)), eager(x)
+    assert logits.dtype == expected.dtype == torch.bfloat16
+    torch.testing.assert_close(logits.cpu(), expected, rtol=2e-2, atol=2e-2)
+
+
 def test_an_inplace_update_of_a_tensor_off_the_device_says_how_to_fix_it():
     bn = nn.BatchNorm1d(3)  # (its running statistics stay plain tensors)
     bn.weight = nn.Parameter(ember.torch.to_lazy(bn.weight.detach()))
