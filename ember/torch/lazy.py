@@ -46,7 +46,6 @@ from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dty
 from torch._subclasses.fake_tensor import (DataDependentOutputException,
                                            DynamicOutputShapeException)
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
-from torch.utils._pytree import tree_map
 
 from ember.errors import EmberTypeError
 from ember.torch import metadata_memo
@@ -197,7 +196,7 @@ class LazyTensor(torch.Tensor):
         if func in _MATERIALIZING:
             return _run_eagerly(func, args, kwargs)
         if func in _METADATA_ONLY:
-            return _lazy_outputs(func(*tree_map(_placeholder, args), **kwargs))
+            return _lazy_outputs(func(*_map(_placeholder, args), **kwargs))
         if func in LOWERINGS:
             try:
                 return _record(func, args, kwargs)
@@ -231,8 +230,9 @@ class _ToCPU(torch.autograd.Function):
 
 
 def _map(function: Callable[[Any], Any], item: Any) -> Any:
-    """``tree_map`` for what ATen ops take (tuples, lists and dicts of leaves), without
-    pytree's generality: recording a step maps the arguments of thousands of ops."""
+    """``tree_map`` for what ATen ops take and return (tuples, lists and dicts of
+    leaves), without pytree's generality: recording a step maps the arguments of
+    thousands of ops."""
     kind = type(item)
     if kind is tuple or kind is list:
         return kind(_map(function, element) for element in item)
@@ -305,7 +305,7 @@ def _meta_outputs(func: Any, args: tuple, kwargs: dict) -> Any:
 
 def _run_meta_kernel(func: Any, args: tuple, kwargs: dict) -> Any:
     try:
-        return func(*tree_map(_as_meta, args), **tree_map(_as_meta, kwargs))
+        return func(*_map(_as_meta, args), **_map(_as_meta, kwargs))
     except Exception as error:
         if _is_value_dependent(func, error):
             raise _ValueDependentShape(
@@ -335,7 +335,7 @@ def _lift_scalars(args: tuple, kind: ELEMENTWISE_TYPE_PROMOTION_KIND) -> tuple:
     if not any(isinstance(a, torch.Tensor) and a.ndim > 0 for a in args):
         return args
     compute = memo("computation dtype", kind, args, {}, lambda: elementwise_dtypes(
-        *tree_map(_as_meta, args), type_promotion_kind=kind)[0], floats_by_type=True)
+        *_map(_as_meta, args), type_promotion_kind=kind)[0], floats_by_type=True)
     return tuple(torch.tensor(a, dtype=compute) if type(a) is float else a for a in args)
 
 
@@ -457,7 +457,7 @@ def _record_mutation(func: Any, functional: Any, args: tuple, kwargs: dict) -> A
 
 def _lazy_outputs(outputs: Any) -> Any:
     """Eager results back on the lazy device (as concrete inputs of later graphs)."""
-    return tree_map(lambda t: LazyTensor(_Value(data=t), t)
+    return _map(lambda t: LazyTensor(_Value(data=t), t)
                     if isinstance(t, torch.Tensor) else t, outputs)
 
 
@@ -485,7 +485,7 @@ def _materialize_inputs(tree: Any, reason: str | None = None) -> None:
     it. Every other live pending tensor runs in the same graph, as at ``mark_step()``: the
     values read next (a model's gradients, one by one) are then concrete, where running
     each one's graph alone would compile and run the shared part once per read."""
-    lazy = [t for t in torch.utils._pytree.tree_leaves(tree) if isinstance(t, LazyTensor)]
+    lazy = [t for t in _leaves(tree) if isinstance(t, LazyTensor)]
     for tensor in lazy:
         _refresh(tensor)
     if any(t._value.data is None for t in lazy):
@@ -503,7 +503,7 @@ def _concrete_values(tree: Any, reason: str | None = None) -> Any:
     """``tree`` with each lazy tensor replaced by its value: the graph behind the pending
     ones runs first, as one graph."""
     _materialize_inputs(tree, reason)
-    return tree_map(lambda v: v._value.data if isinstance(v, LazyTensor) else v, tree)
+    return _map(lambda v: v._value.data if isinstance(v, LazyTensor) else v, tree)
 
 
 _LIBRARIES = (os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(__file__)))
@@ -664,7 +664,7 @@ def _fx_graph(outputs: list[_Value], inputs: list[_Value],
         return graph.call_function(operator.getitem, (node, value.index))
 
     def fx_args(item: Any) -> Any:
-        return tree_map(lambda leaf: fx_value(leaf) if isinstance(leaf, _Value) else leaf, item)
+        return _map(lambda leaf: fx_value(leaf) if isinstance(leaf, _Value) else leaf, item)
 
     for node in nodes:
         produced[id(node)] = graph.call_function(node.op, fx_args(node.args),
