@@ -23,12 +23,23 @@ import tempfile
 
 from ember.bench.sharded import LOSS_RTOL
 
-__all__ = ["main"]
+__all__ = ["main", "ready_to_time"]
 
 SIZES = [1 << k for k in range(10, 27, 2)]  # 1 KiB .. 64 MiB
 QUICK_SIZES = [1 << 10, 1 << 16, 1 << 20]
 GPT_LAYOUTS = ((2, 1), (1, 2))  # (processes, devices per process)
 GPT_TARGET = 1.2  # issue 19: 2 processes x 1 device at most 1.2x 1 process x 2 devices
+
+
+def ready_to_time() -> None:
+    """In a worker: build the per-host libraries and wait for the guard's C meeting.
+    Until they are built, once per host, programs run without the launcher and the
+    guard meets through mpi4py: the workers time what every later run gets."""
+    from ember.backends.cpu.host_libraries import prepare
+    from ember.distributed.native_meeting import native_meetings
+
+    prepare()
+    native_meetings(wait=True)
 
 
 def _label(nbytes: int) -> str:

@@ -22,9 +22,8 @@ def main() -> None:
     import ember.distributed
     import ember.nn  # noqa: F401  (subpackages the program uses)
     import ember.numpy  # noqa: F401
-    from ember.backends.cpu.host_libraries import prepare
+    from ember.bench.distributed import ready_to_time
     from ember.bench.sharded import PROGRAMS, batch_sizes, data_parallel_step
-    from ember.distributed.native_meeting import native_meetings
     from ember.distributed.state import current
     from ember.sharding import NamedSharding, P
 
@@ -34,8 +33,7 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=5)
     options = parser.parse_args()
     ember.distributed.initialize()
-    prepare()  # (as distributed_worker: time what every run after a host's first gets)
-    native_meetings(wait=True)
+    ready_to_time()
     comm = current().world
     workload, loss_of = PROGRAMS["gpt_block_dp"]
     params, *batch = workload.make_inputs(**batch_sizes(workload, options.sizes))

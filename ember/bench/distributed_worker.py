@@ -39,18 +39,13 @@ def main() -> None:
     import ember
     import ember.distributed
     from ember import lax
-    from ember.backends.cpu.host_libraries import prepare
-    from ember.bench.distributed import QUICK_SIZES, SIZES
+    from ember.bench.distributed import QUICK_SIZES, SIZES, ready_to_time
     from ember.distributed.host_collectives import reduce_in_order
-    from ember.distributed.native_meeting import native_meetings
     from ember.distributed.state import current
     from ember.sharding import P
 
     ember.distributed.initialize()
-    # (until the per-host libraries are built, once per host, programs run without the
-    # launcher and the guard meets through mpi4py: time what every later run gets)
-    prepare()
-    native_meetings(wait=True)
+    ready_to_time()
     comm = current().world
     count = ember.process_count()
     quick = "--quick" in sys.argv
