@@ -258,12 +258,15 @@ _INPUTS = {_mlp: (16, 12), _CNN: (4, 3, 8, 8), _CausalAttention: (4, 6, 16),
            _MultiheadAttention: (4, 5, 16), _LSTM: (3, 4, 8)}
 
 
-def _trained_like_eager(make_model, step=lambda: None) -> tuple:
-    """A model of ``make_model`` trained by AdamW on the lazy device, a copy trained in
-    eager PyTorch, and the lazy losses, checked against eager's."""
-    model = make_model()
+def _batch(make_model) -> tuple[torch.Tensor, torch.Tensor]:
+    """Random inputs of ``make_model``'s shape, and labels of its 5 classes."""
     x = torch.randn(_INPUTS[make_model])
-    y = torch.randint(0, 5, (x.shape[0],))
+    return x, torch.randint(0, 5, (x.shape[0],))
+
+
+def _trained_like_eager(model: nn.Module, x, y, step=lambda: None) -> tuple:
+    """``model`` trained by AdamW on the lazy device, a copy of it trained in eager
+    PyTorch, and the lazy losses, checked against eager's."""
     eager = copy.deepcopy(model)
     expected_losses = _adamw_train(eager, _cross_entropy(x, y))
     ember.torch.to_lazy(model)
@@ -278,7 +281,8 @@ def _trained_like_eager(make_model, step=lambda: None) -> tuple:
 def test_torch_optim_adamw_trains_like_eager_and_compiles_once(make_model):
     # (AdamW's step size and bias corrections are new Python floats every step, and its
     # first step creates the state with zeros_like: neither makes a new graph)
-    model, eager, losses = _trained_like_eager(make_model, step=ember.torch.mark_step)
+    model, eager, losses = _trained_like_eager(make_model(), *_batch(make_model),
+                                               step=ember.torch.mark_step)
     assert losses[-1] < 0.5 * losses[0]
     for (name, param), reference in zip(model.state_dict().items(), eager.state_dict().values()):
         torch.testing.assert_close(param.cpu(), reference, rtol=1e-4, atol=1e-4, msg=name)
@@ -289,8 +293,7 @@ def test_torch_optim_adamw_trains_like_eager_and_compiles_once(make_model):
 def test_a_step_recorded_again_runs_no_meta_kernel(monkeypatch):
     # (the outputs' metadata of an op on the same shapes comes from the memo)
     model = ember.torch.to_lazy(_CNN())
-    x = ember.torch.to_lazy(torch.randn(_INPUTS[_CNN]))
-    y = ember.torch.to_lazy(torch.randint(0, 5, (x.shape[0],)))
+    x, y = map(ember.torch.to_lazy, _batch(_CNN))
     calls = []
     run_meta_kernel = lazy._run_meta_kernel
     monkeypatch.setattr(lazy, "_run_meta_kernel", lambda *a: calls.append(a[0])
@@ -306,7 +309,7 @@ def test_a_step_recorded_again_runs_no_meta_kernel(monkeypatch):
 def test_a_loop_that_reads_its_loss_compiles_once_without_mark_step(make_model):
     # (loss.item() runs every live pending value, the updated parameters, optimizer state
     # and batch statistics included, so each step starts from concrete values)
-    _trained_like_eager(make_model)
+    _trained_like_eager(make_model(), *_batch(make_model))
     metrics = lazy.metrics()
     assert (metrics.compiles, metrics.cache_hits, metrics.executions) == (1, STEPS - 1, STEPS)
 
@@ -372,12 +375,7 @@ def test_huggingface_gpt2_with_a_tiny_config_trains_like_eager():
     model = HuggingFaceGPT2(transformers)
     ids = torch.randint(0, 64, (2, 9))
     x, y = ids[:, :-1], ids[:, 1:].flatten()
-    eager = copy.deepcopy(model)
-    expected_losses = _adamw_train(eager, _cross_entropy(x, y))
-    ember.torch.to_lazy(model)
-    losses = _adamw_train(model, _cross_entropy(ember.torch.to_lazy(x), ember.torch.to_lazy(y)),
-                          step=ember.torch.mark_step)
-    assert losses == pytest.approx(expected_losses, rel=1e-4, abs=1e-5)
+    _, _, losses = _trained_like_eager(model, x, y, step=ember.torch.mark_step)
     assert losses[-1] < 0.5 * losses[0]
     metrics = lazy.metrics()
     assert (metrics.compiles, metrics.cache_hits, metrics.eager_fallbacks) == (1, STEPS - 1, 0)
