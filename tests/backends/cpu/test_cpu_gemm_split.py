@@ -43,6 +43,10 @@ def plan(batch: tuple[int, ...], m: int, n: int, k: int) -> GemmPlan:
     ((3,), 128, 128, 128, 2, ("m", 2)),         # 2 vs 1 items: split each item
     ((4,), 128, 128, 128, 3, ("m", 3)),
     ((2, 3), 128, 128, 128, 3, ("batch", 3)),
+    ((), 16, 27, 4096, 2, ("k", 2)),            # too few rows and columns: over the sum
+    ((), 40, 40, 700, 4, ("k", 4)),
+    ((), 40, 40, 700, 8, ("k", 5)),             # at least 128 of the sum per thread
+    ((2,), 16, 27, 4096, 2, ("batch", 2)),      # (items first)
 ])
 def test_split(batch, m, n, k, threads, expected):
     assert _split(plan(batch, m, n, k), int(np.prod(batch, dtype=np.int64)), threads) == expected
@@ -59,6 +63,8 @@ def _dot(dims):
     ((96, 100), (250, 96), (((0,), (1,)), ((), ()))),           # columns, both transposed
     ((7, 64, 64), (7, 64, 48), (((2,), (1,)), ((0,), (0,)))),   # by items (3, 2, 2)
     ((80, 2, 96), (2, 96, 100), (((2,), (1,)), ((1,), (0,)))),  # each item, strided batch
+    ((3000, 16), (3000, 27), (((0,), (0,)), ((), ()))),         # over the sum, transposed lhs
+    ((20, 3000), (24, 3000), (((1,), (1,)), ((), ()))),         # over the sum, transposed rhs
 ])
 @pytest.mark.parametrize("blas", ["openblas", "mkl"])
 def test_split_gemm_matches_reference(lhs_shape, rhs_shape, dims, blas):
@@ -71,7 +77,7 @@ def test_split_gemm_matches_reference(lhs_shape, rhs_shape, dims, blas):
         (kernel,) = compiled(_dot(dims), lhs, rhs).kernels
     assert kernel.kind == "library"
     split, parts = re.match(r"ember_gemm_f32\((\d), (\d+),", kernel.source).groups()
-    assert int(parts) > 1  # the product really was split (by items, rows or columns)
+    assert int(parts) > 1  # the product really was split (by items, rows, columns or k)
 
 
 def test_split_gemm_with_epilogue_and_sliced_operand():
@@ -85,3 +91,21 @@ def test_split_gemm_with_epilogue_and_sliced_operand():
         assert_matches_reference(layer, x, w, bias, tolerance=TOLERANCE)
         kinds = [k.kind for k in compiled(layer, x, w, bias).kernels]
     assert kinds == ["library"]
+
+
+@pytest.mark.parametrize("blas", ["ember", "openblas"])
+def test_sum_split_gemm_with_epilogue(blas):
+    """A weight gradient's shape (16 x 27 over k = 3000) split over its sum on 3 threads
+    (blocks of 1000), with an addend, bias and relu applied once, to the whole sum."""
+    with config.override(blas=blas):
+        if toolchain.blas() is None:
+            pytest.skip(f"the {blas} GEMM is not available")
+    x, w, d, bias = randn(3000, 16), randn(3000, 27), randn(16, 27), randn(27)
+
+    def update(x, w, d, bias):
+        return jnp.maximum(x.T @ w + d + bias, 0.0)
+
+    with config.override(num_threads=3, blas=blas):
+        assert_matches_reference(update, x, w, d, bias, tolerance=(1e-4, 1e-3))
+        (kernel,) = compiled(update, x, w, d, bias).kernels
+    assert re.search(r"ember_gemm_f32\(3, 3,", kernel.source)

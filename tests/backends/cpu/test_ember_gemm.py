@@ -58,7 +58,7 @@ class Case:
     tb: bool = False
     batch: tuple[int, ...] = ()
     pad: int = 0  # extra elements per row (leading dimensions) and per batch item
-    split: int = 0  # 0: by items, 1: by rows, 2: by columns (ember_gemm.h)
+    split: int = 0  # 0: by items, 1: by rows, 2: by columns, 3: by blocks of k (ember_gemm.h)
     parts: int = 1
     alpha: float = 1.0
     addend: str = "none"  # "none", "separate" (D) or "in place" (D is C)
@@ -251,6 +251,24 @@ def test_rows_split_over_threads(library, case):
     """Split by rows, over several blocks of the sum and of the columns: each thread
     writes its rows alone, whatever the block boundaries."""
     for seed in range(3):
+        run_case(library, case, seed)
+
+
+@pytest.mark.parametrize("case", [
+    Case(16, 27, 4096, ta=True, split=3, parts=2, row_scale=1.0, activation="relu"),
+    Case(32, 144, 1000, tb=True, pad=3, split=3, parts=3, addend="in place", d_scale=1.0),
+    Case(64, 48, 1024, np.float64, split=3, parts=2, addend="separate", d_scale=-0.5,
+         alpha=2.0, keep_product=True, activation="gelu_tanh"),
+    Case(20, 9, 777, ta=True, tb=True, pad=1, split=3, parts=4, alpha=-1.5),
+    Case(5, 40, 3, split=3, parts=4),  # a block of the sum left empty
+    Case(24, 33, 600, BF16, split=3, parts=2, row_scale=0.5),
+    Case(24, 33, 600, BF16, cast="b", split=3, parts=2),
+])
+def test_sum_split_over_threads(library, case):
+    """Split over k: each thread's block of the sum into partial sums of its own, added
+    in order; the epilogue (addend in place or separate, row, activation, the plain
+    product kept beside it) applied once, on the whole sum."""
+    for seed in range(2):
         run_case(library, case, seed)
 
 

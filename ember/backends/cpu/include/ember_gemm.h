@@ -16,7 +16,8 @@
  * for every GEMM. How to split is decided when the code is generated (codegen/c_gemm.py):
  *
  *   split 0: threads take whole batch items; 1: every item by blocks of rows of C;
- *            2: every item by blocks of columns of C.
+ *            2: every item by blocks of columns of C; 3 (one item): blocks of the sum
+ *            over k, added after (EMBER_GEMM_SUM_OF_PARTS).
  *   a_row_step: elements between consecutive rows of op(A) (1 when A is stored
  *            transposed, else lda); b_col_step: between columns of op(B) (ldb when B is
  *            stored transposed, else 1).
@@ -39,6 +40,7 @@
 #define EMBER_GEMM_H
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ember_math.h"
@@ -187,6 +189,60 @@ EMBER_DEFINE_GEMM_FINISH(double)
     }                                                                                      \
   }
 
+/* Split 3: the sum over k cut into `parts` static blocks, one product each into a
+ * partial sum of its own (m x n, in the calling thread's buffer below), then every
+ * element of C from the partial sums added in their order (the same result on every
+ * run) and the epilogue: for products whose C is small beside their sum (a
+ * convolution's weight gradient, 16 x 27 over k = 4096), where blocks of rows or
+ * columns would leave threads idle or computing padding. NAME computes each block
+ * (split 0, one part); T is the type of C's elements. */
+#define EMBER_GEMM_SUM_OF_PARTS(NAME, T)                                                   \
+  {                                                                                        \
+    const int64_t a_col_step = ta == 112 ? lda : 1; /* (CblasTrans) */                    \
+    const int64_t b_row_step = tb == 112 ? 1 : ldb;                                        \
+    T *sums = ember_gemm_sum_space(sizeof(T) * (size_t)(parts * m * n));                   \
+    if (sums == NULL) abort(); /* out of memory: as a failed BLAS allocation does */       \
+    _Pragma("omp parallel num_threads(parts)")                                             \
+    {                                                                                      \
+      _Pragma("omp for schedule(static)")                                                  \
+      for (int64_t part = 0; part < parts; part++) {                                       \
+        const int64_t lo = part * k / parts, hi = (part + 1) * k / parts;                  \
+        NAME(0, 1, 1, batch, ta, tb, m, n, hi - lo, A + lo * a_col_step, lda,              \
+             a_row_step, B + lo * b_row_step, ldb, b_col_step,                            \
+             sums + part * m * n, n, 1, NULL, 0, NULL, 0, EMBER_ACTIVATION_NONE, NULL);    \
+      }                                                                                    \
+      _Pragma("omp for schedule(static)")                                                  \
+      for (int64_t i = 0; i < m; i++) {                                                    \
+        T *c = C + i * ldc, *e = E ? E + i * ldc : NULL;                                   \
+        const T *d = D ? D + i * ldc : NULL; /* (may be C: read before C is written) */    \
+        for (int64_t j = 0; j < n; j++) {                                                  \
+          T sum = sums[i * n + j];                                                         \
+          for (int64_t part = 1; part < parts; part++) sum += sums[(part * m + i) * n + j]; \
+          const T value = alpha * sum + (d ? d_scale * d[j] : 0) + (row ? row_scale * row[j] : 0); \
+          if (e) {                                                                         \
+            c[j] = sum;                                                                    \
+            e[j] = value;                                                                  \
+          } else {                                                                         \
+            c[j] = value;                                                                  \
+          }                                                                                \
+        }                                                                                  \
+        ember_activate_##T(e ? e : c, n, activation);                                      \
+      }                                                                                    \
+    }                                                                                      \
+  }
+
+/* The calling thread's buffer for split 3's partial sums, kept between calls. */
+static __attribute__((unused)) void *ember_gemm_sum_space(size_t bytes) {
+  static _Thread_local void *space = NULL;
+  static _Thread_local size_t size = 0;
+  if (bytes > size) {
+    free(space);
+    space = malloc(bytes);
+    size = space ? bytes : 0;
+  }
+  return space;
+}
+
 /* Ember's library for the shape classes of EMBER_GEMM_OWN_CLASSES, else the BLAS. */
 #if EMBER_GEMM_OWN_CLASSES
 #define EMBER_GEMM_OWN_CALL(OWN)                                                           \
@@ -208,6 +264,11 @@ EMBER_DEFINE_GEMM_FINISH(double)
   EMBER_GEMM_LINKAGE __attribute__((noinline, unused)) EMBER_GEMM_SIGNATURE(NAME, T) {     \
     EMBER_GEMM_OWN_CALL(OWN)                                                               \
     const int saved_threads = ember_blas_single_threaded();                                \
+    if (split == 3 && parts > 1) { /* (the blocks' calls find BLAS single-threaded) */     \
+      EMBER_GEMM_SUM_OF_PARTS(NAME, T)                                                     \
+      ember_blas_restore_threads(saved_threads);                                           \
+      return;                                                                              \
+    }                                                                                      \
     EMBER_GEMM_PARTS(T, T, T, {                                                            \
       const T *d = D ? D + (c - C) : NULL; /* (no commas: a macro argument) */           \
       const T *r = row ? row + (split == 2 ? lo : 0) : NULL;                               \

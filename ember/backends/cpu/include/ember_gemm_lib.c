@@ -587,6 +587,10 @@ static inline void ember_transpose_16x16(const float *in, int64_t cs, float *out
  * NARROW##CAST##_in_place (CAST: empty, or the operands cast as packed: _cast_a, ...). */
 #define EMBER_DEFINE_OWN_GEMM(NAME, SA, SB, T, WIDE, MID, MID_NR, NARROW, CAST)            \
   EMBER_GEMM_MIXED_SIGNATURE(NAME, SA, SB, T, T) {                                         \
+    if (split == 3 && parts > 1) {                                                         \
+      EMBER_GEMM_SUM_OF_PARTS(NAME, T)                                                     \
+      return;                                                                              \
+    }                                                                                      \
     const int64_t a_col_step = ta == EMBER_TRANS ? lda : 1;                                \
     const int64_t b_row_step = tb == EMBER_TRANS ? 1 : ldb;                                \
     /* (a product as thin as one narrow tile: the wide one would compute 64 columns) */    \
