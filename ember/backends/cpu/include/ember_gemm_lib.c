@@ -568,8 +568,13 @@ static inline void ember_transpose_16x16(const float *in, int64_t cs, float *out
  * 2048 x 2048 x 256). On Emerald Rapids, 1 thread: 1024 x 1024 x 64 ran 1.5x faster,
  * 256 x 256 x 64 (attention's scores @ V) 1.3x, 1024 x 1024 x 256 1.13x; on Zen 4,
  * 1 thread: 1024 x 48 x 64 1.18x, 256 x 192 x 64 1.08x; up to 256 columns, not NC's
- * 128, attention's 256 x 64 x 256 and 256 x 256 x 64 1.03x, larger products 1.02x. */
-#define EMBER_IN_PLACE_COLUMNS 256
+ * 128, attention's 256 x 64 x 256 and 256 x 256 x 64 1.03x, larger products 1.02x. Up to
+ * 512 on Zen 4 (2 threads, the libraries alternated, 25 rounds): the MLP's 256-row
+ * products (256 x 1024 x 1024 and x 784, 512 columns a thread) 1.03-1.07x, the
+ * transformer's 2048 x 512 x 512 1.01-1.04x and 2048 x 512 x 2048 1.08x, float64
+ * 1.04-1.13x; 1024 x 1024 x 1024, which it leaves packed, 1.01x. Intel's stays at 256
+ * (not measured beyond). */
+#define EMBER_IN_PLACE_COLUMNS (EMBER_GEMM_INTEL ? 256 : 512)
 #define EMBER_DEFINE_CHOICE(TYPE, TILE, T)                                                 \
   static void TILE##_choice_blocked(int64_t rows, int64_t cols, int64_t k, const T *a,     \
                                     int64_t a_rs, int64_t a_cs, const T *b, int64_t b_rs,  \
