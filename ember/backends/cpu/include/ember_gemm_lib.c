@@ -572,15 +572,22 @@ static inline void ember_transpose_16x16(const float *in, int64_t cs, float *out
  * 512 on Zen 4 (2 threads, the libraries alternated, 25 rounds): the MLP's 256-row
  * products (256 x 1024 x 1024 and x 784, 512 columns a thread) 1.03-1.07x, the
  * transformer's 2048 x 512 x 512 1.01-1.04x and 2048 x 512 x 2048 1.08x, float64
- * 1.04-1.13x; 1024 x 1024 x 1024, which it leaves packed, 1.01x. Intel's stays at 256
- * (not measured beyond). */
+ * 1.04-1.13x; 1024 x 1024 x 1024, which it leaves packed, 1.01x. And up to 1024 for
+ * at least 512 rows a thread: 2048 x 1024 x 1024 1.06x, 1024 x 1024 x 1024 1.03x; not
+ * fewer (128 x 1024 x 2048, 64 rows a thread, 0.93x), nor wider (512 x 4096 x 1024 at
+ * 2048 columns 0.98x, 4096 0.63x: the packed block of B, k x columns, outgrows L2 then
+ * L3). Intel's stays at 256 (not measured beyond). */
 #define EMBER_IN_PLACE_COLUMNS (EMBER_GEMM_INTEL ? 256 : 512)
+#define EMBER_IN_PLACE_TALL_COLUMNS (EMBER_GEMM_INTEL ? 256 : 1024)
+#define EMBER_IN_PLACE_TALL_ROWS 512
 #define EMBER_DEFINE_CHOICE(TYPE, TILE, T)                                                 \
   static void TILE##_choice_blocked(int64_t rows, int64_t cols, int64_t k, const T *a,     \
                                     int64_t a_rs, int64_t a_cs, const T *b, int64_t b_rs,  \
                                     int64_t b_cs, T *c, int64_t ldc, T alpha, const T *d,  \
                                     T d_scale, const T *row, T row_scale, int activation) { \
-    const int in_place = a_cs == 1 && cols <= EMBER_IN_PLACE_COLUMNS;                      \
+    const int in_place = a_cs == 1 && (cols <= EMBER_IN_PLACE_COLUMNS ||                  \
+                                       (cols <= EMBER_IN_PLACE_TALL_COLUMNS &&             \
+                                        rows >= EMBER_IN_PLACE_TALL_ROWS));                \
     (in_place ? TILE##_in_place : TILE##_blocked)(rows, cols, k, a, a_rs, a_cs, b, b_rs,   \
                                                   b_cs, c, ldc, alpha, d, d_scale, row,    \
                                                   row_scale, activation);                  \
