@@ -193,6 +193,8 @@ def run_bench(backend: str | None, json_path: str | None, quick: bool,
     workloads, floor_names = select(only)
     platform = target.platform(backend)
     gpu = target.require_gpu() if platform == "gpu" else None
+    if platform == "cpu" and peers is None and (workloads or "floor_sgemm" in floor_names):
+        _prepare_host_libraries()
     peers = default_peers(backend) if peers is None else peers
     settings = Settings.for_run(platform, quick)
     _log(f"ember bench: {', '.join(p.name for p in peers)}; "
@@ -233,6 +235,22 @@ def run_bench(backend: str | None, json_path: str | None, quick: bool,
     if json_path is not None:
         _write_json(json_path, final)
     return final
+
+
+def _prepare_host_libraries() -> None:
+    """Build Ember's per-host libraries before anything is timed, as a user's later runs
+    find them. Until its GEMM library is built (once per installation, and again after
+    any change to it), a process's ``blas="auto"`` takes the vendor BLAS unmeasured, and
+    keeps that choice: every workload would time MKL's products, not what Ember links."""
+    from ember.backends.cpu.host_libraries import missing, prepare
+
+    absent = missing()
+    if not absent:
+        return
+    start = time.perf_counter()
+    prepare()
+    _log(f"  (Ember's per-host libraries built first: {', '.join(absent)}, "
+         f"{time.perf_counter() - start:.1f} s)")
 
 
 def _write_json(path: str, summary: dict) -> None:
