@@ -10,10 +10,10 @@ when it is wide (each thread then repacks the smaller operand). A single product
 too few rows and columns for a block of each per thread (a convolution's weight
 gradient: 16 x 27 over k = 4096) is split over its sum instead, each thread summing a
 block of k into partial sums added after (Zen 4, 2 threads: 1.4-1.5x one thread's
-rate; where blocks of rows were possible they were faster, 64 x 48 over k = 1024 at 103
-GFLOP/s against 90). One static block per thread: on 2 cores that ran at the rate of OpenBLAS's own threads
-(within noise), and smaller blocks handed out dynamically were 5-15% slower and no
-faster beside other busy processes.
+rate; where blocks of rows were possible they were faster, 64 x 48 over k = 1024 at
+103 GFLOP/s against 90). One static block per thread: on 2 cores that ran at the rate
+of OpenBLAS's own threads (within noise), and smaller blocks handed out dynamically
+were 5-15% slower and no faster beside other busy processes.
 """
 from __future__ import annotations
 

@@ -192,10 +192,9 @@ EMBER_DEFINE_GEMM_FINISH(double)
 /* Split 3: the sum over k cut into `parts` static blocks, one product each into a
  * partial sum of its own (m x n, in the calling thread's buffer below), then every
  * element of C from the partial sums added in their order (the same result on every
- * run) and the epilogue: for products whose C is small beside their sum (a
- * convolution's weight gradient, 16 x 27 over k = 4096), where blocks of rows or
- * columns would leave threads idle or computing padding. NAME computes each block
- * (split 0, one part); T is the type of C's elements. */
+ * run) and the epilogue: for a product with too few rows and columns to give each
+ * thread a block of either (a convolution's weight gradient, 16 x 27 over k = 4096).
+ * NAME computes each block (split 0, one part); T is the type of C's elements. */
 #define EMBER_GEMM_SUM_OF_PARTS(NAME, T)                                                   \
   {                                                                                        \
     const int64_t a_col_step = ta == 112 ? lda : 1; /* (CblasTrans) */                    \
