@@ -189,8 +189,29 @@ EMBER_DEFINE_GEMM_FINISH(double)
     }                                                                                      \
   }
 
+/* A thread's buffer, kept between calls (OpenMP's threads live on) and grown as needed:
+ * split 3's partial sums here, the packed panels of Ember's GEMM (ember_gemm_lib.c). */
+#define EMBER_ALIGN 64
+typedef struct {
+  void *data;
+  size_t bytes;
+} ember_space;
+
+/* `space`'s buffer, grown to at least `bytes` (null when out of memory). */
+static __attribute__((unused)) void *ember_space_of(ember_space *space, size_t bytes) {
+  if (bytes > space->bytes) {
+    free(space->data);
+    bytes = (bytes + EMBER_ALIGN - 1) / EMBER_ALIGN * EMBER_ALIGN;
+    space->data = aligned_alloc(EMBER_ALIGN, bytes);
+    space->bytes = space->data ? bytes : 0;
+  }
+  return space->data;
+}
+
+static _Thread_local __attribute__((unused)) ember_space ember_partial_sums;
+
 /* Split 3: the sum over k cut into `parts` static blocks, one product each into a
- * partial sum of its own (m x n, in the calling thread's buffer below), then every
+ * partial sum of its own (m x n, in the calling thread's ember_partial_sums), then every
  * element of C from the partial sums added in their order (the same result on every
  * run) and the epilogue: for a product with too few rows and columns to give each
  * thread a block of either (a convolution's weight gradient, 16 x 27 over k = 4096).
@@ -199,7 +220,7 @@ EMBER_DEFINE_GEMM_FINISH(double)
   {                                                                                        \
     const int64_t a_col_step = ta == 112 ? lda : 1; /* (CblasTrans) */                    \
     const int64_t b_row_step = tb == 112 ? 1 : ldb;                                        \
-    T *sums = ember_gemm_sum_space(sizeof(T) * (size_t)(parts * m * n));                   \
+    T *sums = ember_space_of(&ember_partial_sums, sizeof(T) * (size_t)(parts * m * n));   \
     if (sums == NULL) abort(); /* out of memory: as a failed BLAS allocation does */       \
     _Pragma("omp parallel num_threads(parts)")                                             \
     {                                                                                      \
@@ -229,18 +250,6 @@ EMBER_DEFINE_GEMM_FINISH(double)
       }                                                                                    \
     }                                                                                      \
   }
-
-/* The calling thread's buffer for split 3's partial sums, kept between calls. */
-static __attribute__((unused)) void *ember_gemm_sum_space(size_t bytes) {
-  static _Thread_local void *space = NULL;
-  static _Thread_local size_t size = 0;
-  if (bytes > size) {
-    free(space);
-    space = malloc(bytes);
-    size = space ? bytes : 0;
-  }
-  return space;
-}
 
 /* Ember's library for the shape classes of EMBER_GEMM_OWN_CLASSES, else the BLAS. */
 #if EMBER_GEMM_OWN_CLASSES

@@ -103,28 +103,12 @@
 #define EMBER_NC_BYTES (128 * 4)
 #define EMBER_MC 1536
 
-#define EMBER_ALIGN 64
 #define EMBER_PACK_RUN 16 /* elements read along a row of memory at a time when packing */
 #define EMBER_PACK_PANELS 8 /* of A's, packed side by side from a transposed A */
 
-/* A thread's buffers, kept between calls (OpenMP's threads live on): its packed
- * panels, and the float32 sums of 16-bit results (ember_sums). */
-typedef struct {
-  void *data;
-  size_t bytes;
-} ember_space;
+/* A thread's buffers (ember_gemm.h's ember_space): its packed panels, and the float32
+ * sums of 16-bit results (ember_sums). */
 static _Thread_local ember_space ember_packed, ember_sums;
-
-/* `space`'s buffer, grown to at least `bytes` (null when out of memory). */
-static void *ember_space_of(ember_space *space, size_t bytes) {
-  if (bytes > space->bytes) {
-    free(space->data);
-    bytes = (bytes + EMBER_ALIGN - 1) / EMBER_ALIGN * EMBER_ALIGN;
-    space->data = aligned_alloc(EMBER_ALIGN, bytes);
-    space->bytes = space->data ? bytes : 0;
-  }
-  return space->data;
-}
 
 static void *ember_pack_space(size_t bytes) { return ember_space_of(&ember_packed, bytes); }
 
