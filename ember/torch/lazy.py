@@ -458,7 +458,7 @@ def _record_mutation(func: Any, functional: Any, args: tuple, kwargs: dict) -> A
 def _lazy_outputs(outputs: Any) -> Any:
     """Eager results back on the lazy device (as concrete inputs of later graphs)."""
     return _map(lambda t: LazyTensor(_Value(data=t), t)
-                    if isinstance(t, torch.Tensor) else t, outputs)
+                if isinstance(t, torch.Tensor) else t, outputs)
 
 
 def _run_eagerly(func: Any, args: tuple, kwargs: dict) -> Any:
