@@ -6,13 +6,14 @@ kernels: two pools on the same cores (OpenBLAS's threads spinning while OpenMP's
 the reverse) cost more than either saves, most of all when cores are shared. A batch is
 split by items when that keeps the threads about equally busy; otherwise (one product,
 or a few: 3 items on 2 threads) every product is split by blocks of rows, or of columns
-when it is wide (each thread then repacks the smaller operand). A single product with
-too few rows and columns for a block of each per thread (a convolution's weight
-gradient: 16 x 27 over k = 4096) is split over its sum instead, each thread summing a
-block of k into partial sums added after (Zen 4, 2 threads: 1.4-1.5x one thread's
-rate; where blocks of rows were possible they were faster, 64 x 48 over k = 1024 at
-103 GFLOP/s against 90). One static block per thread: on 2 cores that ran at the rate
-of OpenBLAS's own threads (within noise), and smaller blocks handed out dynamically
+when it is wide (each thread then repacks the smaller operand), but by rows where A is
+stored transposed and the sum is short (a weight gradient: measured faster). A single
+product with too few rows and columns for a block of each per thread (a convolution's
+weight gradient: 16 x 27 over k = 4096) is split over its sum instead, each thread
+summing a block of k into partial sums added after (Zen 4, 2 threads: 1.4-1.5x one
+thread's rate; where blocks of rows were possible they were faster, 64 x 48 over k =
+1024 at 103 GFLOP/s against 90). One static block per thread: on 2 cores that ran at the
+rate of OpenBLAS's own threads (within noise), and smaller blocks handed out dynamically
 were 5-15% slower and no faster beside other busy processes.
 """
 from __future__ import annotations
@@ -31,6 +32,13 @@ MAX_BATCH_IMBALANCE = 0.125
 # A single product too small in m and n for blocks of MIN_BLOCK is split over k instead,
 # in blocks of the sum at least this long.
 MIN_SUM_BLOCK = 128
+# With A stored transposed (a weight gradient, x^T @ dy) and a sum this short, blocks of
+# rows beat blocks of columns even where there are more columns. Zen 4, 2 threads, the
+# two splits alternated: Ember's GEMM in float32 over k = 256, 784 x 1024 1.12x,
+# 1024 x 1024 1.15x, 512 x 768 1.21x, 512 x 2048 1.02x; over k = 512 0.99-1.08x; OpenBLAS
+# 1.00-1.07x; float64 1.00-1.04x. Over longer sums neither split wins (k = 1024 and 2048:
+# 0.97-1.07x), and the larger side is split, as for every other product.
+TRANSPOSED_A_ROWS_MAX_K = 512
 
 
 def render_gemm(plan: GemmPlan, a: str, b: str, c: str, ctype: str, threads: int,
@@ -102,7 +110,8 @@ def _split(plan: GemmPlan, count: int, threads: int) -> tuple[str, int]:
     """(what to split: "batch", "m", "n" or "k"; into how many parts)."""
     if threads <= 1 or plan.flops < MIN_PARALLEL_FLOPS:
         return "batch", 1
-    axis, size = ("m", plan.m) if plan.m >= plan.n else ("n", plan.n)
+    axis, size = ("m", plan.m) if plan.m >= plan.n or _rows_of_transposed_a(plan, threads) \
+        else ("n", plan.n)
     within = max(1, min(threads, size // MIN_BLOCK))
     over_sum = min(threads, plan.k // MIN_SUM_BLOCK)
     if count == 1 and within == 1 and over_sum > 1 and plan.dtype.itemsize >= 4:
@@ -112,6 +121,14 @@ def _split(plan: GemmPlan, count: int, threads: int) -> tuple[str, int]:
     if count / busiest * (1 + MAX_BATCH_IMBALANCE) >= within:
         return "batch", by_items
     return axis, within
+
+
+def _rows_of_transposed_a(plan: GemmPlan, threads: int) -> bool:
+    """Whether blocks of rows are the better split though there are more columns: A
+    stored transposed, a short sum, and rows enough for a block per thread (measured
+    with 32- and 64-bit operands only)."""
+    return (plan.a.transposed and plan.k <= TRANSPOSED_A_ROWS_MAX_K
+            and plan.operand_dtype.itemsize >= 4 and plan.m // MIN_BLOCK >= threads)
 
 
 def _trans(matrix: Matrix) -> int:

@@ -26,10 +26,11 @@ def randn(*shape):
     return rng.standard_normal(shape).astype(np.float32)
 
 
-def plan(batch: tuple[int, ...], m: int, n: int, k: int) -> GemmPlan:
+def plan(batch: tuple[int, ...], m: int, n: int, k: int, a_transposed: bool = False,
+         dtype: type = np.float32) -> GemmPlan:
     strides = tuple(1 for _ in batch)
-    return GemmPlan(np.dtype(np.float32), batch, m, n, k,
-                    Matrix(m, k, False, k, 0, strides), Matrix(k, n, False, n, 0, strides))
+    a = Matrix(m, k, True, m, 0, strides) if a_transposed else Matrix(m, k, False, k, 0, strides)
+    return GemmPlan(np.dtype(dtype), batch, m, n, k, a, Matrix(k, n, False, n, 0, strides))
 
 
 @pytest.mark.parametrize("batch, m, n, k, threads, expected", [
@@ -52,6 +53,18 @@ def test_split(batch, m, n, k, threads, expected):
     assert _split(plan(batch, m, n, k), int(np.prod(batch, dtype=np.int64)), threads) == expected
 
 
+@pytest.mark.parametrize("m, n, k, threads, dtype, expected", [
+    (784, 1024, 256, 2, np.float32, ("m", 2)),   # a weight gradient's short sum: rows
+    (512, 2048, 512, 2, np.float64, ("m", 2)),
+    (96, 1024, 256, 3, np.float32, ("m", 3)),    # a block of 32 rows per thread
+    (784, 1024, 1024, 2, np.float32, ("n", 2)),  # a longer sum: the wider side
+    (64, 1024, 256, 3, np.float32, ("n", 3)),    # too few rows for a block per thread
+    (784, 1024, 256, 2, np.float16, ("n", 2)),   # 16-bit operands: not measured
+])
+def test_split_with_a_transposed(m, n, k, threads, dtype, expected):
+    assert _split(plan((), m, n, k, a_transposed=True, dtype=dtype), 1, threads) == expected
+
+
 def _dot(dims):
     return lambda a, b: lax.dot_general(a, b, dims)
 
@@ -59,6 +72,7 @@ def _dot(dims):
 @pytest.mark.parametrize("lhs_shape, rhs_shape, dims", [
     ((200, 96), (96, 112), (((1,), (0,)), ((), ()))),           # rows
     ((96, 200), (96, 112), (((0,), (0,)), ((), ()))),           # rows, transposed lhs
+    ((64, 100), (64, 250), (((0,), (0,)), ((), ()))),           # rows of a wide one, too
     ((100, 96), (250, 96), (((1,), (1,)), ((), ()))),           # columns, transposed rhs
     ((96, 100), (250, 96), (((0,), (1,)), ((), ()))),           # columns, both transposed
     ((7, 64, 64), (7, 64, 48), (((2,), (1,)), ((0,), (0,)))),   # by items (3, 2, 2)
