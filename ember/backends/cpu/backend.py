@@ -43,13 +43,6 @@ from ember.runtime.compile_cache import default_cache
 # rounding instead of two, as XLA does): ~20% off compute-bound kernels (ISO C mode
 # would otherwise keep them apart).
 _EXTRA_FLAGS = ("-fwrapv", "-ffp-contract=fast")
-# GCC's -O3 unrolls a loop of constant trip count completely up to 200 instructions: the
-# generated code's nests of small constant loops (a convolution's gathers, batch norm's
-# gradients) then took a quarter more compile time, for no speed measured. ResNet-18's
-# train step, its four C units: 2.96 -> 2.18 s of gcc, its first call about 0.4 s
-# sooner; that step, the GPT block's, the CNN's, the MLP's and the bench's gelu, softmax,
-# layernorm and transformer block ran as fast, A/B in one process (Zen 4, GCC 12).
-_GCC_FLAGS = ("--param", "max-completely-peeled-insns=50")
 
 
 class CpuBackend(Backend):
@@ -206,14 +199,13 @@ def _settings(flags: dict[str, Any]) -> list[str]:
 
 
 def extra_flags() -> tuple[str, ...]:
-    """Flags beyond the toolchain's: wrapping integers; with GCC, less complete unrolling
-    (``_GCC_FLAGS``); full-width AVX-512 vectors where the CPU has them (GCC prefers
-    256-bit by default, which halves the throughput of the compute-bound fused loops)."""
+    """Flags beyond the toolchain's: wrapping integers; full-width AVX-512 vectors where
+    the CPU has them (GCC prefers 256-bit by default, which halves the throughput of
+    the compute-bound fused loops)."""
     toolchain_info = toolchain.find_toolchain()
-    flags = (*_EXTRA_FLAGS, *(_GCC_FLAGS if toolchain_info.is_gcc else ()))
     if toolchain_info.target_isa.startswith("x86_64") and "avx512f" in toolchain.cpu_flags():
-        return (*flags, "-mprefer-vector-width=512")
-    return flags
+        return (*_EXTRA_FLAGS, "-mprefer-vector-width=512")
+    return _EXTRA_FLAGS
 
 
 def num_threads() -> int:

@@ -57,13 +57,6 @@ class Toolchain:
     openmp: bool
     base_flags: tuple[str, ...]
 
-    @property
-    def is_gcc(self) -> bool:
-        """Whether the compiler is GCC (by the first line of its ``--version``: clang's
-        and Intel's name themselves; GCC's names the driver, ``cc`` or ``gcc``)."""
-        version = self.version.lower()
-        return not any(name in version for name in ("clang", "intel", "oneapi"))
-
 
 @dataclass(frozen=True)
 class BlasInfo:

@@ -3,7 +3,6 @@ ctypes, compiler errors, BLAS linking."""
 from __future__ import annotations
 
 import ctypes
-import dataclasses
 import hashlib
 import json
 import os
@@ -55,31 +54,6 @@ def test_toolchain_description():
     assert "-ffast-math" not in found.base_flags
     assert ("-fopenmp" in found.base_flags) == found.openmp
     assert toolchain.find_toolchain() is found  # probed once
-
-
-@pytest.mark.parametrize("version, gcc", [
-    ("cc (Debian 12.2.0-14+deb12u1) 12.2.0", True),
-    ("gcc (GCC) 13.2.1 20231205 (Red Hat 13.2.1-6)", True),
-    ("Debian clang version 14.0.6", False),
-    ("Apple clang version 15.0.0 (clang-1500.1.0.2.5)", False),
-    ("Intel(R) oneAPI DPC++/C++ Compiler 2024.0.0 (2024.0.0.20231017)", False),
-])
-def test_gcc_is_told_from_the_version_line(version, gcc):
-    found = dataclasses.replace(toolchain.find_toolchain(), version=version)
-    assert found.is_gcc == gcc
-
-
-def test_generated_code_limits_gccs_complete_unrolling(monkeypatch):
-    """(GCC only: the parameter is GCC's; the kernels' flags, not the libraries')"""
-    from ember.backends.cpu import backend
-
-    found = toolchain.find_toolchain()
-    for version, expected in (("gcc (GCC) 13.2.1", True), ("clang version 17.0.1", False)):
-        monkeypatch.setattr(toolchain, "find_toolchain",
-                            lambda version=version: dataclasses.replace(found, version=version))
-        flags = backend.extra_flags()
-        assert ("max-completely-peeled-insns=50" in flags) == expected
-        assert flags[:2] == ("-fwrapv", "-ffp-contract=fast")
 
 
 def test_flags_follow_sanitize_and_cflags():
