@@ -37,8 +37,11 @@ MIN_SUM_BLOCK = 128
 # two splits alternated: Ember's GEMM in float32 over k = 256, 784 x 1024 1.12x,
 # 1024 x 1024 1.15x, 512 x 768 1.21x, 512 x 2048 1.02x; over k = 512 0.99-1.08x; OpenBLAS
 # 1.00-1.07x; float64 1.00-1.04x. Over longer sums neither split wins (k = 1024 and 2048:
-# 0.97-1.07x), and the larger side is split, as for every other product.
+# 0.97-1.07x), and the larger side is split, as for every other product. Nor with fewer
+# rows than TRANSPOSED_A_MIN_ROWS a thread (the GPT block's 64 x 256 over k = 256: 0.96x;
+# 128 x 4608 over k = 8: 0.99x, where 512 x 4608 ran 1.09x and 512 x 2304 1.19x).
 TRANSPOSED_A_ROWS_MAX_K = 512
+TRANSPOSED_A_MIN_ROWS = 128
 
 
 def render_gemm(plan: GemmPlan, a: str, b: str, c: str, ctype: str, threads: int,
@@ -125,10 +128,11 @@ def _split(plan: GemmPlan, count: int, threads: int) -> tuple[str, int]:
 
 def _rows_of_transposed_a(plan: GemmPlan, threads: int) -> bool:
     """Whether blocks of rows are the better split though there are more columns: A
-    stored transposed, a short sum, and rows enough for a block per thread (measured
-    with 32- and 64-bit operands only)."""
+    stored transposed, a short sum, and rows enough for a large block per thread
+    (measured with 32- and 64-bit operands only)."""
     return (plan.a.transposed and plan.k <= TRANSPOSED_A_ROWS_MAX_K
-            and plan.operand_dtype.itemsize >= 4 and plan.m // MIN_BLOCK >= threads)
+            and plan.operand_dtype.itemsize >= 4
+            and plan.m >= threads * TRANSPOSED_A_MIN_ROWS)
 
 
 def _trans(matrix: Matrix) -> int:

@@ -56,9 +56,11 @@ def test_split(batch, m, n, k, threads, expected):
 @pytest.mark.parametrize("m, n, k, threads, dtype, expected", [
     (784, 1024, 256, 2, np.float32, ("m", 2)),   # a weight gradient's short sum: rows
     (512, 2048, 512, 2, np.float64, ("m", 2)),
-    (96, 1024, 256, 3, np.float32, ("m", 3)),    # a block of 32 rows per thread
+    (384, 1024, 256, 3, np.float32, ("m", 3)),   # 128 rows per thread
+    (512, 4608, 8, 2, np.float32, ("m", 2)),     # (a ResNet's convolution)
     (784, 1024, 1024, 2, np.float32, ("n", 2)),  # a longer sum: the wider side
-    (64, 1024, 256, 3, np.float32, ("n", 3)),    # too few rows for a block per thread
+    (64, 256, 256, 2, np.float32, ("n", 2)),     # too few rows for a large block each
+    (300, 1024, 256, 3, np.float32, ("n", 3)),
     (784, 1024, 256, 2, np.float16, ("n", 2)),   # 16-bit operands: not measured
 ])
 def test_split_with_a_transposed(m, n, k, threads, dtype, expected):
@@ -72,7 +74,7 @@ def _dot(dims):
 @pytest.mark.parametrize("lhs_shape, rhs_shape, dims", [
     ((200, 96), (96, 112), (((1,), (0,)), ((), ()))),           # rows
     ((96, 200), (96, 112), (((0,), (0,)), ((), ()))),           # rows, transposed lhs
-    ((64, 100), (64, 250), (((0,), (0,)), ((), ()))),           # rows of a wide one, too
+    ((64, 400), (64, 500), (((0,), (0,)), ((), ()))),           # rows of a wide one, too
     ((100, 96), (250, 96), (((1,), (1,)), ((), ()))),           # columns, transposed rhs
     ((96, 100), (250, 96), (((0,), (1,)), ((), ()))),           # columns, both transposed
     ((7, 64, 64), (7, 64, 48), (((2,), (1,)), ((0,), (0,)))),   # by items (3, 2, 2)
