@@ -7,14 +7,15 @@ the reverse) cost more than either saves, most of all when cores are shared. A b
 split by items when that keeps the threads about equally busy; otherwise (one product,
 or a few: 3 items on 2 threads) every product is split by blocks of rows, or of columns
 when it is wide (each thread then repacks the smaller operand), but by rows where A is
-stored transposed and the sum is short (a weight gradient: measured faster). A single
-product with too few rows and columns for a block of each per thread (a convolution's
-weight gradient: 16 x 27 over k = 4096) is split over its sum instead, each thread
-summing a block of k into partial sums added after (Zen 4, 2 threads: 1.4-1.5x one
-thread's rate; where blocks of rows were possible they were faster, 64 x 48 over k =
-1024 at 103 GFLOP/s against 90). One static block per thread: on 2 cores that ran at the
-rate of OpenBLAS's own threads (within noise), and smaller blocks handed out dynamically
-were 5-15% slower and no faster beside other busy processes.
+stored transposed, the sum is short and there are rows enough (a weight gradient:
+measured faster). A single product with too few rows and columns for a block of each per
+thread (a convolution's weight gradient: 16 x 27 over k = 4096) is split over its sum
+instead, each thread summing a block of k into partial sums added after (Zen 4, 2
+threads: 1.4-1.5x one thread's rate; where blocks of rows were possible they were
+faster, 64 x 48 over k = 1024 at 103 GFLOP/s against 90). One static block per thread:
+on 2 cores that ran at the rate of OpenBLAS's own threads (within noise), and smaller
+blocks handed out dynamically were 5-15% slower and no faster beside other busy
+processes.
 """
 from __future__ import annotations
 
@@ -113,8 +114,8 @@ def _split(plan: GemmPlan, count: int, threads: int) -> tuple[str, int]:
     """(what to split: "batch", "m", "n" or "k"; into how many parts)."""
     if threads <= 1 or plan.flops < MIN_PARALLEL_FLOPS:
         return "batch", 1
-    axis, size = ("m", plan.m) if plan.m >= plan.n or _rows_of_transposed_a(plan, threads) \
-        else ("n", plan.n)
+    by_rows = plan.m >= plan.n or _rows_of_transposed_a(plan, threads)
+    axis, size = ("m", plan.m) if by_rows else ("n", plan.n)
     within = max(1, min(threads, size // MIN_BLOCK))
     over_sum = min(threads, plan.k // MIN_SUM_BLOCK)
     if count == 1 and within == 1 and over_sum > 1 and plan.dtype.itemsize >= 4:
