@@ -4,10 +4,14 @@ emitted by ``ember.codegen.lower``).
 
 A start read from an index operand becomes an int64 node (unsigned values saturate
 first: huge ones are out of bounds anyway), clamped into range; the clamped starts,
-times the strides of their axes, sum to the ``offset`` node of a ``Load`` or ``Store``
-(a start that is a constant folds into the affine index instead). Out-of-bounds
-checks ('fill' gathers, dropping scatters) test the unclamped starts. The builder ``b``
-is lowering's node builder (``value``, ``op``, ``const``, ``load``, ``index_value``).
+times the strides of their axes, sum to the ``offset`` node of a ``Load`` or ``Store``.
+A start that is a constant folds into the affine index instead, and so does, where a
+gather or dynamic slice reads, a start computed from iotas as an affine form of the
+loop variables that stays in range (im2col's patch positions): the read is then a
+plain strided one, with no clamp per element to compute (or for the C compiler to
+optimize). Out-of-bounds checks ('fill' gathers, dropping scatters) test the
+unclamped starts. The builder ``b`` is lowering's node builder (``value``, ``op``,
+``const``, ``load``, ``index_value``).
 """
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ import numpy as np
 from ember.codegen import access, gather, indexing as ix
 from ember.codegen.gather import Start
 from ember.codegen.indexing import Affine, Index
-from ember.codegen.kernel_ir import Accumulator, Const, Node, RunningValue
+from ember.codegen.kernel_ir import Accumulator, Const, IndexValue, Node, Op, RunningValue
 from ember.ir.graph import Eqn, Var
 from ember.ops.indexing import default_fill_value
 from ember.ops.reductions import accumulator_dtype
@@ -32,16 +36,95 @@ COMBINE = {"sum": "add", "prod": "mul", "max": "max", "min": "min"}
 @dataclass
 class _StartValue:
     start: Start
-    raw: Node  # the index operand's value, as int64
-    clamped: Node
+    raw: Node | None  # the index operand's value, as int64 (None: ``affine``)
+    clamped: Node | None
+    affine: Affine | None = None  # the start as a form of the loops, always in range
 
 
-def _starts(b, eqn: Eqn, starts: tuple[Start, ...]) -> list[_StartValue]:
+def _starts(b, eqn: Eqn, starts: tuple[Start, ...],
+            fold_affine: bool = False) -> list[_StartValue]:
+    """The starts' values; with ``fold_affine``, as affine forms where they are ones."""
     found = []
     for start in starts:
-        raw = _as_int64(b, b.value(eqn.inputs[start.operand], start.index))
+        value = b.value(eqn.inputs[start.operand], start.index)
+        form = _affine_value(value) if fold_affine else None
+        if form is not None and _within(form, 0, start.upper):
+            found.append(_StartValue(start, None, None, form))
+            continue
+        raw = _as_int64(b, value)
         found.append(_StartValue(start, raw, _clamp(b, raw, start.upper)))
     return found
+
+
+def _within(form: Affine, lo: int, hi: int) -> bool:
+    low, high = ix.bounds(form)
+    return lo <= low and high <= hi
+
+
+def _affine_value(node: Node, seen: dict | None = None) -> Affine | None:
+    """``node`` as an affine form of the loop variables, where it is one: iotas combined
+    by integer add, sub, neg, multiplication by a constant, conversions, and selections
+    whose choice is the same everywhere (NumPy's wrapping of negative indices, where
+    none is negative); no step may leave its dtype's range (so no wrap-around is folded
+    away). ``seen``: forms found so far (the nodes are a DAG)."""
+    seen = {} if seen is None else seen
+    if node.id not in seen:
+        seen[node.id] = _affine_of(node, seen)
+    return seen[node.id]
+
+
+def _affine_of(node: Node, seen: dict) -> Affine | None:
+    if not np.issubdtype(node.dtype, np.integer):
+        return None
+    if isinstance(node, Const):
+        form = ix.const(int(node.value))
+    elif isinstance(node, IndexValue):
+        form = node.index
+    elif isinstance(node, Op):
+        form = _affine_op(node, seen)
+    else:
+        return None
+    info = np.iinfo(node.dtype)
+    return form if form is not None and _within(form, int(info.min), int(info.max)) else None
+
+
+def _affine_op(node: Op, seen: dict) -> Affine | None:
+    if node.op == "select_n" and len(node.args) == 3:
+        chosen = _known_truth(node.args[0], seen)
+        return None if chosen is None else _affine_value(node.args[1 + chosen], seen)
+    forms = [_affine_value(arg, seen) for arg in node.args]
+    if any(form is None for form in forms):
+        return None
+    if node.op == "convert_element_type":
+        return forms[0]
+    if node.op == "add":
+        return ix.add(*forms)
+    if node.op == "sub":
+        return ix.add(forms[0], ix.scale(forms[1], -1))
+    if node.op == "neg":
+        return ix.scale(forms[0], -1)
+    if node.op == "mul":
+        constant = [f for f in forms if not f.terms]
+        if constant:
+            other = forms[1] if constant[0] is forms[0] else forms[0]
+            return ix.scale(other, constant[0].const)
+    return None
+
+
+# comparison of x and y -> (always, never) from the bounds of x - y
+_COMPARE = {"lt": lambda lo, hi: (hi < 0, lo >= 0), "le": lambda lo, hi: (hi <= 0, lo > 0),
+            "gt": lambda lo, hi: (lo > 0, hi <= 0), "ge": lambda lo, hi: (lo >= 0, hi < 0)}
+
+
+def _known_truth(node: Node, seen: dict) -> bool | None:
+    """The value of a comparison of affine forms where it is the same everywhere."""
+    if not (isinstance(node, Op) and node.op in _COMPARE):
+        return None
+    forms = [_affine_value(arg, seen) for arg in node.args]
+    if any(form is None for form in forms):
+        return None
+    always, never = _COMPARE[node.op](*ix.bounds(ix.add(forms[0], ix.scale(forms[1], -1))))
+    return True if always else False if never else None
 
 
 def _as_int64(b, node: Node) -> Node:
@@ -79,7 +162,9 @@ def _place(b, shape: tuple[int, ...], affine: Index,
     terms = []
     for value in starts:
         axis = value.start.axis
-        if isinstance(value.clamped, Const):
+        if value.affine is not None:
+            forms[axis] = ix.add(forms[axis], value.affine)
+        elif isinstance(value.clamped, Const):
             forms[axis] = ix.add(forms[axis], ix.const(value.clamped.value))
         else:
             terms.append((value.clamped, strides[axis]))
@@ -91,6 +176,8 @@ def _in_bounds(b, starts: list[_StartValue]) -> Node | None:
     conds = []
     for value in starts:
         raw, upper = value.raw, value.start.upper
+        if value.affine is not None:  # (in range by construction)
+            continue
         if isinstance(raw, Const):
             if not 0 <= raw.value <= upper:
                 conds.append(b.const(False, BOOL))
@@ -113,7 +200,7 @@ def _read(b, atom, index: Index, offset: Node | None, prim: str, guard: Node | N
 def gather_value(b, eqn: Eqn, index: Index) -> Node:
     operand = eqn.inputs[0]
     positions = gather.indexed_positions(eqn, index)
-    starts = _starts(b, eqn, positions.starts)
+    starts = _starts(b, eqn, positions.starts, fold_affine=True)
     where, offset = _place(b, operand.aval.shape, positions.affine, starts)
     axis = gather.positional(operand, b.group.producer)
     if axis is None:
@@ -136,7 +223,7 @@ def _position(b, axis: int, where: Index, offset: Node | None, starts: list[_Sta
     else:
         form = where[axis]
         extra = next((v.clamped for v in starts if v.start.axis == axis
-                      and not isinstance(v.clamped, Const)), None)
+                      and v.affine is None and not isinstance(v.clamped, Const)), None)
     value = b.index_value(form, INT64)
     if extra is not None:
         value = b.op("add", (value, extra), INT64)
@@ -154,7 +241,7 @@ def _fill_value(eqn: Eqn):
 
 def dynamic_slice_value(b, eqn: Eqn, index: Index) -> Node:
     operand = eqn.inputs[0]
-    starts = _starts(b, eqn, gather.slice_starts(eqn))
+    starts = _starts(b, eqn, gather.slice_starts(eqn), fold_affine=True)
     where, offset = _place(b, operand.aval.shape, index, starts)
     return _read(b, operand, where, offset, "dynamic_slice")
 
