@@ -41,6 +41,10 @@ MIN_PARALLEL_WORK = 1 << 18  # elements (times phases): below, waking a second t
 # An element of a kernel with an expensive op (erf, exp, tanh: ``access.is_expensive``)
 # counts as 1 + this many per such op: GELU's erf over 65536 elements took 85 µs alone.
 EXPENSIVE_OP_WORK = 4
+# A shorter innermost loop is left to the C compiler's own choice: `omp simd` on the 3
+# taps of an im2col patch kernel made it 3-5x slower than scalar code (the patches of
+# a 16x16x8x8 convolution by 3x3: 297 against 65 µs).
+MIN_VECTOR_EXTENT = 8
 
 @dataclass
 class LoopGroup:
@@ -671,7 +675,7 @@ class _Emitter:
         loop = Loop(syms[0], scope.stmts, parallel=parallel, accumulators=list(accs),
                     sequential=ordered)
         if len(syms) == 1 and not ordered:
-            loop.vector = self._vectorizable(loop)
+            loop.vector = syms[0].extent >= MIN_VECTOR_EXTENT and self._vectorizable(loop)
         return [loop]
 
     def _vectorizable(self, loop: Loop) -> bool:

@@ -1,12 +1,14 @@
 """Which loop of an elementwise kernel runs innermost: the store's contiguous axis,
 unless the kernel computes an expensive function of an array it reads transposed;
-then the axis its reads walk contiguously, so that the function runs in SIMD lanes."""
+then the axis its reads walk contiguously, so that the function runs in SIMD lanes.
+And which innermost loops are marked for SIMD at all."""
 from __future__ import annotations
 
 import numpy as np
 
 import ember
 import ember.numpy as jnp
+from ember import lax
 from ember.backends.cpu.backend import cpu_policy
 from ember.codegen import indexing as ix
 from ember.codegen.c import CRenderer
@@ -21,11 +23,15 @@ x = rng.standard_normal((4, 48, 40)).astype(np.float32)
 y = rng.standard_normal((4, 40, 48)).astype(np.float32)
 
 
-def only_kernel(fun, *args):
+def kernels_of(fun, *args):
     graph = absorb_into_contractions(run_pipeline(ember.jit(fun).lower(*args).graph, "cpu"),
                                      POLICY)
-    (kernel,) = [step.kernel for step in lower_schedule(schedule_groups(graph, POLICY),
-                                                         threads=2) if step.kernel is not None]
+    return [step.kernel for step in lower_schedule(schedule_groups(graph, POLICY), threads=2)
+            if step.kernel is not None]
+
+
+def only_kernel(fun, *args):
+    (kernel,) = kernels_of(fun, *args)
     return kernel
 
 
@@ -69,3 +75,14 @@ def test_reads_in_both_orders_keep_the_stores_order():
     loads, stores = steps(kernel, innermost(kernel))
     assert sorted(loads) == [1, 40] and stores == [1]
     check(fun, x, y)
+
+
+def test_a_short_innermost_loop_is_left_to_the_c_compiler():
+    """im2col's patch kernel walks the 3 taps of a row innermost: not marked for SIMD."""
+    images = rng.standard_normal((2, 4, 8, 8)).astype(np.float32)
+    weights = rng.standard_normal((5, 4, 3, 3)).astype(np.float32)
+    conv = lambda x, w: lax.conv_general_dilated(x, w, (1, 1), ((1, 1), (1, 1)))
+    (patches,) = [k for k in kernels_of(conv, images, weights) if "gather" in k.ops]
+    loop = innermost(patches)
+    assert loop.sym.extent == 3 and not loop.vector
+    check(conv, images, weights)
