@@ -27,6 +27,18 @@ def _parse_optional_str(text: str) -> str | None:
     return text or None
 
 
+DEFAULT_DUMP_DIR = "ember_dump"  # (in the working directory, as TORCH_COMPILE_DEBUG=1's)
+
+
+def _parse_dump_dir(text: str) -> str | None:
+    """A directory, or a switch (people write ``EMBER_DUMP=1``): on means
+    ``DEFAULT_DUMP_DIR``, off no dumps."""
+    switch = text.strip().lower()
+    if switch in ("", "0", "false", "no", "off"):
+        return None
+    return DEFAULT_DUMP_DIR if switch in ("1", "true", "yes", "on") else text
+
+
 def _parse_optional_int(text: str) -> int | None:
     return int(text) if text.strip() else None
 
@@ -63,9 +75,10 @@ FLAGS: dict[str, Flag] = {
     for flag in [
         Flag("backend", None, _parse_optional_str,
              "Default backend: 'cpu', 'reference', 'cuda' or 'opencl'. None picks the best present."),
-        Flag("dump_dir", None, _parse_optional_str,
+        Flag("dump_dir", None, _parse_dump_dir,
              "Directory that receives every compiler stage of every program: graphs, schedule, "
-             "kernel IR, source, build command (EMBER_DUMP, or EMBER_DUMP_DIR).",
+             "kernel IR, source, build command (EMBER_DUMP, or EMBER_DUMP_DIR; 1 means "
+             f"./{DEFAULT_DUMP_DIR}, 0 none).",
              env_alias="EMBER_DUMP"),
         Flag("cache_dir", None, _parse_optional_str,
              "Directory of the persistent compile cache (default: the user's cache directory)."),

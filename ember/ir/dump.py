@@ -2,6 +2,8 @@
 
     dir/<NNNN>-<program>.<backend>/<NNNN>-<stage>.<ext>
 
+(``EMBER_DUMP=1`` dumps into ``./ember_dump`` and says so once.)
+
 Programs are numbered in the order this process compiles them; a program's files in
 the order its stages ran (graph passes first: ``0000-input.txt``, ``0001-after-<pass>``,
 then the schedule, the kernel IR, the source and the build command).
@@ -10,9 +12,10 @@ from __future__ import annotations
 
 import itertools
 import re
+import sys
 from pathlib import Path
 
-from ember.config import config
+from ember.config import DEFAULT_DUMP_DIR, config
 from ember.ir.graph import Graph
 
 _program_numbers = itertools.count(1)
@@ -32,7 +35,11 @@ class Dump:
         if not config.dump_dir:
             return None
         name = program_name or _guess_name(graph)
-        folder = Path(config.dump_dir) / f"{next(_program_numbers):04d}-{name}.{backend_name}"
+        number = next(_program_numbers)
+        if config.dump_dir == DEFAULT_DUMP_DIR and number == 1:  # (EMBER_DUMP=1: say where)
+            print(f"ember: compiler dumps go to {Path(DEFAULT_DUMP_DIR).resolve()}",
+                  file=sys.stderr)
+        folder = Path(config.dump_dir) / f"{number:04d}-{name}.{backend_name}"
         folder.mkdir(parents=True, exist_ok=True)
         return cls(folder)
 

@@ -1,8 +1,12 @@
+import itertools
+
 import numpy as np
 import pytest
 
 import ember
 import ember.lax as lax
+from ember.config import DEFAULT_DUMP_DIR, Config
+from ember.ir import dump
 from ember.ir.graph import Graph
 from ember.ir.parser import parse_graph
 from ember.ir.verifier import VerificationError
@@ -96,3 +100,22 @@ def test_jit_on_reference_uses_the_pipeline(monkeypatch):
     jitted = ember.jit(lambda x: lax.sin(x), backend="reference")
     np.testing.assert_allclose(np.asarray(jitted(np.ones(2, np.float32))), np.sin(1.0), rtol=1e-6)
     assert seen == ["reference"]
+
+
+def test_ember_dump_is_a_folder_or_a_switch(monkeypatch):
+    for value, expected in [("1", "ember_dump"), ("true", "ember_dump"), ("0", None),
+                            ("off", None), ("", None), ("dumps/here", "dumps/here")]:
+        monkeypatch.setenv("EMBER_DUMP", value)
+        assert Config().dump_dir == expected, value
+
+
+def test_the_switch_dumps_into_the_working_directory_and_says_where(tmp_path, monkeypatch,
+                                                                   capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(dump, "_program_numbers", itertools.count(1))
+    with ember.config.override(dump_dir=DEFAULT_DUMP_DIR):
+        run_pipeline(_graph(), "reference")
+        run_pipeline(_graph(), "reference")
+    said = capsys.readouterr().err
+    assert said.count("compiler dumps go to") == 1 and str(tmp_path / "ember_dump") in said
+    assert len(list((tmp_path / "ember_dump").iterdir())) == 2
