@@ -37,14 +37,34 @@ def identity(x: Any) -> Any:
     return ensure_array(x)
 
 
+@custom_jvp
 def relu(x: Any) -> Any:
-    """``max(x, 0)``."""
+    """``max(x, 0)``; its derivative at 0 is 0, as JAX's (``maximum``'s is 1/2 there)."""
     return enp.maximum(x, 0)
 
 
+@relu.defjvp
+def _relu_jvp(primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+    """In terms of the output (positive exactly where ``x`` is): the backward pass then
+    reads the activations, which the next layer reads anyway, and the forward keeps no
+    pre-activations for it."""
+    (x,), (x_dot,) = primals, tangents
+    y = relu(x)
+    return y, enp.where(enp.greater(y, 0), x_dot, enp.zeros_like(x_dot))
+
+
+@custom_jvp
 def relu6(x: Any) -> Any:
-    """``min(max(x, 0), 6)``."""
+    """``min(max(x, 0), 6)``; its derivative at 0 and 6 is 0, as JAX's."""
     return enp.minimum(enp.maximum(x, 0), 6)
+
+
+@relu6.defjvp
+def _relu6_jvp(primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+    (x,), (x_dot,) = primals, tangents
+    y = relu6(x)
+    inside = enp.logical_and(enp.greater(y, 0), enp.less(y, 6))
+    return y, enp.where(inside, x_dot, enp.zeros_like(x_dot))
 
 
 def sigmoid(x: Any) -> Any:

@@ -170,6 +170,18 @@ def test_gradients_are_stable():
                                rtol=1e-6)
 
 
+def test_relu_and_relu6_derivatives_are_zero_at_their_kinks_as_jax():
+    """JAX defines them so (maximum's derivative at a tie is 1/2); NaN gives 0 too."""
+    x = np.array([-2.0, -0.0, 0.0, 0.5, 5.5, 6.0, 7.0, np.nan], np.float32)
+    relu = np.asarray(ember.vmap(ember.grad(nn.relu))(x))
+    relu6 = np.asarray(ember.jit(ember.vmap(ember.grad(nn.relu6)))(x))
+    np.testing.assert_array_equal(relu, [0, 0, 0, 1, 1, 1, 1, 0])
+    np.testing.assert_array_equal(relu6, [0, 0, 0, 1, 1, 0, 0, 0])
+    tangent = ember.jvp(nn.relu, (x,), (np.full_like(x, 3.0),))[1]
+    np.testing.assert_array_equal(np.asarray(tangent), 3.0 * relu)
+    np.testing.assert_array_equal(np.asarray(nn.relu(np.arange(-2, 3))), [0, 0, 0, 1, 2])
+
+
 def test_activations_under_jit_match_eager():
     def f(x):
         return nn.gelu(x), nn.softmax(x, axis=0), nn.logsumexp(x, 1), nn.selu(x), nn.one_hot(

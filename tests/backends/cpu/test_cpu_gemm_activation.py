@@ -131,22 +131,36 @@ def test_mlp_forward_is_one_call_per_layer(blas):
     assert_matches_reference(_mlp, params, x, tolerance=TOLERANCE[np.float32])
 
 
+def _kept_products(step, *args) -> list[str]:
+    """The library calls of ``step`` that write their product beside the activation (E)."""
+    calls = [k.source.strip().splitlines()[-1] for k in compiled(step, *args).kernels
+             if k.kind == "library" and "_epilogue" not in k.source]
+    return [call for call in calls if not call.endswith(", 0);")]  # (an E pointer)
+
+
 def test_mlp_gradients_match_the_reference(blas):
-    """In a training step the backward needs the relu layer's product too: the call
-    writes it and the activation beside it (E). (The GELU layer's backward needs the
-    values inside GELU as well: that epilogue stays a kernel.)"""
+    """nn.relu's derivative is written in terms of its output (as JAX's, 0 at 0): the
+    backward reads the activations, so its call keeps no product. jnp.maximum(z, 0)'s
+    derivative is 1/2 where z is 0: its backward needs the product, and the call writes
+    it and the activation beside it (E). (The GELU layer's backward needs the values
+    inside GELU as well: that epilogue stays a kernel.)"""
     params, x = _mlp_params(), RNG.standard_normal((200, 64)).astype(np.float32)
     y = RNG.standard_normal((200, 10)).astype(np.float32)
 
     def loss(params, x, y):
         return jnp.mean((_mlp(params, x) - y) ** 2)
 
-    step = ember.value_and_grad(loss)
-    assert_matches_reference(step, params, x, y, tolerance=TOLERANCE[np.float32])
-    calls = [k.source.strip().splitlines()[-1] for k in compiled(step, params, x, y).kernels
-             if k.kind == "library" and "_epilogue" not in k.source]
-    kept = [call for call in calls if not call.endswith(", 0);")]  # (an E pointer)
-    assert ACTIVATIONS["relu"] in [_activation_code(call) for call in kept], calls
+    def loss_with_maximum(params, x, y):
+        h = jnp.maximum(x @ params["w1"] + params["b1"], 0.0)
+        h = nn.gelu(h @ params["w2"] + params["b2"])
+        return jnp.mean((h @ params["w3"] + params["b3"] - y) ** 2)
+
+    for fun in (loss, loss_with_maximum):
+        step = ember.value_and_grad(fun)
+        assert_matches_reference(step, params, x, y, tolerance=TOLERANCE[np.float32])
+    relu_calls = lambda fun: [call for call in _kept_products(  # noqa: E731
+        ember.value_and_grad(fun), params, x, y) if _activation_code(call) == ACTIVATIONS["relu"]]
+    assert not relu_calls(loss) and relu_calls(loss_with_maximum)
 
 
 @pytest.mark.parametrize("activation", sorted(ACTIVATION_FUNCTIONS))
