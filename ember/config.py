@@ -14,11 +14,15 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
 
+_ON_WORDS = ("1", "true", "yes", "on")
+_OFF_WORDS = ("0", "false", "no", "off", "")
+
+
 def _parse_bool(text: str) -> bool:
     lowered = text.strip().lower()
-    if lowered in ("1", "true", "yes", "on"):
+    if lowered in _ON_WORDS:
         return True
-    if lowered in ("0", "false", "no", "off", ""):
+    if lowered in _OFF_WORDS:
         return False
     raise ValueError(f"expected a boolean (1/0, true/false), got {text!r}")
 
@@ -34,9 +38,9 @@ def _parse_dump_dir(text: str) -> str | None:
     """A directory, or a switch (people write ``EMBER_DUMP=1``): on means
     ``DEFAULT_DUMP_DIR``, off no dumps."""
     switch = text.strip().lower()
-    if switch in ("", "0", "false", "no", "off"):
+    if switch in _OFF_WORDS:
         return None
-    return DEFAULT_DUMP_DIR if switch in ("1", "true", "yes", "on") else text
+    return DEFAULT_DUMP_DIR if switch in _ON_WORDS else text
 
 
 def _parse_optional_int(text: str) -> int | None:

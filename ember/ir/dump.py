@@ -10,6 +10,7 @@ then the schedule, the kernel IR, the source and the build command).
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 import sys
@@ -35,11 +36,9 @@ class Dump:
         if not config.dump_dir:
             return None
         name = program_name or _guess_name(graph)
-        number = next(_program_numbers)
-        if config.dump_dir == DEFAULT_DUMP_DIR and number == 1:  # (EMBER_DUMP=1: say where)
-            print(f"ember: compiler dumps go to {Path(DEFAULT_DUMP_DIR).resolve()}",
-                  file=sys.stderr)
-        folder = Path(config.dump_dir) / f"{number:04d}-{name}.{backend_name}"
+        if config.dump_dir == DEFAULT_DUMP_DIR:  # (EMBER_DUMP=1: say where)
+            _say_where(Path(DEFAULT_DUMP_DIR).resolve())
+        folder = Path(config.dump_dir) / f"{next(_program_numbers):04d}-{name}.{backend_name}"
         folder.mkdir(parents=True, exist_ok=True)
         return cls(folder)
 
@@ -48,6 +47,12 @@ class Dump:
         path = self.folder / f"{next(self._files):04d}-{file}"
         path.write_text(text if text.endswith("\n") else text + "\n")
         return path
+
+
+@functools.cache
+def _say_where(folder: Path) -> None:
+    """Once per folder, wherever the first program dumped into it came in the process."""
+    print(f"ember: compiler dumps go to {folder}", file=sys.stderr)
 
 
 def _guess_name(graph: Graph) -> str:
