@@ -103,20 +103,27 @@ EMBER_INLINE float ember_expf(float x)
     return x != x ? x + x : y;
 }
 
-/* expm1(x) = 2^k (expm1(r) + 1) - 1 with a polynomial for expm1(r) that is accurate near 0.
+/* expm1(r) for r = x - k ln2, |r| <= ln2/2 (k = round(x / ln2)), by a polynomial that is
+ * accurate near 0. */
+EMBER_INLINE float ember__expm1_reduced(float x, float k)
+{
+    float r = (x - k * EMBER__LN2_HI) - k * EMBER__LN2_LO;
+    float p = 1.98241149e-4f;               /* minimax, relative error 4e-10 */
+    p = p * r + 1.39332714e-3f;
+    p = p * r + 8.33341945e-3f;
+    p = p * r + 4.16664816e-2f;
+    p = p * r + 1.66666657e-1f;
+    return r + (r * r) * (0.5f + r * p);
+}
+
+/* expm1(x) = 2^k (expm1(r) + 1) - 1.
  * When k = 128 the scale 2^k is not a float: use 2^127 and double the result. */
 EMBER_INLINE float ember_expm1f(float x)
 {
     float xc = x > -20.0f ? x : -20.0f;     /* expm1(-20) rounds to -1; NaN -> -20 */
     xc = xc < 89.0f ? xc : 89.0f;
     float k = ember__roundf_small(xc * EMBER__LOG2EF);
-    float r = (xc - k * EMBER__LN2_HI) - k * EMBER__LN2_LO;
-    float p = 1.98241149e-4f;               /* minimax, relative error 4e-10 */
-    p = p * r + 1.39332714e-3f;
-    p = p * r + 8.33341945e-3f;
-    p = p * r + 4.16664816e-2f;
-    p = p * r + 1.66666657e-1f;
-    float q = r + (r * r) * (0.5f + r * p); /* expm1(r) */
+    float q = ember__expm1_reduced(xc, k);
     int32_t ki = (int32_t)k;                /* in [-29, 128] */
     int32_t top = ki > 127;
     float s = ember__exp2i(ki - top);
@@ -199,12 +206,19 @@ EMBER_INLINE float ember_log2f(float x)
 
 /* ------------------------------------------------------------------ tanh, sigmoid */
 
-/* tanh|x| = e / (e + 2) with e = expm1(2|x|); for |x| >= 9.01 tanh rounds to 1. */
+/* tanh|x| = e / (e + 2) with e = expm1(2|x|); for |x| >= 9.01 tanh rounds to 1.
+ * With 2|x| in [0, 20], expm1 needs none of ember_expm1f's special cases: 2^k is a
+ * float, a NaN passes through the arithmetic and the sign restores -0. Without them
+ * tanh-GELU ran 1.4x faster (AVX2, Zen 1), as accurate (at most 2.42 ulp on [0, 10],
+ * as before; 958 of the 2^32 results moved by 1 ulp, contracted differently). */
 EMBER_INLINE float ember_tanhf(float x)
 {
     float a = ember__absf(x);
-    a = a > 10.0f ? 10.0f : a;              /* NaN stays NaN */
-    float e = ember_expm1f(a + a);
+    float t = a > 10.0f ? 20.0f : a + a;    /* NaN stays NaN */
+    float t_finite = a < 10.0f ? a + a : 20.0f;   /* NaN -> 20: k converts to an int */
+    float k = ember__roundf_small(t_finite * EMBER__LOG2EF);   /* in [0, 29] */
+    float s = ember__exp2i((int32_t)k);
+    float e = s * ember__expm1_reduced(t, k) + (s - 1.0f);
     return ember__with_sign_of(e / (e + 2.0f), x);
 }
 
