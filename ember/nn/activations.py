@@ -123,8 +123,9 @@ hard_swish = hard_silu
 
 
 def hard_tanh(x: Any) -> Any:
-    """``clip(x, -1, 1)``."""
-    return enp.clip(x, -1, 1)
+    """``clip(x, -1, 1)``, differentiated as JAX's: slope 1 at -1 and 1 (and for NaN),
+    where clip's would be 1/2 (and 0)."""
+    return enp.where(enp.greater(x, 1), 1, enp.where(enp.less(x, -1), -1, x))
 
 
 def _negative_part(x: Any) -> Any:

@@ -182,6 +182,16 @@ def test_relu_and_relu6_derivatives_are_zero_at_their_kinks_as_jax():
     np.testing.assert_array_equal(np.asarray(nn.relu(np.arange(-2, 3))), [0, 0, 0, 1, 2])
 
 
+def test_hard_tanh_derivative_is_one_at_its_kinks_as_jax():
+    """JAX writes it with where, not clip: slope 1 at -1 and 1 (clip's would be 1/2), and
+    for NaN (clip's: 0)."""
+    x = np.array([-3.0, -1.0, -0.5, 0.0, 1.0, 3.0, np.nan], np.float32)
+    slope = np.asarray(ember.vmap(ember.grad(nn.hard_tanh))(x))
+    np.testing.assert_array_equal(slope, [0, 1, 1, 1, 1, 0, 1])
+    np.testing.assert_array_equal(np.asarray(nn.hard_tanh(x)), [-1, -1, -0.5, 0, 1, 1, np.nan])
+    np.testing.assert_array_equal(np.asarray(nn.hard_tanh(np.arange(-2, 3))), [-1, -1, 0, 1, 1])
+
+
 def test_activations_under_jit_match_eager():
     def f(x):
         return nn.gelu(x), nn.softmax(x, axis=0), nn.logsumexp(x, 1), nn.selu(x), nn.one_hot(
