@@ -341,10 +341,16 @@ def _integer_pow(x, y: int):
 
 
 def _pow(x, y):
-    if dtypes.is_integer(np.asarray(x).dtype):
+    x_dtype = np.asarray(x).dtype
+    if dtypes.is_integer(x_dtype):
         y = np.asarray(y)
-        return np.where(y < 0, 0, np.power(x, np.maximum(y, 0))).astype(np.asarray(x).dtype)
-    return np.power(x, y)
+        return np.where(y < 0, 0, np.power(x, np.maximum(y, 0))).astype(x_dtype)
+    result = np.power(x, y)
+    if dtypes.is_complex(x_dtype):
+        return result
+    # NumPy takes a scalar exponent of 0.5 as sqrt, which gives NaN at -inf and -0 at -0
+    # where C99's pow (XLA's, the generated code's) gives +inf and +0
+    return np.where((np.asarray(y) == 0.5) & ((x == -np.inf) | (x == 0)), np.abs(x), result)
 
 
 # --- derivatives the rows name ----------------------------------------------------------

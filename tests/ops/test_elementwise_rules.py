@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import ember
+import ember.numpy as enp
 from ember import lax
 from ember.ops import elementwise as ew
 from ember.ops.rules import float0
@@ -87,6 +88,16 @@ def test_pow_at_zero_base_and_exponent_has_finite_gradient(x64):
     dx, dy = ember.grad(lambda x, y: lax.pow(x, y), argnums=(0, 1))(np.array(0.0),
                                                                      np.array(0.0))
     assert (float(dx), float(dy)) == (0.0, 0.0)
+
+
+@pytest.mark.parametrize("backend", ["reference", "cpu"])
+def test_pow_with_exponent_one_half_is_c99_pow_not_sqrt(backend):
+    """pow(-inf, 0.5) = +inf and pow(-0, 0.5) = +0 (C99, XLA), where sqrt gives NaN and -0:
+    NumPy takes a scalar exponent of 0.5 as sqrt, the reference backend must not."""
+    x = np.array([-np.inf, -0.0, 0.0, 4.0, -4.0, np.inf], np.float32)
+    got = np.asarray(ember.jit(lambda x: enp.power(x, np.float32(0.5)), backend=backend)(x))
+    np.testing.assert_array_equal(got, [np.inf, 0.0, 0.0, 2.0, np.nan, np.inf])
+    assert not np.signbit(got[1])
 
 
 def test_max_splits_ties_evenly(x64):
