@@ -466,20 +466,25 @@ def heaviside(x1: Any, x2: Any, /):
     return _select(_isnan(x), x, out)
 
 
-def _nan_ignoring(name: str, combine):
+def _nan_ignoring(name: str, combine, wins):
+    """``name``: ``combine`` where a NaN loses against a number. For real floats JAX's
+    form, ``x1`` where it ``wins`` over ``x2`` or ``x2`` is NaN, else ``x2``: on a tie the
+    derivative goes to ``x2`` alone (``fmax(x, 0)`` has slope 0 at 0), not half to each."""
     def fn(x1: Any, x2: Any, /):
         x, y = promote_args(x1, x2)
         if not dtypes.is_inexact(x.dtype):
             return combine(x, y)
-        return _select(_isnan(y), x, _select(_isnan(x), y, combine(x, y)))
+        if dtypes.is_complex(x.dtype):
+            return _select(_isnan(y), x, _select(_isnan(x), y, combine(x, y)))
+        return _select(lax.bitwise_or(wins(x, y), _isnan(y)), x, y)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise ``{name}``: a NaN loses against a number."
     return fn
 
 
-fmax = _nan_ignoring("fmax", lax.max)
-fmin = _nan_ignoring("fmin", lax.min)
+fmax = _nan_ignoring("fmax", lax.max, lax.gt)
+fmin = _nan_ignoring("fmin", lax.min, lax.lt)
 
 
 def nan_to_num(x: Any, copy: bool = True, nan: float = 0.0, posinf: float | None = None,

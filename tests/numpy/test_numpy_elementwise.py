@@ -207,6 +207,21 @@ def test_special_values():
                                                                         np.float32(2))
 
 
+def test_fmax_and_fmin_differentiate_as_jax():
+    """JAX's fmax is where(x1 > x2 or x2 is NaN, x1, x2): at a tie the slope goes to x2
+    alone (fmax(x, 0) has slope 0 at 0, where maximum's splits it in halves), and a NaN
+    operand gets none."""
+    x = np.array([-1.0, -0.0, 0.0, 1.0, np.nan], np.float32)
+    for fn, numpy_fn, slope in [(enp.fmax, np.fmax, [0, 0, 0, 1, 0]),
+                                (enp.fmin, np.fmin, [1, 0, 0, 0, 0])]:
+        got = ember.vmap(ember.grad(lambda x: fn(x, np.float32(0.0))))(x)
+        np.testing.assert_array_equal(np.asarray(got), slope)
+        np.testing.assert_array_equal(np.asarray(fn(x, np.float32(0.0))),
+                                      numpy_fn(x, np.float32(0.0)))
+    dx, dy = ember.grad(enp.fmax, argnums=(0, 1))(np.float32(1.0), np.float32(1.0))
+    assert (float(dx), float(dy)) == (0.0, 1.0)
+
+
 def test_isclose_and_allclose():
     a = np.array([1.0, np.inf, -np.inf, np.nan, 1e-9, 100.0], np.float32)
     b = np.array([1.0 + 1e-6, np.inf, np.inf, np.nan, 0.0, 100.01], np.float32)
