@@ -396,7 +396,12 @@ def _total(stacked: np.ndarray) -> np.ndarray:
 
 def install_exit_hooks(guard: Guard) -> None:
     """An uncaught exception tells the other processes before this one exits; a normal
-    exit tells them how many collectives this process took part in."""
+    exit tells them how many collectives this process took part in.
+
+    mpirun ends every process of a job soon after one exits with a non-zero status
+    without finalizing MPI, as a failing one does here. So a failing process writes its
+    error before it tells the others (a peer that learns of it may exit at once), then
+    lingers until each of them has told it or is gone."""
     import atexit
 
     previous = sys.excepthook
@@ -404,15 +409,13 @@ def install_exit_hooks(guard: Guard) -> None:
     def on_error(kind: type, value: BaseException, tb: Any) -> None:
         from ember.distributed.exit_status import record_exit
 
-        origin = value.origin if isinstance(value, PeerFailedError) else guard.rank
-        guard.announce("failed", f"{kind.__name__}: {value}", origin)
         previous(kind, value, tb)
         record_exit(1)
         sys.stdout.flush()
         sys.stderr.flush()
+        origin = value.origin if isinstance(value, PeerFailedError) else guard.rank
+        guard.announce("failed", f"{kind.__name__}: {value}", origin)
         guard.wait_for_peers(float(config.distributed_timeout))
-        sys.stdout.flush()
-        sys.stderr.flush()
         os._exit(1)  # MPI_Finalize would wait for processes that are gone
 
     sys.excepthook = on_error

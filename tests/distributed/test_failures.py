@@ -51,3 +51,15 @@ def test_wrong_coordinator_is_a_clear_error():
         "EMBER_DISTRIBUTED_TIMEOUT": "2", "EMBER_JOB_SECRET": "s3cret"})
     assert done.returncode != 0
     assert "cannot reach the coordinator at 127.0.0.1:9" in done.stderr, done.stderr
+
+
+def test_a_failing_process_waits_for_the_others_reports():
+    needs_mpi()
+    marker = new_marker()
+    done = launch(2, "slow_report.py", marker, timeout=20, deadline=120)
+    output = done.stdout + done.stderr
+    survivor = [line for line in output.splitlines() if line.startswith("[rank 0]")]
+    assert any(CASES["raise"] in line for line in survivor), output
+    assert "[rank 0] report written" in output, output
+    assert done.returncode == 1, output
+    assert processes_with(marker) == [], "processes of the job outlived it"
