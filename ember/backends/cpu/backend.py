@@ -199,12 +199,18 @@ def _settings(flags: dict[str, Any]) -> list[str]:
 
 
 def extra_flags() -> tuple[str, ...]:
-    """Flags beyond the toolchain's: wrapping integers; full-width AVX-512 vectors where
-    the CPU has them (GCC prefers 256-bit by default, which halves the throughput of
-    the compute-bound fused loops)."""
-    toolchain_info = toolchain.find_toolchain()
-    if toolchain_info.target_isa.startswith("x86_64") and "avx512f" in toolchain.cpu_flags():
+    """Flags beyond the toolchain's: wrapping integers; the widest vectors the CPU has.
+    GCC prefers 256-bit vectors on AVX-512 CPUs, which halves the throughput of the
+    compute-bound fused loops, and 128-bit ones on AMD's first Zen, which splits a
+    256-bit operation in two: its fused loops of transcendental functions still run
+    13-15% faster with 256-bit vectors (half the instructions)."""
+    if not toolchain.find_toolchain().target_isa.startswith("x86_64"):
+        return _EXTRA_FLAGS
+    features = toolchain.cpu_flags()
+    if "avx512f" in features:
         return (*_EXTRA_FLAGS, "-mprefer-vector-width=512")
+    if "avx2" in features:
+        return (*_EXTRA_FLAGS, "-mprefer-vector-width=256")
     return _EXTRA_FLAGS
 
 

@@ -202,3 +202,17 @@ def test_results_do_not_depend_on_the_pass_pipeline(optimize):
     with ember.config.override(optimize=optimize):
         assert_matches_reference(lambda a: ember.nn.softmax(a * 2.0) + lax.stop_gradient(a)
                                  if hasattr(lax, "stop_gradient") else ember.nn.softmax(a), x)
+
+
+@pytest.mark.parametrize("features, width", [
+    ({"avx2", "avx512f"}, "512"), ({"avx2"}, "256"), ({"sse4_2"}, None)])
+def test_programs_ask_for_the_widest_vectors_the_cpu_has(monkeypatch, features, width):
+    """GCC's own preference is narrower on AVX-512 CPUs and on AMD's first Zen."""
+    from ember.backends.cpu import backend, toolchain
+
+    found = toolchain.find_toolchain()
+    if found is None or not found.target_isa.startswith("x86_64"):
+        pytest.skip("x86-64 vector widths")
+    monkeypatch.setattr(toolchain, "cpu_flags", lambda: frozenset(features))
+    asked = [f for f in backend.extra_flags() if f.startswith("-mprefer-vector-width=")]
+    assert asked == ([f"-mprefer-vector-width={width}"] if width else [])
