@@ -20,6 +20,12 @@ CASES = {
 }
 
 
+def assert_survivor_names(output: str, mode: str) -> None:
+    """Process 0's own lines (the launcher prefixes them) name what befell process 1."""
+    survivor = [line for line in output.splitlines() if line.startswith("[rank 0]")]
+    assert any(CASES[mode] in line for line in survivor), output
+
+
 def _free_address() -> str:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -37,8 +43,7 @@ def test_survivor_names_the_failed_process(mode, meeting):
                   timeout=4 if mode == "stall" else 20, deadline=120,
                   extra_env={"EMBER_TEST_MEETING": meeting})
     output = done.stdout + done.stderr
-    survivor = [line for line in output.splitlines() if line.startswith("[rank 0]")]
-    assert any(CASES[mode] in line for line in survivor), output
+    assert_survivor_names(output, mode)
     assert done.returncode == (3 if mode == "exit" else 1), output  # the first failure's
     if mode == "mismatch":  # both name the two programs' shapes
         assert "f32[4,3]" in output and "f32[6,3]" in output
@@ -56,10 +61,10 @@ def test_wrong_coordinator_is_a_clear_error():
 def test_a_failing_process_waits_for_the_others_reports():
     needs_mpi()
     marker = new_marker()
-    done = launch(2, "slow_report.py", marker, timeout=20, deadline=120)
+    done = launch(2, "fail.py", "raise", marker, timeout=20, deadline=120,
+                  extra_env={"EMBER_TEST_SLOW_REPORT": "1"})
     output = done.stdout + done.stderr
-    survivor = [line for line in output.splitlines() if line.startswith("[rank 0]")]
-    assert any(CASES["raise"] in line for line in survivor), output
+    assert_survivor_names(output, "raise")
     assert "[rank 0] report written" in output, output
     assert done.returncode == 1, output
     assert processes_with(marker) == [], "processes of the job outlived it"

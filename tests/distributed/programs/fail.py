@@ -5,7 +5,9 @@ the test finds the processes by it. The others must raise an error that
 names process 1, well within the timeout, and every process must end. A third argument,
 'host:port', makes the processes join explicitly through a coordinator there instead of
 by detecting the launch. EMBER_TEST_MEETING='python' makes every process meet through
-mpi4py, 'native' in C (where it can be built)."""
+mpi4py, 'native' in C (where it can be built). EMBER_TEST_SLOW_REPORT=1 reports an error
+through an excepthook that takes a second before it writes (as a logging or
+rich-traceback hook may): a failing process must stay until the others have written."""
 import os
 import signal
 import sys
@@ -19,6 +21,16 @@ import ember.numpy as jnp
 from ember import lax
 from ember.sharding import P
 
+
+
+def slow_report(kind, value, traceback):
+    time.sleep(1.0)
+    sys.__excepthook__(kind, value, traceback)
+    print("report written", flush=True)
+
+
+if os.environ.get("EMBER_TEST_SLOW_REPORT") == "1":
+    sys.excepthook = slow_report  # (before initialize, which calls it after its own work)
 if len(sys.argv) > 3:  # explicit: this process's place as another launcher would give it
     ember.distributed.initialize(coordinator_address=sys.argv[3],
                                  num_processes=int(os.environ["OMPI_COMM_WORLD_SIZE"]),
