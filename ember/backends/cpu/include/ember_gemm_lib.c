@@ -218,41 +218,57 @@ static inline int64_t ember_block(int64_t extent, int64_t most, int64_t unit) {
   }
 
 /* A 16 x 16 block of float32 transposed in registers: out[p * ld + j] = in[j * cs + p]
- * (j, p < 16), 16 rows of memory loaded as vectors. Each of four stages swaps one bit of
- * the row index with that bit of the column index (blocks of 8, 4, 2, 1), a pair of
- * two-vector shuffles per pair of rows. Where a B stored transposed is packed (x @ W.T,
- * every Linear layer), this replaces a scalar store per element: 64 x 512 x 512 with W
- * transposed ran at 64 GFLOP/s against 84 with W as it is (Zen 4, 1 thread). GCC's
- * generic shuffles of 64-byte vectors: AVX-512 builds with GCC only. */
-#if EMBER_VECTOR_BYTES == 64 && defined(__GNUC__) && !defined(__clang__)
+ * (j, p < 16), rows of memory loaded as vectors, a square of L x L at a time (L, the
+ * lanes of a vector: 16, or 8 with AVX2). Each stage swaps one bit of the row index with
+ * that bit of the column index (blocks of L / 2, ..., 2, 1), a pair of two-vector
+ * shuffles per pair of rows. Where a B stored transposed is packed (x @ W.T, every
+ * Linear layer), this replaces a scalar store per element: 64 x 512 x 512 with W
+ * transposed ran at 64 GFLOP/s against 84 with W as it is (Zen 4, 1 thread). With AVX2
+ * (Zen 1, 2 threads, x @ W.T): 8 x 4608 x 512, ResNet-18's 3 x 3 convolution on 1 x 1
+ * pixels, 1.81-2.03 -> 1.42-1.44 ms; 8 x 2304 x 512 0.89-1.48 -> 0.63; 64 x 256 x 512
+ * 0.33 -> 0.30. GCC's generic shuffles: GCC builds only. */
+#if EMBER_VECTOR_BYTES >= 32 && defined(__GNUC__) && !defined(__clang__)
 #define EMBER_TRANSPOSE_BLOCKS 1
-typedef float ember_f32x16 __attribute__((vector_size(64)));
-typedef float ember_f32x16_unaligned __attribute__((vector_size(64), aligned(4)));
-typedef int32_t ember_i32x16 __attribute__((vector_size(64)));
+#define EMBER_LANES (EMBER_VECTOR_BYTES / 4)
+typedef float ember_f32v __attribute__((vector_size(EMBER_VECTOR_BYTES)));
+typedef float ember_f32v_unaligned __attribute__((vector_size(EMBER_VECTOR_BYTES), aligned(4)));
+typedef int32_t ember_i32v __attribute__((vector_size(EMBER_VECTOR_BYTES)));
 /* (row j with bit D clear takes lanes LOW of rows j and j + D, row j + D lanes HIGH) */
 #define EMBER_TRANSPOSE_STAGE(D, LOW, HIGH)                                               \
-  for (int j = 0; j < 16; j++)                                                            \
+  for (int j = 0; j < EMBER_LANES; j++)                                                   \
     if (!(j & D)) {                                                                       \
-      const ember_f32x16 a = r[j], b = r[j + D];                                          \
+      const ember_f32v a = r[j], b = r[j + D];                                            \
       r[j] = __builtin_shuffle(a, b, LOW);                                                \
       r[j + D] = __builtin_shuffle(a, b, HIGH);                                           \
     }
-static inline void ember_transpose_16x16(const float *in, int64_t cs, float *out, int64_t ld) {
-  const ember_i32x16 low8 = {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23},
-                     high8 = {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31},
-                     low4 = {0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27},
-                     high4 = {4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31},
-                     low2 = {0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29},
-                     high2 = {2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31},
-                     low1 = {0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30},
-                     high1 = {1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31};
-  ember_f32x16 r[16];
-  for (int j = 0; j < 16; j++) r[j] = *(const ember_f32x16_unaligned *)(in + j * cs);
+static inline void ember_transpose_square(const float *in, int64_t cs, float *out,
+                                          int64_t ld) {
+  ember_f32v r[EMBER_LANES];
+  for (int j = 0; j < EMBER_LANES; j++) r[j] = *(const ember_f32v_unaligned *)(in + j * cs);
+#if EMBER_LANES == 16
+  const ember_i32v low8 = {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23},
+                   high8 = {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31},
+                   low4 = {0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27},
+                   high4 = {4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31},
+                   low2 = {0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29},
+                   high2 = {2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31},
+                   low1 = {0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30},
+                   high1 = {1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31};
   EMBER_TRANSPOSE_STAGE(8, low8, high8)
+#else
+  const ember_i32v low4 = {0, 1, 2, 3, 8, 9, 10, 11}, high4 = {4, 5, 6, 7, 12, 13, 14, 15},
+                   low2 = {0, 1, 8, 9, 4, 5, 12, 13}, high2 = {2, 3, 10, 11, 6, 7, 14, 15},
+                   low1 = {0, 8, 2, 10, 4, 12, 6, 14}, high1 = {1, 9, 3, 11, 5, 13, 7, 15};
+#endif
   EMBER_TRANSPOSE_STAGE(4, low4, high4)
   EMBER_TRANSPOSE_STAGE(2, low2, high2)
   EMBER_TRANSPOSE_STAGE(1, low1, high1)
-  for (int p = 0; p < 16; p++) *(ember_f32x16_unaligned *)(out + p * ld) = r[p];
+  for (int p = 0; p < EMBER_LANES; p++) *(ember_f32v_unaligned *)(out + p * ld) = r[p];
+}
+static inline void ember_transpose_16x16(const float *in, int64_t cs, float *out, int64_t ld) {
+  for (int j = 0; j < 16; j += EMBER_LANES)
+    for (int p = 0; p < 16; p += EMBER_LANES)
+      ember_transpose_square(in + j * cs + p, cs, out + p * ld + j, ld);
 }
 #else
 #define EMBER_TRANSPOSE_BLOCKS 0
