@@ -117,7 +117,8 @@ FLAGS: dict[str, Flag] = {
              "BLAS linked by native CPU code: 'openblas' (the scipy-openblas32 wheel), "
              "'mkl' (the mkl wheel), 'ember' (Ember's own GEMM, built for the host's "
              "vector ISA), or 'auto': per shape class, whichever of those is installed ran "
-             "fastest on this host in a short probe (kept in the compile cache), once "
+             "fastest on this host in a short probe (a vendor by more than 10%; kept in "
+             "the compile cache), once "
              "Ember's GEMM is built (in the background on first use); MKL or OpenBLAS "
              "before."),
         Flag("build_at_exit", True, _parse_bool,
