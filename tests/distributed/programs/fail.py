@@ -22,7 +22,6 @@ from ember import lax
 from ember.sharding import P
 
 
-
 def slow_report(kind, value, traceback):
     time.sleep(1.0)
     sys.__excepthook__(kind, value, traceback)
