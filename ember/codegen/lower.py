@@ -31,6 +31,7 @@ import numpy as np
 
 from ember.codegen import access, dynamic, gather, indexing as ix
 from ember.codegen.indexing import Affine, Index, Sym
+from ember.codegen.split_loops import split_at_index_conditions
 from ember.codegen.kernel_ir import (AccFinish, AccInit, Accumulator, AccUpdate, AccValue, Barrier,
                                      Buffer, Const, IndexCond, IndexValue, Kernel, Let, Load, Loop,
                                      Node, Op, Scratch, Stmt, Store, walk)
@@ -118,8 +119,10 @@ def lower_loop_group(group: LoopGroup, name: str, threads: int, *, keep_rows: bo
         loops = _LoopPlan([block], [], lanes=lane)
         second = _Builder(group, subst)
         second.build()
-    emitter = _Emitter(second, loops, threads, keep_rows, grid)
-    return emitter.kernel(name), dict(second.params)
+    kernel = _Emitter(second, loops, threads, keep_rows, grid).kernel(name)
+    if not grid:  # (a GPU maps loops onto threads: pieces would each need a launch)
+        kernel = split_at_index_conditions(kernel)
+    return kernel, dict(second.params)
 
 
 # --- building nodes -------------------------------------------------------------------
