@@ -236,22 +236,24 @@ def _around(points, count: int) -> np.ndarray:
 
 
 def _erf_edges_and_tail() -> np.ndarray:
-    """Where the float erf/erfc change regime: erf's switch to 1 - erfc at 0.5, the
-    smallest subnormal, erf rounding to 1 (3.92), erfc's u = t - tc turning inexact
+    """Where the float erf/erfc change regime: erf's switch from its polynomial at 0.9
+    and its clamp at 4, erfc's old switch point 0.5, the smallest subnormal, erf
+    rounding to 1 (3.92), erfc's u = t - tc turning inexact
     (a = 3.173), erfc's first subnormal (9.194), last nonzero (10.0542) and clamped
     (10.0625) results; every 7th float of erfc's subnormal tail and every 97th of the
     x whose erf is in the lowest normal binade (small products lose bits there), all
     with both signs."""
-    edges = _around([0.5, 1e-45, 3.92, 3.1733, 9.194, 10.0542, 10.0625], 300)
+    edges = _around([0.9, 4.0, 0.5, 1e-45, 3.92, 3.1733, 9.194, 10.0542, 10.0625], 300)
     ranges = [np.arange(*np.float32(span).view(np.int32), step, dtype=np.int32).view(np.float32)
               for span, step in (([9.1, 10.1], 7), ([1.0418e-38, 2.0837e-38], 97))]
     x = np.concatenate([np.float32([0.0]), edges, *ranges])
     return np.concatenate([x, -x])
 
 
-# The float kernels are at most 0.86 ulp over all floats (exhaustive check, the same
-# bits on every target with FMA); asserting 0.9 here catches a lost low part.
-ERF_MAX_ULP = 0.9
+# The float kernels are at most 0.975 (erf) and 0.86 ulp (erfc) over all floats
+# (exhaustive check, the same bits on every target with FMA); asserting a little above
+# each catches a lost low part.
+ERF_MAX_ULP = {"erff": 0.98, "erfcf": 0.9}
 
 
 def test_erf_erfc_edges_and_subnormal_tail(harness):
@@ -263,7 +265,7 @@ def test_erf_erfc_edges_and_subnormal_tail(harness):
             error, wrong = ulp_errors(got, reference)
             assert not wrong.any(), f"{name}: wrong special value: {_describe(x, got, reference, np.argmax(wrong))}"
             worst = int(np.argmax(error))
-            assert error[worst] <= ERF_MAX_ULP, f"{name} {kind}: {error[worst]:.2f} ulp at {_describe(x, got, reference, worst)}"
+            assert error[worst] <= ERF_MAX_ULP[name], f"{name} {kind}: {error[worst]:.2f} ulp at {_describe(x, got, reference, worst)}"
 
 
 def test_erf_erfc_without_fma(module_cache):
