@@ -28,15 +28,29 @@ MAX_PIECES = 8
 def split_at_index_conditions(kernel: Kernel) -> Kernel:
     """``kernel`` with its innermost sequential loops split where their index tests
     change value (the kernel is changed in place and returned)."""
-    ids = itertools.count(1 + max((_ids(kernel)), default=0))
+    ids = itertools.count(1 + max(_ids(kernel), default=0))
     kernel.body = _split_body(kernel.body, ids)
     return kernel
 
 
 def _ids(kernel: Kernel) -> Iterator[int]:
+    """The ids of every node the kernel uses (new nodes are numbered after them; a value
+    a ``Let`` takes from scratch memory is read in place and has none)."""
+    stack: list[Node] = []
     for stmt in kernel.walk():
         if isinstance(stmt, Let):
-            yield stmt.node.id
+            stack.append(stmt.node)
+        elif isinstance(stmt, Store):
+            stack += [n for n in (stmt.value, stmt.offset, stmt.guard) if n is not None]
+        elif isinstance(stmt, AccUpdate):
+            stack.append(stmt.value)
+    seen: set[int] = set()
+    while stack:
+        node = stack.pop()
+        if id(node) not in seen:
+            seen.add(id(node))
+            yield node.id
+            stack.extend(node.operands())
 
 
 def _split_body(body: list[Stmt], ids: Iterator[int]) -> list[Stmt]:
@@ -99,7 +113,7 @@ class _Piece:
         for stmt in stmts:
             if isinstance(stmt, Let):
                 node = self.node(stmt.node)
-                value = self.node(stmt.value) if stmt.value is not None else None
+                value = self._rewrite(stmt.value) if stmt.value is not None else None
                 if isinstance(node, Const) or node.id in emitted or not (
                         node.id in self.fresh or node.id in bound):
                     continue  # inlined, already computed here, or computed outside
@@ -169,7 +183,7 @@ class _Piece:
 
     def _new(self, node: Node, like: Node) -> Node:
         node.id = next(self.ids)
-        node.source = like.source
+        node.source = getattr(like, "source", "")  # (a scratch read has none)
         self.fresh.add(node.id)
         return node
 
@@ -208,7 +222,5 @@ def _live(stmts: list[Stmt]) -> list[Stmt]:
             for node in (stmt.value, stmt.offset, stmt.guard):
                 need(node)
         elif isinstance(stmt, AccUpdate):
-            need(stmt.value)
-        elif isinstance(stmt, Let) and stmt.value is not None:
             need(stmt.value)
     return [stmt for stmt in stmts if not isinstance(stmt, Let) or stmt.node.id in needed]

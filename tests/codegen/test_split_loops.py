@@ -24,10 +24,12 @@ def innermost_loops(kernel) -> list[Loop]:
 
 
 def guarded(kernel) -> list:
-    """Reads under a guard, index tests and selections the kernel still computes."""
-    return [s.node for s in kernel.walk() if isinstance(s, Let) and (
-        isinstance(s.node, IndexCond) or (isinstance(s.node, Load) and s.node.guard is not None)
-        or (isinstance(s.node, Op) and s.node.op == "select_n"))]
+    """Reads under a guard, index tests and selections its innermost loops still compute."""
+    return [s.node for loop in innermost_loops(kernel) for s in loop.body
+            if isinstance(s, Let) and (
+                isinstance(s.node, IndexCond)
+                or (isinstance(s.node, Load) and s.node.guard is not None)
+                or (isinstance(s.node, Op) and s.node.op == "select_n"))]
 
 
 def check(fun, *args) -> None:
@@ -75,6 +77,20 @@ def test_a_reduction_over_a_concatenated_axis_adds_every_piece():
     b = rng.standard_normal((6, 31)).astype(np.float32)
     fun = lambda a, b: jnp.max(jnp.concatenate([a, -b], axis=1), axis=1) + \
         jnp.sum(jnp.concatenate([a, b], axis=1), axis=1)
+    check(fun, a, b)
+
+
+def test_a_row_wise_kernel_over_a_concatenate_splits_its_loops_and_keeps_its_scratch():
+    a = rng.standard_normal((6, 40)).astype(np.float32)
+    b = rng.standard_normal((6, 24)).astype(np.float32)
+
+    def fun(a, b):
+        joined = jnp.concatenate([a, 2.0 * b], axis=1)
+        return ember.nn.softmax(joined, axis=1) * joined
+
+    (kernel,) = [k for k in kernels_of(fun, a, b) if "exp" in k.ops]
+    assert [loop.sym.extent for loop in innermost_loops(kernel)] == [40, 24] * 3
+    assert guarded(kernel) == []
     check(fun, a, b)
 
 
