@@ -348,8 +348,9 @@ EMBER_INLINE double ember__erf_small_d(double a)
 /* With a fused multiply-add, erf and erfc are computed in float: 16 lanes per AVX-512
  * vector instead of 8 doubles, about half the time of the double code. The fma gives
  * products exactly as unevaluated sums of two floats; every term that is not small is
- * carried exactly, so only small terms round before the result: at most 0.86 ulp over
- * all floats (exhaustive check against libm's double erf/erfc).
+ * carried exactly, so only small terms round before the result: erfc is at most 0.86
+ * ulp over all floats (exhaustive check against libm's double erfc); erf, below, has a
+ * method of its own.
  *
  * erfc(a) = t exp(-a^2 + g(u)) with t = C / (1 + p a), u = t - tc and g a minimax
  * polynomial (|error| < 2^-30.9); p = 0.65 trades the spread of g against its degree,
