@@ -250,10 +250,10 @@ def _erf_edges_and_tail() -> np.ndarray:
     return np.concatenate([x, -x])
 
 
-# The float kernels are at most 0.975 (erf) and 0.86 ulp (erfc) over all floats
+# The float kernels are at most 0.988 (erf) and 0.86 ulp (erfc) over all floats
 # (exhaustive check, the same bits on every target with FMA); asserting a little above
 # each catches a lost low part.
-ERF_MAX_ULP = {"erff": 0.98, "erfcf": 0.9}
+ERF_MAX_ULP = {"erff": 0.99, "erfcf": 0.9}
 
 
 def test_erf_erfc_edges_and_subnormal_tail(harness):
