@@ -288,10 +288,10 @@ def test_narrow_products(library, n, dtype):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_products_read_in_place(library, dtype):
-    """At most 512 columns, 1024 from 512 rows (256 on Intel), where the library reads a
-    row-major A in place instead of packing it (wider than a block of B's columns, NC:
-    128 float32, 64 float64): more rows than one block of A, several blocks of the sum,
-    the edges of the tile, of the block and of the choice, each split."""
+    """At most 512 columns, 1024 from 512 rows with AVX-512 (256 on Intel), where the
+    library reads a row-major A in place instead of packing it (wider than a block of B's
+    columns, NC: 128 float32, 64 float64): more rows than one block of A, several blocks
+    of the sum, the edges of the tile, of the block and of the choice, each split."""
     for n in (63, 64, 65, 127, 128, 129, 256, 257, 512, 513, 1024, 1025):
         run_case(library, Case(1601, n, 1100, dtype, pad=2, alpha=-0.5, addend="separate",
                                d_scale=0.5, row_scale=1.0, activation="relu"))
