@@ -94,6 +94,16 @@ def is_view(eqn: Eqn) -> bool:
     return eqn.prim.name in _VIEWS
 
 
+def keeps_bytes(eqn: Eqn) -> bool:
+    """Whether a view's result is its operand's bytes in the same order (a reshape, a
+    squeeze, a broadcast that only adds axes of 1, an identity): a buffer holding the
+    operand holds the result."""
+    name = eqn.prim.name
+    if name == "broadcast_in_dim":
+        return eqn.outputs[0].aval.size == eqn.inputs[0].aval.size
+    return name in ("reshape", "squeeze") or _VIEWS.get(name) is _identity
+
+
 def view_operand_index(eqn: Eqn, out: Index) -> Index:
     return _VIEWS[eqn.prim.name](eqn, out)
 

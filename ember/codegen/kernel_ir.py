@@ -327,5 +327,5 @@ class KernelInfo:
     source: str  # the generated code of this kernel (C, CUDA C, OpenCL C) or a description
     ops: list[str]  # primitives it computes
     source_lines: list[str]  # user file:line of those primitives
-    kind: str = "kernel"  # 'kernel', 'library' (GEMM, conv), 'host' (fallback)
+    kind: str = "kernel"  # 'kernel', 'library' (GEMM, conv), 'host' (fallback), 'view'
     why_boundary: str = ""  # why this kernel was not fused with its consumer

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ember.codegen.c_gemm import gemm_parts, render_gemm
 from ember.compiler.steps import LoweredStep, call_name, kernel_info
@@ -92,7 +92,9 @@ def build_module(steps: list[LoweredStep], plan: BufferPlan, layout: Layout,
         steps, [definition for definition, _, _ in rendered], [call for _, _, call in rendered])
     if profile:
         calls = [_timed(index, call) for index, call in enumerate(calls)]
-    infos = [kernel_info(step, shown) for step, (_, shown, _) in zip(steps, rendered)]
+    infos = [replace(kernel_info(step, shown), kind="view")
+             if _in_place_view(step, plan) else kernel_info(step, shown)
+             for step, (_, shown, _) in zip(steps, rendered)]
     segments = _segments(steps)
     uses_blas = any(s.gemm is not None for s in steps)
     parallel = any(_runs_parallel(step, text, renderer.threads)
@@ -326,6 +328,8 @@ def _render_step(step: LoweredStep, plan: BufferPlan, layout: Layout,
     if step.call is not None:
         definition, call = _native_call(step, plan, layout, renderer)
         return definition, definition, call
+    if _in_place_view(step, plan):
+        return "", "a reshape of a value written into its output's memory: no copy", []
     definition, call = "", []
     shown = []
     if step.gemm is not None:
@@ -338,6 +342,12 @@ def _render_step(step: LoweredStep, plan: BufferPlan, layout: Layout,
         call.append(f"{step.kernel.name}({', '.join(args)});")
         shown.append(definition)
     return definition, "\n".join(shown), call
+
+
+def _in_place_view(step: LoweredStep, plan: BufferPlan) -> bool:
+    """Whether the step's results are in their buffers already (``BufferPlan.views``)."""
+    writes = step.group.writes()
+    return bool(writes) and all(v in plan.views for v in writes)
 
 
 def _kernel_arguments(step: LoweredStep, plan: BufferPlan, layout: Layout, renderer: CRenderer

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ember.codegen import indexing as ix
-from ember.codegen.access import is_view
+from ember.codegen.access import is_view, keeps_bytes
 from ember.codegen.gemm import GemmPlan, operand_matrix, plan_gemm
 from ember.codegen.gemm_activation import match_activation
 from ember.codegen.kernel_ir import Buffer, Kernel, KernelInfo, Let, Load, Store
@@ -66,7 +66,20 @@ class LoweredStep:
         if self.affine is not None and not self.affine.keeps_product:  # (into the result)
             writes = [v for v in writes if v is not group.library.outputs[0]]
         return Step(reads=group.reads(), writes=writes, host=self.host,
-                    inplace=self.in_place_pairs())
+                    inplace=self.in_place_pairs(), view_of=self.view_source())
+
+    def view_source(self) -> Var | None:
+        """The value whose bytes this step's one result is, in the same order (a loop
+        kernel of reshapes alone, which only copies), or None."""
+        group = self.group
+        if self.kernel is None or self.gemm is not None or len(group.roots) != 1:
+            return None
+        reads = group.reads()
+        if len(reads) != 1 or not all(keeps_bytes(e) for e in group.members.values()):
+            return None
+        source, result = reads[0], group.roots[0]
+        same = source.aval.dtype == result.aval.dtype and source.aval.nbytes == result.aval.nbytes
+        return source if same else None
 
     def in_place_pairs(self) -> list[tuple[Var, Var]]:
         """(output, input) pairs the kernel reads and writes at exactly the same positions,

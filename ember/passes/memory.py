@@ -5,7 +5,10 @@ in it is dead (best fit, 64-byte aligned). A kernel whose output has the same si
 an input that dies in it, and that reads that input only at the position it writes,
 updates it in place. Program outputs get their own memory (they are returned), unless
 the caller donated an input of the same type that is dead by then: the output is
-written over the donated buffer. Results of host calls live in NumPy arrays.
+written over the donated buffer. An output that is only a reshape of a value computed
+by the program (a step that would copy it) is that value's buffer: the value is written
+into the output's memory and the step has nothing left to do (``BufferPlan.views``).
+Results of host calls live in NumPy arrays.
 """
 from __future__ import annotations
 
@@ -28,12 +31,14 @@ class Location:
 @dataclass
 class Step:
     """What one scheduled group does to buffers. ``inplace`` lists (output, input) pairs
-    the kernel could safely share."""
+    the kernel could safely share; ``view_of``: the value whose bytes the one output is,
+    in the same order (a reshape), if that is all the step computes."""
 
     reads: list[Var]
     writes: list[Var]
     host: bool = False
     inplace: list[tuple[Var, Var]] = field(default_factory=list)
+    view_of: Var | None = None
 
 
 @dataclass
@@ -42,6 +47,7 @@ class BufferPlan:
     arena_bytes: int
     in_place: list[tuple[Var, Var]]  # (value, the dead value whose buffer it took)
     donated_outputs: int
+    views: set[Var] = field(default_factory=set)  # outputs already in place: no copy
 
 
 class _Arena:
@@ -98,10 +104,20 @@ def plan_buffers(steps: Sequence[Step], inputs: Sequence[Var], donated: Sequence
     in_place: list[tuple[Var, Var]] = []
     donated_outputs = 0
     host_slots = 0
+    into_output = _written_into_outputs(steps, output_slot, locations)
+    views: set[Var] = set()
     for index, step in enumerate(steps):
         fresh: set[Var] = set()  # written here into memory that held nothing live
         for var in _placement_order(step, last_use, index):
             if var in locations:
+                continue
+            if var in into_output:
+                locations[var] = Location("output", output_slot[into_output[var]])
+                fresh.add(var)
+                continue
+            if step.view_of is not None and into_output.get(step.view_of) is var:
+                locations[var] = locations[step.view_of]
+                views.add(var)
                 continue
             shared = _sibling_target(var, step, fresh) if last_use.get(var) == index else None
             if shared is not None:  # a temporary of this step, updated in place by it
@@ -139,7 +155,24 @@ def plan_buffers(steps: Sequence[Step], inputs: Sequence[Var], donated: Sequence
                 fresh.add(var)
         for var in [v for v in owner if last_use.get(v, index) <= index]:
             arena.release(owner.pop(var), var.aval.nbytes)
-    return BufferPlan(locations, _high_water(locations), in_place, donated_outputs)
+    return BufferPlan(locations, _high_water(locations), in_place, donated_outputs, views)
+
+
+def _written_into_outputs(steps: Sequence[Step], output_slot: dict[Var, int],
+                          inputs: dict[Var, Location]) -> dict[Var, Var]:
+    """Values to write straight into the memory of a program output that is only their
+    reshape: computed by a kernel (not arguments or constants, not NumPy arrays of host
+    calls) and not outputs themselves (each output keeps a buffer of its own)."""
+    computed = {v for step in steps if not step.host for v in step.writes}
+    into: dict[Var, Var] = {}
+    for step in steps:
+        source = step.view_of
+        if (source is None or len(step.writes) != 1 or step.writes[0] not in output_slot
+                or source in output_slot or source in inputs or source not in computed
+                or source in into):
+            continue
+        into[source] = step.writes[0]
+    return into
 
 
 def _placement_order(step: Step, last_use: dict[Var, int], index: int) -> list[Var]:

@@ -92,3 +92,35 @@ def test_host_results_live_outside_the_arena():
     x, a = var(), var()
     plan = plan_buffers([Step([x], [a], host=True)], [x], [False], [])
     assert plan.locations[a].kind == "host"
+
+
+def test_a_value_reshaped_into_an_output_is_written_there():
+    x, a, out, total = var(), var(), var(), var(1)
+    steps = [Step([x], [a]), Step([a], [out], view_of=a), Step([a], [total])]
+    plan = plan_buffers(steps, [x], [False], [out, total])
+    assert plan.locations[a] == plan.locations[out] == Location("output", 0)
+    assert plan.views == {out}
+    assert plan.arena_bytes == 0
+
+
+def test_reshapes_that_still_copy():
+    """Arguments, host results and outputs keep their buffers; a second reshape into
+    another output copies from the first's memory."""
+    x, a, b, out_a, out_b, out_c, out_x = var(), var(), var(), var(), var(), var(), var()
+    steps = [Step([x], [a]), Step([x], [b], host=True), Step([x], [out_x], view_of=x),
+             Step([a], [out_a], view_of=a), Step([a], [out_c], view_of=a),
+             Step([b], [out_b], view_of=b)]
+    plan = plan_buffers(steps, [x], [False], [out_a, out_b, out_c, out_x])
+    assert plan.views == {out_a}
+    assert plan.locations[out_c] == Location("output", 2)
+    assert plan.locations[out_b] == Location("output", 1)
+    assert plan.locations[out_x] == Location("output", 3)
+    assert plan.locations[b].kind == "host"
+
+
+def test_a_reshape_of_an_output_copies_it():
+    x, a, out = var(), var(), var()
+    steps = [Step([x], [a]), Step([a], [out], view_of=a)]
+    plan = plan_buffers(steps, [x], [False], [a, out])
+    assert plan.views == set()
+    assert plan.locations[a] != plan.locations[out]

@@ -233,12 +233,15 @@ def _program(steps: list[LoweredStep], segments: list[list[int]], plan: BufferPl
              compile_graph) -> list:
     """Segment numbers and host calls in execution order."""
     segment_of = {index: number for number, segment in enumerate(segments) for index in segment}
+    # (a value written into the output that reshapes it: read in its own shape)
+    reshaped_places = {plan.locations[v] for v in plan.views}
     program: list = []
     for index, step in enumerate(steps):
         if step.host:
             eqn, views = step.group.host, step.group.host_reads
             inputs = [literal_result(a) if isinstance(a, Literal)
                       else Reshaped(plan.locations[views[i]]) if i in views
+                      else Reshaped(plan.locations[a]) if plan.locations[a] in reshaped_places
                       else plan.locations[a] for i, a in enumerate(eqn.inputs)]
             outputs = [plan.locations.get(v) for v in eqn.outputs]
             program.append(HostCall(eqn, inputs, outputs, control_runner(eqn, compile_graph),
