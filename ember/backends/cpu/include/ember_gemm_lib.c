@@ -577,10 +577,11 @@ static inline void ember_transpose_16x16(const float *in, int64_t cs, float *out
  * fewer (128 x 1024 x 2048, 64 rows a thread, 0.93x), nor wider (512 x 4096 x 1024 at
  * 2048 columns 0.98x, 4096 0.63x: the packed block of B, k x columns, outgrows L2 then
  * L3). Intel's stays at 256 (not measured beyond). The tall rule is the AVX-512 builds'
- * (Zen 4 and 5): on Zen 1 (AVX2, 2 threads, its packed B of 1024 x 1024 streamed from an
- * L3 shared with other tenants) 1024 x 1024 x 1024 ran at 55-58 GFLOP/s in place
- * against 69-70 packed, while 512 columns still gained in place (2048 x 512 x 512
- * 1.01-1.03x, 2048 x 2048 x 512 1.02-1.05x, 2048 x 512 x 256 1.02-1.05x). */
+ * (Zen 4 and 5); the others stop at 512 columns, as measured on Zen 1 (AVX2, 2 threads,
+ * its packed B of 1024 x 1024 streamed from L3): 1024 x 1024 x 1024 ran at 55-58
+ * GFLOP/s in place against 69-70 packed, while 512 columns still gained in place
+ * (2048 x 512 x 512 1.01-1.03x, 2048 x 2048 x 512 1.02-1.05x, 2048 x 512 x 256
+ * 1.02-1.05x). */
 #define EMBER_IN_PLACE_COLUMNS (EMBER_GEMM_INTEL ? 256 : 512)
 #define EMBER_IN_PLACE_TALL_COLUMNS                                                         \
   (EMBER_GEMM_INTEL || EMBER_VECTOR_BYTES < 64 ? EMBER_IN_PLACE_COLUMNS : 1024)
