@@ -128,7 +128,13 @@ def _check_cotangent(aval: ShapedArray, ct: Any) -> Any:
 def _user_cotangent(ct: Any, aval: ShapedArray) -> Any:
     if not has_tangent(aval):
         return np.zeros(aval.shape, float0)
-    return instantiate(ct)
+    ct = instantiate(ct)
+    if isinstance(ct, (np.ndarray, np.generic)):
+        # (the seed passed through, ``grad(lambda x: x)``, or zeros: an Array, as JAX's)
+        from ember.runtime.dispatch import device_put
+
+        return device_put(ct)
+    return ct
 
 
 def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0,

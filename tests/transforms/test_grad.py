@@ -59,6 +59,15 @@ def test_vjp_of_integer_argument_is_float0(x64):
     assert float(dx) == 3.0 and np.asarray(dn).dtype == float0
 
 
+@pytest.mark.parametrize("fun", [lambda x: x, lambda x: 1.0], ids=["identity", "constant"])
+def test_a_gradient_is_an_array_even_where_no_op_made_it(fun):
+    """The seed passed through as the gradient, or a zero gradient, is an ember Array as
+    JAX's is, not the NumPy array the transpose started from."""
+    gradient = ember.grad(fun)(2.0)
+    assert isinstance(gradient, ember.Array)
+    assert float(gradient) == (1.0 if fun(3.0) == 3.0 else 0.0)
+
+
 def test_grad_of_non_scalar_output_names_the_shape():
     with pytest.raises(TypeError, match=r"scalar output.*\(3,\).*vjp.*jacrev"):
         ember.grad(jnp.sin)(np.ones(3, np.float32))
