@@ -121,10 +121,12 @@ def modf(x: Any, /) -> tuple[Any, Any]:
     ``(-0.0, -inf)``)."""
     (x,) = promote_args_inexact(x)
     _no_complex("modf", x)
-    magnitude = lax.abs(x)
+    negative = signbit(x)
+    # (|x| by the sign bit, not lax.abs: the slope of the fraction is 1 at -0 too)
+    magnitude = where(negative, lax.neg(x), x)
     fraction = lax.sub(magnitude, lax.floor(magnitude))  # >= +0 (the slope stays 1)
     fraction = where(isinf(x), constant_like(0, x), fraction)
-    return where(signbit(x), lax.neg(fraction), fraction), trunc(x)
+    return where(negative, lax.neg(fraction), fraction), trunc(x)
 
 
 def spacing(x: Any, /):

@@ -26,6 +26,7 @@ from ember.numpy._complex_special_cases import log_base as log_base_of
 from ember.numpy._ufunc_objects import builtin
 from ember.numpy._creation import full
 from ember.ops.bitcast import sign_bit
+from ember.transforms.custom import custom_jvp
 from ember.numpy._promotion import (
     broadcast_shapes, broadcast_to_shape, constant_like, ensure_array, promote_args,
     promote_args_inexact, sequence_arg, shape_of,
@@ -118,10 +119,24 @@ def remainder(x1: Any, x2: Any, /):
     _no_complex("remainder", x)
     if not dtypes.is_inexact(x.dtype):
         return _int_by_nonzero(x, y, _int_remainder)
+    return _float_remainder(x, y)
+
+
+@custom_jvp
+def _float_remainder(x: Any, y: Any) -> Any:
     mod = lax.rem(x, y)
     adjusted = _select(_floor_adjust(mod, y), lax.add(mod, y), mod)
     # A zero remainder takes the divisor's sign, as every other result does.
     return _select(lax.eq(mod, constant_like(0, mod)), _signed_zero(y), adjusted)
+
+
+@_float_remainder.defjvp
+def _float_remainder_jvp(primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+    """The slopes of ``x - y * floor(x / y)``, as JAX's: 1 in ``x`` also where the
+    remainder is 0 (the signed zero chosen there is a constant), -floor(x / y) in ``y``."""
+    (x, y), (x_dot, y_dot) = primals, tangents
+    quotient = lax.floor(lax.div(x, y))
+    return _float_remainder(x, y), lax.sub(x_dot, lax.mul(quotient, y_dot))
 
 
 mod = remainder
@@ -379,8 +394,7 @@ def isreal(x: Any, /):
     return lax.eq(imag(x), constant_like(0, imag(x)))
 
 
-def _logaddexp(x1: Any, x2: Any, exp_fn, log1p_scale: float):
-    x, y = promote_args_inexact(x1, x2)
+def _logaddexp(x: Any, y: Any, exp_fn, log1p_scale: float):
     _no_complex("logaddexp", x)
     larger = lax.max(x, y)
     delta = lax.sub(x, y)
@@ -393,12 +407,47 @@ def _logaddexp(x1: Any, x2: Any, exp_fn, log1p_scale: float):
 
 def _logaddexp_e(x1: Any, x2: Any, /):
     """``log(exp(x1) + exp(x2))`` without overflow."""
-    return _logaddexp(x1, x2, lax.exp, 1.0)
+    return _natural_logaddexp(*promote_args_inexact(x1, x2))
 
 
 def _logaddexp_2(x1: Any, x2: Any, /):
     """``log2(2**x1 + 2**x2)`` without overflow."""
-    return _logaddexp(x1, x2, lax.exp2, 1 / math.log(2))
+    return _binary_logaddexp(*promote_args_inexact(x1, x2))
+
+
+# Their own derivatives, as JAX's: d out / d x1 = exp(x1 - out) (2**(x1 - out) for base
+# 2), so that equal arguments split the slope in halves (through |x1 - x2|, whose slope
+# at 0 is 1 as JAX's, one side would take all of it: softplus'(0) would be 0, not 1/2);
+# a +inf counts as 0 on both sides (two +inf: slope 1 each, not NaN).
+
+@custom_jvp
+def _natural_logaddexp(x: Any, y: Any) -> Any:
+    return _logaddexp(x, y, lax.exp, 1.0)
+
+
+@custom_jvp
+def _binary_logaddexp(x: Any, y: Any) -> Any:
+    return _logaddexp(x, y, lax.exp2, 1 / math.log(2))
+
+
+def _logaddexp_jvp(function: Any, exp_fn: Any):
+    def jvp(primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+        (x, y), (x_dot, y_dot) = primals, tangents
+        out = function(x, y)
+        finite_out = _finite_or_zero(out)
+        slope_x = exp_fn(lax.sub(_finite_or_zero(x), finite_out))
+        slope_y = exp_fn(lax.sub(_finite_or_zero(y), finite_out))
+        return out, lax.add(lax.mul(x_dot, slope_x), lax.mul(y_dot, slope_y))
+    return jvp
+
+
+def _finite_or_zero(x: Any) -> Any:
+    """``x``, with +inf taken as 0."""
+    return _select(lax.eq(x, constant_like(np.inf, x)), constant_like(0, x), x)
+
+
+_natural_logaddexp.defjvp(_logaddexp_jvp(_natural_logaddexp, lax.exp))
+_binary_logaddexp.defjvp(_logaddexp_jvp(_binary_logaddexp, lax.exp2))
 
 
 _logaddexp_e.__name__, _logaddexp_2.__name__ = "logaddexp", "logaddexp2"

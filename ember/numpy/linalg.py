@@ -244,8 +244,8 @@ def vector_norm(x: Any, /, *, axis: int | Sequence[int] | None = None, keepdims:
     v = lax.convert_element_type(v, inexact_dtype(v.dtype))
     axes = canonicalize_axes(axis, v.ndim)
     magnitude = abs_(v)
-    if ord == math.inf:
-        return max_(magnitude, axes, keepdims=keepdims)
+    if ord == math.inf:  # (as JAX's: 0 for an empty vector; at 0, 0 shares the slope)
+        return max_(magnitude, axes, keepdims=keepdims, initial=0)
     if ord == -math.inf:
         return min_(magnitude, axes, keepdims=keepdims)
     if ord == 0:

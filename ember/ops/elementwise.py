@@ -401,7 +401,10 @@ def _trigamma(x):
 def _abs_jvp(t, x):
     if dtypes.is_complex(x.dtype):  # d|z| = Re(conj(z) dz) / |z|
         return div(real(mul(conj(x), t)), abs(x))
-    return mul(t, sign(x))
+    # (JAX's: the slope at 0 is 1, that of the positive side, and -1 at NaN; PyTorch's
+    # and sign(x)'s is 0 there. Formulas with |x| inside that must have another slope
+    # at 0 have JVPs of their own: logaddexp, so softplus and log_sigmoid)
+    return _where(ge(x, _zeros_like(x)), t, neg(t))
 
 
 def _integer_pow_jvp(t, x, *, y):

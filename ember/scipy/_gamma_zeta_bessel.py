@@ -240,10 +240,19 @@ def _i1e_jvp(primals: tuple, tangents: tuple) -> tuple[Any, Any]:
     return out, slope * t
 
 
+@custom_jvp
 def i0(x: Any) -> Any:
     """The modified Bessel function of the first kind of order 0."""
     (x,) = _real("i0", x)
     return lax.exp(jnp.abs(x)) * i0e(x)
+
+
+@i0.defjvp
+def _i0_jvp(primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+    """I0' = I1, 0 at 0. (Differentiated as ``exp(|x|) * i0e(x)`` it would be JAX's 1 there:
+    |x| has slope 1 at 0, i0e slope 0.)"""
+    (x,), (t,) = primals, tangents
+    return i0(x), i1(x) * t
 
 
 def i1(x: Any) -> Any:

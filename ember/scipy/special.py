@@ -103,10 +103,19 @@ def expit(x: Any) -> Any:
     return lax.logistic(x)
 
 
+@custom_jvp
 def logit(x: Any) -> Any:
     """``log(x / (1 - x))``, the inverse of ``expit``."""
     (x,) = _inexact(x)
     return lax.log(x / (1 - x))
+
+
+@logit.defjvp
+def _logit_jvp(primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+    """``1 / (x (1 - x))``, as JAX's: infinite at 0 and 1, -0 at the infinities (through
+    the quotient inside the log they would be NaN)."""
+    (x,), (x_dot,) = primals, tangents
+    return logit(x), x_dot / (x * (1 - x))
 
 
 @custom_jvp
@@ -137,10 +146,19 @@ def _xlog1py_jvp(primals: tuple, tangents: tuple) -> tuple[Any, Any]:
     return out, (x_dot * jnp.log1p(y) + y_dot * x / (1 + y)).astype(out.dtype)
 
 
+@custom_jvp
 def entr(x: Any) -> Any:
     """``-x * log(x)`` for ``x >= 0`` (0 at 0), ``-inf`` for ``x < 0``."""
     (x,) = _inexact(x)
     return jnp.where(x < 0, -jnp.inf, -xlogy(x, x))
+
+
+@entr.defjvp
+def _entr_jvp(primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+    """``-(1 + log x)``, as JAX's: +inf at 0 (through ``xlogy(x, x)`` it would be 0 / 0),
+    -inf at +inf, NaN below 0."""
+    (x,), (x_dot,) = primals, tangents
+    return entr(x), -(1 + jnp.log(x)) * x_dot
 
 
 _SQRT_HALF = math.sqrt(0.5)
