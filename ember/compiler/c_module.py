@@ -87,14 +87,15 @@ def build_module(steps: list[LoweredStep], plan: BufferPlan, layout: Layout,
     and time (include/ember_profile.h; ``ember_profile_read``). ``gemm_wrapper_cost``:
     what compiling the GEMM wrapper adds to the unit of the GEMM steps (0 where the
     module links the wrapper's library)."""
-    rendered = [_render_step(step, plan, layout, renderer) for step in steps]
+    views = [_in_place_view(step, plan) for step in steps]
+    rendered = [_render_step(step, plan, layout, renderer, view)
+                for step, view in zip(steps, views)]
     definitions, calls, declarations = _share_kernels(
         steps, [definition for definition, _, _ in rendered], [call for _, _, call in rendered])
     if profile:
         calls = [_timed(index, call) for index, call in enumerate(calls)]
-    infos = [replace(kernel_info(step, shown), kind="view")
-             if _in_place_view(step, plan) else kernel_info(step, shown)
-             for step, (_, shown, _) in zip(steps, rendered)]
+    infos = [replace(kernel_info(step, shown), kind="view") if view else kernel_info(step, shown)
+             for step, view, (_, shown, _) in zip(steps, views, rendered)]
     segments = _segments(steps)
     uses_blas = any(s.gemm is not None for s in steps)
     parallel = any(_runs_parallel(step, text, renderer.threads)
@@ -320,15 +321,16 @@ def _pointer(var: Var, plan: BufferPlan, layout: Layout, ctype: str) -> str:
     return f"({ctype} *)b[{layout.slot(location)}]"
 
 
-def _render_step(step: LoweredStep, plan: BufferPlan, layout: Layout,
-                 renderer: CRenderer) -> tuple[str, str, list[str]]:
-    """(kernel definition, the source shown for it, statements of its call)."""
+def _render_step(step: LoweredStep, plan: BufferPlan, layout: Layout, renderer: CRenderer,
+                 view: bool) -> tuple[str, str, list[str]]:
+    """(kernel definition, the source shown for it, statements of its call); ``view``: the
+    step's results are in their buffers already (``_in_place_view``)."""
     if step.host:
         return "", f"host call: {step.group.host.prim.name} (NumPy reference)", []
     if step.call is not None:
         definition, call = _native_call(step, plan, layout, renderer)
         return definition, definition, call
-    if _in_place_view(step, plan):
+    if view:
         return "", "a reshape of a value written into its output's memory: no copy", []
     definition, call = "", []
     shown = []

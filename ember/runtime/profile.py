@@ -29,11 +29,16 @@ class Profile(list):
         total = self.total_seconds
         lines = [f"{'kernel':<24} {'kind':<8} {'calls':>7} {'total ms':>10} {'mean us':>10} "
                  f"{'share':>6}  source"]
-        for row in sorted(self, key=lambda r: r.seconds, reverse=True):
+        # (a "view" step runs no code: its value was written into the output's memory)
+        timed = [row for row in self if row.kernel.kind != "view"]
+        for row in sorted(timed, key=lambda r: r.seconds, reverse=True):
             share = row.seconds / total if total else 0.0
             source = ", ".join(row.kernel.source_lines[:2])
             lines.append(f"{row.kernel.name:<24} {row.kernel.kind:<8} {row.calls:>7} "
                          f"{row.seconds * 1e3:>10.3f} {row.mean_seconds * 1e6:>10.1f} "
                          f"{share:>6.1%}  {source}")
         lines.append(f"{'total':<24} {'':<8} {'':>7} {total * 1e3:>10.3f}")
+        if len(timed) < len(self):
+            lines.append(f"(and {len(self) - len(timed)} reshaped output(s) computed in place, "
+                         "no step of their own)")
         return "\n".join(lines)

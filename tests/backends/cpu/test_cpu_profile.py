@@ -44,6 +44,21 @@ def test_every_kernel_counts_its_calls_and_time(tmp_path):
     assert all(k.name in table for k in c.kernels) and "total" in table
 
 
+def test_the_table_leaves_out_outputs_reshaped_in_place(tmp_path):
+    def reshaped(x, w):
+        y = jnp.tanh(x @ w)
+        return y.reshape(-1), jnp.sum(y)  # (y written into the first output's memory)
+
+    with config.override(cache_dir=str(tmp_path / "cache"), profile=True):
+        c = ember.jit(reshaped, backend="cpu").lower(x, w).compile()
+    c(x, w)
+    views = [k.name for k in c.kernels if k.kind == "view"]
+    assert len(views) == 1 and len(c.profile()) == len(c.kernels)
+    table = str(c.profile())
+    assert views[0] not in table and "1 reshaped output(s) computed in place" in table
+    assert all(k.name in table for k in c.kernels if k.kind != "view")
+
+
 def test_reset(tmp_path):
     c = compiled(tmp_path)
     c(x, w)
