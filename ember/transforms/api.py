@@ -17,7 +17,8 @@ from ember.core.abstract import ShapedArray, aval_of
 from ember.core.pytree import tree_flatten, tree_unflatten
 from ember.errors import EmberTypeError
 from ember.sharding.vma import sum_cotangents
-from ember.transforms.arguments import as_value, flat_fun, split_args, split_outputs
+from ember.transforms.arguments import (as_user_array, as_value, flat_fun, split_args,
+                                        split_outputs)
 from ember.transforms.jacobians import hessian, jacfwd, jacobian, jacrev
 from ember.transforms.jvp import has_tangent, jvp_flat, stop_gradient, zero_tangent_value
 from ember.ops.rules import Zero, float0, instantiate
@@ -64,7 +65,7 @@ def _check_tangent(primal: Any, tangent: Any) -> Any:
 
 
 def _user_tangent(tangent: Any) -> Any:
-    return zero_tangent_value(tangent.aval) if isinstance(tangent, Zero) else tangent
+    return as_user_array(zero_tangent_value(tangent.aval) if isinstance(tangent, Zero) else tangent)
 
 
 def linearize(fun: Callable, *primals: Any) -> tuple[Any, Callable]:
@@ -128,13 +129,7 @@ def _check_cotangent(aval: ShapedArray, ct: Any) -> Any:
 def _user_cotangent(ct: Any, aval: ShapedArray) -> Any:
     if not has_tangent(aval):
         return np.zeros(aval.shape, float0)
-    ct = instantiate(ct)
-    if isinstance(ct, (np.ndarray, np.generic)):
-        # (the seed passed through, ``grad(lambda x: x)``, or zeros: an Array, as JAX's)
-        from ember.runtime.dispatch import device_put
-
-        return device_put(ct)
-    return ct
+    return as_user_array(instantiate(ct))
 
 
 def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0,

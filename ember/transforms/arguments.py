@@ -8,6 +8,7 @@ import numpy as np
 
 from ember.core import dtypes
 from ember.core.abstract import aval_of
+from ember.ops.rules import float0
 from ember.core.pytree import PyTreeDef, tree_flatten, tree_unflatten
 from ember.core.trace import Tracer
 from ember.errors import EmberTypeError, EmberValueError
@@ -32,6 +33,16 @@ def as_value(leaf: Any) -> Any:
     except (TypeError, ValueError):
         raise EmberTypeError(f"argument of type {type(leaf).__name__} is not an array; "
                              "transformations take arrays, scalars and pytrees of them") from None
+
+
+def as_user_array(value: Any) -> Any:
+    """A host array handed to the user (a seed or tangent passed through, or zeros) as an
+    Array, as JAX's; float0 zeros (of integers) stay NumPy arrays, as JAX's do."""
+    if isinstance(value, (np.ndarray, np.generic)) and value.dtype != float0:
+        from ember.runtime.dispatch import device_put
+
+        return device_put(value)
+    return value
 
 
 def flat_fun(fun: Callable, in_tree: PyTreeDef, has_aux: bool = False):

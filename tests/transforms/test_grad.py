@@ -62,10 +62,13 @@ def test_vjp_of_integer_argument_is_float0(x64):
 @pytest.mark.parametrize("fun", [lambda x: x, lambda x: 1.0], ids=["identity", "constant"])
 def test_a_gradient_is_an_array_even_where_no_op_made_it(fun):
     """The seed passed through as the gradient, or a zero gradient, is an ember Array as
-    JAX's is, not the NumPy array the transpose started from."""
+    JAX's is, not the NumPy array the transpose started from; so is such a tangent."""
     gradient = ember.grad(fun)(2.0)
     assert isinstance(gradient, ember.Array)
     assert float(gradient) == (1.0 if fun(3.0) == 3.0 else 0.0)
+    _, tangent = ember.jvp(fun, (2.0,), (np.float32(1.0),))
+    assert isinstance(tangent, ember.Array)
+    assert float(tangent) == float(gradient)
 
 
 def test_grad_of_non_scalar_output_names_the_shape():
