@@ -8,7 +8,6 @@ from typing import Any
 
 import torch
 import torch.fx
-from torch._decomp import core_aten_decompositions
 from torch._dynamo.utils import guard_failures
 from torch._functorch import config as functorch_config
 from torch._functorch.aot_autograd import aot_module_simplified, make_boxed_func
@@ -17,6 +16,7 @@ from torch._guards import CompileContext
 
 from ember.errors import EmberTypeError
 from ember.runtime.collection_pause import collection_paused
+from ember.torch.decompositions import core_aten_table
 from ember.torch.graph_compiler import log
 from ember.torch.onednn import onednn_off
 from ember.torch.partition import split_for_ember, unsupported_nodes, unsupported_reason
@@ -72,7 +72,7 @@ def make_backend(graph_compiler: GraphCompiler) -> Callable[..., Any]:
                                              fw_compiler=graph_compiler,
                                              bw_compiler=graph_compiler,
                                              partition_fn=min_cut_rematerialization_partition,
-                                             decompositions=core_aten_decompositions())
+                                             decompositions=core_aten_table())
     return backend
 
 

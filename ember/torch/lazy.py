@@ -41,7 +41,6 @@ from typing import Any
 
 import torch
 import torch.fx
-from torch._decomp import core_aten_decompositions
 from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
 from torch._subclasses.fake_tensor import (DataDependentOutputException,
                                            DynamicOutputShapeException)
@@ -49,6 +48,7 @@ from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
 from ember.errors import EmberTypeError
 from ember.torch import metadata_memo
+from ember.torch.decompositions import core_aten_table
 from ember.torch.graph_compiler import EmberGraphModule
 from ember.torch.lowerings import LOWERINGS
 from ember.torch.metadata_memo import memo
@@ -68,7 +68,6 @@ _MATERIALIZING = {aten._local_scalar_dense.default, aten.is_nonzero.default,
 # every later step, and the loop compiles once.
 _METADATA_ONLY = {aten.full_like.default, aten.zeros_like.default, aten.ones_like.default,
                   aten.empty_like.default}
-_DECOMPOSITIONS = core_aten_decompositions()
 # Arithmetic whose Python-float operand becomes a graph input (see the module docstring),
 # with the type promotion that decides its computation dtype.
 _LIFTS_SCALARS = {aten.mul.Tensor: ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT,
@@ -202,8 +201,9 @@ class LazyTensor(torch.Tensor):
                 return _record(func, args, kwargs)
             except _ValueDependentShape as reason:
                 return _run_by_lowering(func, args, kwargs, str(reason))
-        if func in _DECOMPOSITIONS:
-            return _DECOMPOSITIONS[func](*args, **kwargs)
+        decomposition = core_aten_table().get(func)
+        if decomposition is not None:
+            return decomposition(*args, **kwargs)
         decomposed = func.decompose(*args, **kwargs)
         if decomposed is not NotImplemented:
             return decomposed
