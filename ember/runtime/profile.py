@@ -39,6 +39,6 @@ class Profile(list):
                          f"{share:>6.1%}  {source}")
         lines.append(f"{'total':<24} {'':<8} {'':>7} {total * 1e3:>10.3f}")
         if len(timed) < len(self):
-            lines.append(f"(and {len(self) - len(timed)} reshaped output(s) computed in place, "
-                         "no step of their own)")
+            lines.append(f"(and {len(self) - len(timed)} view step(s), which run no code: "
+                         "reshaped outputs computed in place)")
         return "\n".join(lines)
