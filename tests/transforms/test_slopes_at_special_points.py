@@ -4,8 +4,9 @@ splits its slope between equal arguments and gives two +inf a slope of 1 each, s
 softplus and log_sigmoid have slope 1/2 at 0; ``remainder`` has slope 1 where it is 0;
 ``logit`` and ``entr`` are infinite at their ends, not NaN. Each case holds the value JAX
 gives (and is checked against JAX itself where it is installed), through ``grad`` and
-``jit(grad)``; ``i0`` is the one case where Ember differs on purpose (I0'(0) = I1(0) =
-0; JAX's 1 comes from differentiating ``exp(|x|) * i0e(x)``)."""
+``jit(grad)``. ``i0`` at 0 differs from JAX on purpose (I0'(0) = I1(0) = 0; JAX's 1
+comes from differentiating ``exp(|x|) * i0e(x)``); so do points not listed where JAX's
+value is not the limit, e.g. ``ndtri`` at 0 and 1 (Ember inf, JAX 0)."""
 import math
 
 import numpy as np
